@@ -1,0 +1,75 @@
+-- lineage-listener store schema. This file is the documentation of the store:
+-- users query these tables with plain SQL (`duckdb lineage.duckdb`).
+-- Every statement is idempotent; the store applies it on first use.
+
+-- One row per Spark application run.
+CREATE TABLE IF NOT EXISTS runs (
+    run_id        TEXT PRIMARY KEY,   -- '<app_id>' (unique per SparkContext)
+    app_id        TEXT,
+    app_name      TEXT,
+    spark_version TEXT,
+    spark_user    TEXT,
+    master        TEXT,
+    started_at    TIMESTAMP,
+    ended_at      TIMESTAMP           -- null while the application runs
+);
+
+-- One row per captured logical action: a write, or an action returning rows to the driver.
+CREATE TABLE IF NOT EXISTS queries (
+    query_id       TEXT PRIMARY KEY,  -- '<run_id>:<QueryExecution id>'
+    run_id         TEXT,
+    action         TEXT,              -- Spark's funcName: command, save, collect, collectToPython, ...
+    command        TEXT,              -- root plan node class, short: Project, InsertIntoHadoopFsRelationCommand, ...
+    sql_text       TEXT,              -- null when the query did not come from SQL
+    status         TEXT,              -- succeeded | failed | lineage_error
+    error          TEXT,
+    duration_ms    BIGINT,
+    captured_at    TIMESTAMP,
+    target_dataset TEXT               -- null when the result went back to the driver
+);
+
+-- One row per dataset ever seen, under its canonical name.
+CREATE TABLE IF NOT EXISTS datasets (
+    dataset    TEXT PRIMARY KEY,      -- spark_catalog.db.t | file:/path | jdbc:... | local:...
+    kind       TEXT,                  -- table | path | view | jdbc | local
+    format     TEXT,                  -- parquet, csv, json, orc, text, hive, jdbc, ...
+    location   TEXT,                  -- storage URI where known
+    properties JSON,                  -- read/write options, secrets redacted
+    first_seen TIMESTAMP,
+    last_seen  TIMESTAMP
+);
+
+-- One row per (dataset, column) ever seen; nested struct fields use dotted paths.
+CREATE TABLE IF NOT EXISTS dataset_columns (
+    dataset     TEXT,
+    column_name TEXT,
+    data_type   TEXT,
+    nullable    BOOLEAN,
+    first_seen  TIMESTAMP,
+    last_seen   TIMESTAMP,
+    PRIMARY KEY (dataset, column_name)
+);
+
+-- The edges: target column <- source column, one row per (query, target, source, transform).
+CREATE TABLE IF NOT EXISTS column_lineage (
+    query_id       TEXT,
+    run_id         TEXT,
+    target_dataset TEXT,              -- null: the result went to the driver (an access record)
+    target_column  TEXT,              -- null: indirect edge applying to every column of the target
+    source_dataset TEXT,
+    source_column  TEXT,
+    transform      TEXT,              -- identity | rename | derived | aggregate | filter | join | group_by | sort | window | conditional
+    kind           TEXT,              -- direct | indirect
+    expression     TEXT,              -- Spark SQL text in source column names; condition or key for indirect edges
+    masking        BOOLEAN,           -- a hashing/masking function or a count lies on the path
+    captured_at    TIMESTAMP
+);
+
+-- Problems capture met that are not tied to a query row (e.g. spooled batches).
+CREATE TABLE IF NOT EXISTS capture_errors (
+    captured_at TIMESTAMP,
+    run_id      TEXT,
+    query_id    TEXT,
+    stage       TEXT,                 -- listener | walk | store | spool
+    error       TEXT
+);
