@@ -1,0 +1,13 @@
+"""Asking the lineage: upstream / downstream graphs, impact and provenance reports.
+
+>>> from lineage_listener.query import open_store
+>>> store = open_store("lineage.duckdb")                                  # doctest: +SKIP
+>>> g = store.upstream("spark_catalog.shop.report", "total", depth=10)   # doctest: +SKIP
+"""
+from lineage_listener.query.expand import Edge, Filters, expand
+from lineage_listener.query.graph import build_graph, masking_status, origins, paths
+from lineage_listener.query.store import LineageStore, UnknownNameError, open_store
+from lineage_listener.query.timewindow import parse_time
+
+__all__ = ["open_store", "LineageStore", "UnknownNameError", "Edge", "Filters", "expand",
+           "build_graph", "origins", "paths", "masking_status", "parse_time"]

@@ -1,0 +1,91 @@
+"""Dataset names: aliases (a table and its storage location) and suggestions.
+
+A catalog table and the path it is stored at are one dataset for lineage
+(CONTRACT section 4). ``datasets`` rows of kind ``table`` carry the storage
+URI in ``location``; a job that read ``file:/wh/db.db/t`` by path continues
+the lineage of ``spark_catalog.db.t``. Lookups go to DuckDB in batches and are
+cached for the life of one :class:`Aliases` object (one query).
+"""
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+import duckdb
+
+
+def _strip(name: str) -> str:
+    return name.rstrip("/") if "/" in name else name
+
+
+class Aliases:
+    """Canonical names and alias sets of datasets, looked up lazily.
+
+    >>> a = Aliases(con)                                  # doctest: +SKIP
+    >>> a.canonical("file:/wh/db.db/t")                   # doctest: +SKIP
+    'spark_catalog.db.t'
+    >>> sorted(a.names("spark_catalog.db.t"))             # doctest: +SKIP
+    ['file:/wh/db.db/t', 'spark_catalog.db.t']
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self._con = con
+        self._canonical: dict[str, str] = {}
+        self._names: dict[str, set[str]] = {}
+
+    def resolve(self, names: Iterable[str]) -> None:
+        """Look up every not yet known name in one query."""
+        todo = sorted({n for n in names if n is not None and n not in self._canonical})
+        if not todo:
+            return
+        variants = sorted({v for n in todo for v in (n, _strip(n), _strip(n) + "/")})
+        rows = self._con.execute(
+            """
+            SELECT dataset, location FROM datasets
+            WHERE kind = 'table' AND location IS NOT NULL AND dataset IN (SELECT unnest($names))
+            UNION
+            SELECT dataset, location FROM datasets
+            WHERE kind = 'table' AND location IN (SELECT unnest($names))
+            """,
+            {"names": variants},
+        ).fetchall()
+        rows = sorted((dataset, _strip(location)) for dataset, location in rows)
+        by_location: dict[str, str] = {}
+        locations: dict[str, set[str]] = {}
+        for dataset, location in rows:
+            by_location.setdefault(location, dataset)
+            locations.setdefault(dataset, set()).add(location)
+        for name in todo:
+            canon = by_location.get(_strip(name), name)
+            self._canonical[name] = canon
+            group = {canon} | locations.get(canon, set())
+            # a path name read with a trailing slash is the same dataset
+            group |= {loc + "/" for loc in locations.get(canon, set())}
+            self._names.setdefault(canon, set()).update(group | {name})
+
+    def canonical(self, name: str) -> str:
+        """The dataset's table name if ``name`` is a table's storage location, else ``name``."""
+        if name not in self._canonical:
+            self.resolve([name])
+        return self._canonical[name]
+
+    def names(self, canonical: str) -> set[str]:
+        """Every name under which ``canonical`` may appear in ``column_lineage``."""
+        if canonical not in self._names:
+            self.resolve([canonical])
+        return self._names.get(canonical, {canonical})
+
+
+def closest(name: str, candidates: Iterable[str], n: int = 3) -> list[str]:
+    """The known names nearest to ``name`` (difflib), best first.
+
+    >>> closest("spark_catalog.db.ordrs", ["spark_catalog.db.orders", "x"])
+    ['spark_catalog.db.orders']
+    """
+    pool = list(dict.fromkeys(candidates))
+    found = difflib.get_close_matches(name, pool, n=n, cutoff=0.5)
+    if not found:
+        # a short name typed without its catalog/database prefix
+        tail = name.rsplit(".", 1)[-1].rsplit("/", 1)[-1].lower()
+        found = [c for c in pool if c.lower().endswith(tail)][:n]
+    return found

@@ -1,0 +1,152 @@
+"""The Python face of a store: ``open_store(path).upstream(...)`` and friends."""
+from __future__ import annotations
+
+import logging
+import os
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Iterator
+
+import duckdb
+import networkx as nx
+
+from lineage_listener.query.expand import Direction, Filters, Node, expand
+from lineage_listener.query.names import Aliases, closest
+from lineage_listener.query.timewindow import window
+from lineage_listener.query.graph import build_graph
+from lineage_listener.store.connection import StoreError, open_readonly
+
+log = logging.getLogger(__name__)
+
+TimeBound = str | datetime | None
+
+
+class UnknownNameError(StoreError, LookupError):
+    """A dataset or column the store has never seen; the message names the closest known ones."""
+
+
+class LineageStore:
+    """Lineage questions over one DuckDB store file, read-only.
+
+    Graph questions open the file for the duration of the call only, so a
+    store object kept in a notebook never holds the file against a capturing
+    job. ``sql()`` keeps a connection until :meth:`close`.
+
+    >>> store = open_store("lineage.duckdb")                                   # doctest: +SKIP
+    >>> g = store.upstream("spark_catalog.shop.report", "total", depth=3)      # doctest: +SKIP
+    >>> sorted(g.predecessors(("spark_catalog.shop.report", "total")))         # doctest: +SKIP
+    [('spark_catalog.shop.orders', 'amount')]
+    """
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        self._con: duckdb.DuckDBPyConnection | None = None
+        with self.connect():
+            pass  # fail early and clearly on a missing or unreadable store
+
+    @contextmanager
+    def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A short-lived read-only connection (waits briefly while a writer holds the file)."""
+        con = open_readonly(self.path)
+        try:
+            yield con
+        finally:
+            con.close()
+
+    def upstream(self, dataset: str, column: str, depth: int | None = None,
+                 since: TimeBound = None, until: TimeBound = None,
+                 direct_only: bool = False) -> nx.DiGraph:
+        """Columns ``dataset.column`` was computed from, ``depth`` hops back (None: all).
+
+        Edges point source -> target and carry ``transform``, ``kind``,
+        ``expression``, ``query_id``, ``run_id``, ``captured_at``, ``masking``
+        and ``records`` (every capture of that step).
+        """
+        return self._walk("upstream", dataset, column, depth, since, until, direct_only)
+
+    def downstream(self, dataset: str, column: str, depth: int | None = None,
+                   since: TimeBound = None, until: TimeBound = None,
+                   direct_only: bool = False) -> nx.DiGraph:
+        """Columns computed from ``dataset.column`` (the impact direction); see :meth:`upstream`."""
+        return self._walk("downstream", dataset, column, depth, since, until, direct_only)
+
+    def sql(self, query: str, params: object = None) -> duckdb.DuckDBPyRelation:
+        """Run SQL on the store; the relation stays valid until :meth:`close`.
+
+        >>> store.sql("SELECT count(*) FROM column_lineage").fetchone()   # doctest: +SKIP
+        (42,)
+        """
+        if self._con is None:
+            self._con = open_readonly(self.path)
+        if params is None:
+            return self._con.sql(query)
+        return self._con.sql(query, params=params)
+
+    def close(self) -> None:
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+
+    def __enter__(self) -> "LineageStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"LineageStore({str(self.path)!r})"
+
+    # -- helpers shared by the reports ------------------------------------------------
+
+    def _walk(self, direction: Direction, dataset: str, column: str, depth: int | None,
+              since: TimeBound, until: TimeBound, direct_only: bool) -> nx.DiGraph:
+        if depth is not None and depth < 0:
+            raise ValueError("depth must be >= 0")
+        lo, hi = window(since, until)
+        with self.connect() as con:
+            aliases = Aliases(con)
+            start = resolve_column(con, aliases, dataset, column)
+            edges = expand(con, start, direction, depth, Filters(lo, hi, direct_only), aliases)
+        g = build_graph(start, edges, direction)
+        g.graph.update(since=lo, until=hi, depth=depth, direct_only=direct_only)
+        return g
+
+
+def resolve_column(con: duckdb.DuckDBPyConnection, aliases: Aliases, dataset: str, column: str) -> Node:
+    """The canonical node for user input, or :class:`UnknownNameError` with suggestions."""
+    canonical = aliases.canonical(dataset)
+    names = sorted(aliases.names(canonical))
+    found = con.execute(
+        "SELECT 1 FROM dataset_columns WHERE dataset IN (SELECT unnest($n)) AND column_name = $c LIMIT 1",
+        {"n": names, "c": column}).fetchone() or con.execute(
+        """SELECT 1 FROM column_lineage
+           WHERE (source_dataset IN (SELECT unnest($n)) AND source_column = $c)
+              OR (target_dataset IN (SELECT unnest($n)) AND target_column = $c)
+           LIMIT 1""", {"n": names, "c": column}).fetchone()
+    if found:
+        return canonical, column
+    known_columns = [r[0] for r in con.execute(
+        """SELECT column_name FROM dataset_columns WHERE dataset IN (SELECT unnest($n))
+           UNION SELECT source_column FROM column_lineage WHERE source_dataset IN (SELECT unnest($n))
+           UNION SELECT target_column FROM column_lineage WHERE target_dataset IN (SELECT unnest($n))""",
+        {"n": names}).fetchall() if r[0] is not None]
+    if known_columns:
+        hint = closest(column, known_columns) or sorted(known_columns)[:5]
+        raise UnknownNameError(f"dataset {canonical} has no column {column!r}; "
+                               f"closest known: {', '.join(hint)}")
+    datasets = [r[0] for r in con.execute(
+        """SELECT dataset FROM datasets UNION SELECT source_dataset FROM column_lineage
+           UNION SELECT target_dataset FROM column_lineage""").fetchall() if r[0] is not None]
+    hint = closest(dataset, datasets)
+    raise UnknownNameError(f"unknown dataset {dataset!r}"
+                           + (f"; closest known: {', '.join(hint)}" if hint else "; the store has none like it"))
+
+
+def open_store(path: str | os.PathLike) -> LineageStore:
+    """Open a lineage store for questions; raises StoreError when there is none at ``path``.
+
+    >>> store = open_store("lineage.duckdb")                       # doctest: +SKIP
+    >>> g = store.downstream("spark_catalog.crm.customers", "email", since="7d")  # doctest: +SKIP
+    """
+    return LineageStore(path)
