@@ -15,6 +15,8 @@ from lineage_listener.store.connection import StoreError
 #: Modules of ``lineage_listener.cli`` that provide sub-commands, in help order.
 COMMAND_MODULES = (
     "sql",
+    "spark_conf",
+    "bridge_jar",
 )
 
 

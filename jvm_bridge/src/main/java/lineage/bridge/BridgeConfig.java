@@ -1,0 +1,46 @@
+package lineage.bridge;
+
+import java.util.Map;
+import org.apache.spark.SparkConf;
+
+/** The {@code spark.lineage.*} settings the bridge reads, with their defaults. */
+final class BridgeConfig {
+    final String python;
+    final String pythonPath;          // prepended to the worker's PYTHONPATH; may be empty
+    final String store;               // may be empty: the worker then uses its default
+    final long drainTimeoutMs;
+    final long workerStartTimeoutMs;
+    final int queueCapacity;
+    final int workerRestarts;
+    final String logLevel;
+
+    private BridgeConfig(SparkConf conf, Map<String, String> env) {
+        this.python = firstNonEmpty(
+            conf.get("spark.lineage.python", ""),
+            conf.get("spark.pyspark.driver.python", ""),
+            conf.get("spark.pyspark.python", ""),
+            env.getOrDefault("PYSPARK_DRIVER_PYTHON", ""),
+            env.getOrDefault("PYSPARK_PYTHON", ""),
+            "python3");
+        this.pythonPath = conf.get("spark.lineage.pythonPath", "");
+        this.store = conf.get("spark.lineage.store", "");
+        this.drainTimeoutMs = conf.getLong("spark.lineage.drainTimeoutMs", 30000L);
+        this.workerStartTimeoutMs = conf.getLong("spark.lineage.workerStartTimeoutMs", 60000L);
+        this.queueCapacity = conf.getInt("spark.lineage.queueCapacity", 10000);
+        this.workerRestarts = conf.getInt("spark.lineage.workerRestarts", 1);
+        this.logLevel = conf.get("spark.lineage.logLevel", "");
+    }
+
+    static BridgeConfig from(SparkConf conf) {
+        return new BridgeConfig(conf == null ? new SparkConf(false) : conf, System.getenv());
+    }
+
+    private static String firstNonEmpty(String... values) {
+        for (String v : values) {
+            if (v != null && !v.trim().isEmpty()) {
+                return v.trim();
+            }
+        }
+        return "";
+    }
+}

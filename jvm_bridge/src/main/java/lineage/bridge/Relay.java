@@ -1,0 +1,453 @@
+package lineage.bridge;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.security.SecureRandom;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.LinkedBlockingDeque;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.spark.SparkConf;
+import org.apache.spark.SparkContext;
+import org.apache.spark.SparkContext$;
+import org.apache.spark.sql.execution.QueryExecution;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import py4j.GatewayServer;
+import py4j.Py4JException;
+import py4j.Py4JNetworkException;
+import scala.Option;
+
+/**
+ * The JVM-wide relay between Spark's listener callbacks and the Python worker.
+ *
+ * <p>Listener callbacks only enqueue (bounded, never blocking). One daemon
+ * thread owns everything else: it starts a py4j gateway on 127.0.0.1 with a
+ * random token, launches the worker, and delivers events one by one. An event
+ * is kept until the worker acknowledged it and a later {@code flush} confirmed
+ * it is stored, so a worker that dies is restarted (once, by default) and the
+ * unconfirmed events are replayed. Any failure disables capture with one log
+ * line; the Spark job itself is never affected.
+ */
+final class Relay {
+    private static final Logger LOG = LoggerFactory.getLogger("lineage.bridge");
+    private static final String PREFIX = "lineage-listener: ";
+    private static final Event CLOSE = new Event(null, null, 0L, null);
+    private static final int MAX_UNCONFIRMED = 1000;
+    private static final long IDLE_POLL_MS = 200L;
+    private static Relay current;
+
+    private final SparkConf sparkConf;
+    private final BridgeConfig cfg;
+    private final LinkedBlockingDeque<Event> queue = new LinkedBlockingDeque<>();
+    private final List<Event> unconfirmed = new ArrayList<>();  // relay thread only
+    private final AtomicLong dropped = new AtomicLong();
+    private final AtomicBoolean disabled = new AtomicBoolean();
+    private final AtomicBoolean closeStarted = new AtomicBoolean();
+    private final AtomicBoolean appEndRegistered = new AtomicBoolean();
+    private final AtomicBoolean pythonErrorLogged = new AtomicBoolean();
+    private final CountDownLatch relayDone = new CountDownLatch(1);
+    private final CountDownLatch closed = new CountDownLatch(1);
+    private final Object attachLock = new Object();
+    private final String token = newToken();
+    private final Thread hook = new Thread(() -> close("JVM shutdown"), "lineage-bridge-shutdown");
+
+    private volatile GatewayServer server;
+    private volatile WorkerProcess process;
+    private volatile long closeDeadline = Long.MAX_VALUE;
+    private volatile String appId;
+    private Worker worker;  // guarded by attachLock
+    private int restartsLeft;
+
+    private Relay(SparkConf conf) {
+        this.sparkConf = conf;
+        this.cfg = BridgeConfig.from(conf);
+        this.restartsLeft = cfg.workerRestarts;
+    }
+
+    /** The live relay of this JVM, started on first use and after a previous one closed. */
+    static synchronized Relay acquire(SparkConf conf) {
+        if (current == null || current.closeStarted.get()) {
+            current = new Relay(conf);
+            current.start();
+        }
+        return current;
+    }
+
+    private void start() {
+        try {
+            Option<SparkContext> active = SparkContext$.MODULE$.getActive();
+            if (active.isDefined()) {
+                watchApplication(active.get());
+            }
+        } catch (RuntimeException e) {
+            LOG.debug("no active SparkContext yet", e);
+        }
+        try {
+            Runtime.getRuntime().addShutdownHook(hook);
+        } catch (IllegalStateException e) {
+            return;  // the JVM is already shutting down
+        }
+        Thread t = new Thread(this::runRelay, "lineage-bridge-relay");
+        t.setDaemon(true);  // also makes the gateway's threads daemons: they never keep the JVM alive
+        t.start();
+    }
+
+    // ---- called on Spark's listener bus: must return at once ----
+
+    void submit(Event event) {
+        if (!appEndRegistered.get()) {
+            try {
+                watchApplication(event.qe.sparkSession().sparkContext());
+            } catch (RuntimeException e) {
+                LOG.debug("cannot watch application end", e);
+            }
+        }
+        if (disabled.get() || closeStarted.get()) {
+            return;
+        }
+        if (queue.size() >= cfg.queueCapacity) {
+            if (dropped.getAndIncrement() == 0) {
+                LOG.warn(PREFIX + "lineage event queue is full (spark.lineage.queueCapacity="
+                    + cfg.queueCapacity + "): dropping events until the Python worker catches up;"
+                    + " the total is reported at application end");
+            }
+            return;
+        }
+        queue.offerLast(event);
+    }
+
+    private void watchApplication(SparkContext sc) {
+        if (appEndRegistered.compareAndSet(false, true)) {
+            appId = sc.applicationId();
+            sc.addSparkListener(new AppEndListener(this));
+        }
+    }
+
+    // ---- called by the worker through the gateway ----
+
+    void attach(int callbackPort, Worker w) {
+        try {
+            server.resetCallbackClient(InetAddress.getByName("127.0.0.1"), callbackPort);
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+        synchronized (attachLock) {
+            worker = w;
+            attachLock.notifyAll();
+        }
+    }
+
+    String conf(String key, String defaultValue) {
+        return sparkConf == null ? defaultValue : sparkConf.get(key, defaultValue);
+    }
+
+    // ---- the relay thread ----
+
+    private void runRelay() {
+        try {
+            InetAddress loopback = InetAddress.getByName("127.0.0.1");
+            server = new GatewayServer.GatewayServerBuilder(new EntryPoint(this))
+                .javaAddress(loopback)
+                .javaPort(0)
+                .authToken(token)
+                .callbackClient(GatewayServer.DEFAULT_PYTHON_PORT, loopback, token)
+                .build();
+            server.start(true);
+            if (!startWorker()) {
+                return;
+            }
+            while (true) {
+                Event e = queue.pollFirst(IDLE_POLL_MS, TimeUnit.MILLISECONDS);
+                if (e == null) {
+                    if (!unconfirmed.isEmpty()) {
+                        confirm(Math.min(10000L, cfg.drainTimeoutMs));
+                    }
+                } else if (e == CLOSE) {
+                    if (finish()) {
+                        return;
+                    }
+                } else {
+                    deliver(e);
+                }
+                if (disabled.get()) {
+                    return;
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (Throwable t) {
+            disable("internal error in the bridge: " + t);
+        } finally {
+            relayDone.countDown();
+        }
+    }
+
+    private void deliver(Event e) {
+        try {
+            e.deliverTo(currentWorker());
+            unconfirmed.add(e);
+            if (unconfirmed.size() >= MAX_UNCONFIRMED) {
+                confirm(Math.min(10000L, cfg.drainTimeoutMs));
+                if (unconfirmed.size() >= MAX_UNCONFIRMED) {
+                    unconfirmed.remove(0);  // acknowledged, just not yet confirmed stored
+                }
+            }
+        } catch (Py4JException ex) {
+            if (workerDied(ex)) {
+                queue.offerFirst(e);
+                recover();
+            } else if (pythonErrorLogged.compareAndSet(false, true)) {
+                LOG.warn(PREFIX + "the Python worker raised an error on a lineage event (further ones"
+                    + " are not logged here; see the worker's own log): " + firstLine(ex));
+            }
+        }
+    }
+
+    /** Ask the worker to flush; on success the unconfirmed events are stored and can go. */
+    private void confirm(long timeoutMs) {
+        try {
+            if (currentWorker().flush(timeoutMs)) {
+                unconfirmed.clear();
+            }
+        } catch (Py4JException ex) {
+            if (workerDied(ex)) {
+                recover();
+            }
+        }
+    }
+
+    /** Handle the CLOSE marker; false when the worker died and the loop must go on (replay). */
+    private boolean finish() {
+        try {
+            Worker w = currentWorker();
+            if (!w.flush(remaining())) {
+                LOG.warn(PREFIX + "the store did not confirm all lineage within spark.lineage.drainTimeoutMs="
+                    + cfg.drainTimeoutMs + "; the worker spools what it could not write");
+            }
+            unconfirmed.clear();
+            if (appId != null) {
+                w.endRun(appId);
+                w.flush(remaining());
+            }
+        } catch (Py4JException ex) {
+            if (workerDied(ex)) {
+                queue.offerLast(CLOSE);
+                recover();
+                return false;
+            }
+            LOG.warn(PREFIX + "the Python worker failed while finishing: " + firstLine(ex));
+        }
+        try {
+            currentWorker().shutdown();
+        } catch (Py4JException ex) {
+            LOG.debug("worker shutdown call failed", ex);
+        }
+        return true;
+    }
+
+    /** The worker is gone: restart it once and replay what it did not confirm. */
+    private void recover() {
+        for (int i = unconfirmed.size() - 1; i >= 0; i--) {
+            queue.offerFirst(unconfirmed.get(i));
+        }
+        unconfirmed.clear();
+        WorkerProcess dead = process;
+        String why = dead == null ? "" : " (" + dead.exitDescription() + ")";
+        if (dead != null) {
+            dead.destroy();
+        }
+        if (restartsLeft <= 0) {
+            disable("the Python worker died again" + why + "; not restarting it (spark.lineage.workerRestarts="
+                + cfg.workerRestarts + ")");
+            return;
+        }
+        restartsLeft--;
+        LOG.warn(PREFIX + "the Python worker died" + why + "; restarting it and replaying "
+            + countEvents() + " unconfirmed lineage events");
+        startWorker();
+    }
+
+    private boolean workerDied(Py4JException ex) {
+        WorkerProcess p = process;
+        if (p == null) {
+            return true;
+        }
+        if (p.awaitExit(1000L)) {
+            return true;
+        }
+        if (hasNetworkCause(ex)) {
+            p.destroy();  // alive but unreachable: treat it as dead
+            return true;
+        }
+        return false;  // Python raised; the worker itself is fine
+    }
+
+    /** Launch the worker and wait until it attaches; disables capture and returns false if it cannot. */
+    private boolean startWorker() {
+        synchronized (attachLock) {
+            worker = null;
+        }
+        WorkerProcess p;
+        try {
+            p = WorkerProcess.launch(cfg, server.getListeningPort(), token);
+        } catch (IOException e) {
+            disable("cannot run Python '" + cfg.python + "' (" + e.getMessage() + "). Fix: set"
+                + " --conf spark.lineage.python=/path/to/python of an environment where lineage-listener"
+                + " is installed (lineage-listener spark-conf does this)");
+            return false;
+        }
+        process = p;
+        long deadline = System.currentTimeMillis() + cfg.workerStartTimeoutMs;
+        synchronized (attachLock) {
+            while (worker == null) {
+                long now = System.currentTimeMillis();
+                if (!p.isAlive()) {
+                    String last = p.lastLine();
+                    disable("the Python worker '" + cfg.python + " -m " + WorkerProcess.MODULE + "' exited ("
+                        + p.exitDescription() + ") before connecting" + (last.isEmpty() ? "" : ": " + last)
+                        + ". Fix: pip install lineage-listener into that Python, or point"
+                        + " --conf spark.lineage.python at one that has it (lineage-listener spark-conf does this)");
+                    return false;
+                }
+                if (now >= deadline || now >= closeDeadline) {
+                    p.destroy();
+                    disable("the Python worker did not connect within " + cfg.workerStartTimeoutMs
+                        + " ms (spark.lineage.workerStartTimeoutMs)");
+                    return false;
+                }
+                try {
+                    attachLock.wait(100L);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return false;
+                }
+            }
+        }
+        p.goLive();
+        LOG.info(PREFIX + "Python worker pid " + p.pid() + " connected to the bridge on 127.0.0.1:"
+            + server.getListeningPort());
+        return true;
+    }
+
+    private Worker currentWorker() {
+        synchronized (attachLock) {
+            if (worker == null) {
+                throw new Py4JNetworkException("no Python worker attached");
+            }
+            return worker;
+        }
+    }
+
+    private long remaining() {
+        return Math.max(1000L, closeDeadline - System.currentTimeMillis());
+    }
+
+    // ---- lifecycle ----
+
+    /** Deliver everything queued, flush, end the run and stop; bounded by spark.lineage.drainTimeoutMs. */
+    void close(String reason) {
+        if (!closeStarted.compareAndSet(false, true)) {
+            await(closed, cfg.drainTimeoutMs + 5000L);
+            return;
+        }
+        try {
+            closeDeadline = System.currentTimeMillis() + cfg.drainTimeoutMs;
+            LOG.info(PREFIX + "draining lineage events (" + reason + ")");
+            if (!disabled.get()) {
+                queue.offerLast(CLOSE);
+                if (!await(relayDone, cfg.drainTimeoutMs + 2000L)) {
+                    LOG.warn(PREFIX + "gave up waiting for the Python worker after " + cfg.drainTimeoutMs
+                        + " ms (spark.lineage.drainTimeoutMs); " + countEvents()
+                        + " lineage events were not captured");
+                }
+            }
+            long lost = dropped.get();
+            if (lost > 0) {
+                LOG.warn(PREFIX + lost + " lineage events were dropped because the queue was full"
+                    + " (raise spark.lineage.queueCapacity)");
+            }
+            stopProcessAndGateway();
+        } finally {
+            closed.countDown();
+            try {
+                Runtime.getRuntime().removeShutdownHook(hook);
+            } catch (IllegalStateException | SecurityException ignored) {
+                // already shutting down
+            }
+        }
+    }
+
+    private void stopProcessAndGateway() {
+        WorkerProcess p = process;
+        if (p != null && !p.awaitExit(5000L)) {
+            p.destroy();
+        }
+        GatewayServer s = server;
+        if (s != null) {
+            s.shutdown();
+        }
+    }
+
+    private void disable(String reason) {
+        if (!disabled.compareAndSet(false, true)) {
+            return;
+        }
+        long lost = countEvents();
+        queue.clear();
+        unconfirmed.clear();
+        LOG.warn(PREFIX + "lineage capture is OFF for this run, the job itself continues: " + reason
+            + (lost > 0 ? " [" + lost + " lineage events not captured]" : ""));
+        WorkerProcess p = process;
+        if (p != null) {
+            p.destroy();
+        }
+    }
+
+    private long countEvents() {
+        long n = unconfirmed.size();
+        for (Event e : queue) {
+            if (e != CLOSE) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    private static boolean await(CountDownLatch latch, long ms) {
+        try {
+            return latch.await(ms, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
+    private static boolean hasNetworkCause(Throwable t) {
+        for (Throwable c = t; c != null; c = c.getCause()) {
+            if (c instanceof Py4JNetworkException || c instanceof IOException) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static String firstLine(Throwable t) {
+        String s = String.valueOf(t.getMessage());
+        int nl = s.indexOf('\n');
+        return nl < 0 ? s : s.substring(0, nl);
+    }
+
+    private static String newToken() {
+        byte[] bytes = new byte[32];
+        new SecureRandom().nextBytes(bytes);
+        StringBuilder sb = new StringBuilder();
+        for (byte b : bytes) {
+            sb.append(String.format("%02x", b));
+        }
+        return sb.toString();
+    }
+}

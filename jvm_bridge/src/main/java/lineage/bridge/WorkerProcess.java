@@ -1,0 +1,137 @@
+package lineage.bridge;
+
+import java.io.BufferedReader;
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import java.util.Arrays;
+import java.util.Deque;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The Python worker process: {@code <python> -m lineage_listener.bridge.worker}.
+ * Port and token travel in environment variables, never in argv. Its output is
+ * held back until it has connected (so a failed start becomes one summary
+ * line), then forwarded to the driver's stderr. Its stdin stays open: when
+ * the JVM dies the worker sees end-of-file and exits.
+ */
+final class WorkerProcess {
+    static final String MODULE = "lineage_listener.bridge.worker";
+    private static final int KEEP_LINES = 40;
+
+    private final Process process;
+    private final Deque<String> early = new ArrayDeque<>();
+    private boolean live;  // guarded by early
+
+    private WorkerProcess(Process process) {
+        this.process = process;
+        Thread pump = new Thread(this::pump, "lineage-bridge-worker-output");
+        pump.setDaemon(true);
+        pump.start();
+    }
+
+    static WorkerProcess launch(BridgeConfig cfg, int port, String token) throws IOException {
+        ProcessBuilder pb = new ProcessBuilder(Arrays.asList(cfg.python, "-m", MODULE));
+        pb.redirectErrorStream(true);  // the worker's stdout must never mix into the job's stdout
+        Map<String, String> env = pb.environment();
+        env.remove("PYSPARK_GATEWAY_PORT");
+        env.remove("PYSPARK_GATEWAY_SECRET");
+        env.put("LINEAGE_BRIDGE_PORT", Integer.toString(port));
+        env.put("LINEAGE_BRIDGE_TOKEN", token);
+        if (!cfg.store.isEmpty()) {
+            env.put("LINEAGE_STORE", cfg.store);
+        }
+        if (!cfg.logLevel.isEmpty()) {
+            env.put("LINEAGE_LOG_LEVEL", cfg.logLevel);
+        }
+        if (!cfg.pythonPath.isEmpty()) {
+            String old = env.getOrDefault("PYTHONPATH", "");
+            env.put("PYTHONPATH", old.isEmpty() ? cfg.pythonPath : cfg.pythonPath + File.pathSeparator + old);
+        }
+        return new WorkerProcess(pb.start());
+    }
+
+    long pid() {
+        return process.pid();
+    }
+
+    boolean isAlive() {
+        return process.isAlive();
+    }
+
+    /** Wait up to {@code ms} for the process to exit; true if it has. */
+    boolean awaitExit(long ms) {
+        try {
+            return process.waitFor(Math.max(0L, ms), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return !process.isAlive();
+        }
+    }
+
+    String exitDescription() {
+        return process.isAlive() ? "still running" : "exit code " + process.exitValue();
+    }
+
+    void destroy() {
+        process.destroyForcibly();
+    }
+
+    /** From now on forward the worker's output straight to stderr. */
+    void goLive() {
+        synchronized (early) {
+            for (String line : early) {
+                System.err.println(line);
+            }
+            early.clear();
+            live = true;
+        }
+    }
+
+    /** The last non-blank line the worker wrote before connecting, or "". */
+    String lastLine() {
+        awaitPumpQuiet();
+        synchronized (early) {
+            String last = "";
+            for (String line : early) {
+                if (!line.isBlank()) {
+                    last = line.trim();
+                }
+            }
+            return last;
+        }
+    }
+
+    private void awaitPumpQuiet() {
+        // The pump may still be reading the final lines of a process that just exited.
+        try {
+            Thread.sleep(100);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private void pump() {
+        try (BufferedReader in = new BufferedReader(
+                new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+            String line;
+            while ((line = in.readLine()) != null) {
+                synchronized (early) {
+                    if (live) {
+                        System.err.println(line);
+                    } else {
+                        early.addLast(line);
+                        if (early.size() > KEEP_LINES) {
+                            early.removeFirst();
+                        }
+                    }
+                }
+            }
+        } catch (IOException ignored) {
+            // the process is gone; nothing more to forward
+        }
+    }
+}

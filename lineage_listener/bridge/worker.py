@@ -1,0 +1,143 @@
+"""``python -m lineage_listener.bridge.worker``: the Python end of the JVM bridge.
+
+Started by the bridge with ``LINEAGE_BRIDGE_PORT`` / ``LINEAGE_BRIDGE_TOKEN``
+(and ``LINEAGE_STORE``) in its environment. It connects to the bridge's py4j
+gateway, serves callbacks on its own 127.0.0.1 callback server (same token),
+feeds every event to :class:`~lineage_listener.capture.pipeline.Capture` and
+exits when the bridge says ``shutdown`` or the JVM goes away (stdin closes).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from lineage_listener.bridge import WORKER_INTERFACE
+
+log = logging.getLogger("lineage_listener.bridge.worker")
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """What the bridge passes in the environment."""
+
+    port: int
+    token: str
+    store: str | None
+    log_level: str
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] = os.environ) -> "WorkerSettings":
+        try:
+            port = int(env["LINEAGE_BRIDGE_PORT"])
+            token = env["LINEAGE_BRIDGE_TOKEN"]
+        except (KeyError, ValueError):
+            raise SystemExit("lineage_listener.bridge.worker is started by the JVM bridge, not by hand "
+                             "(LINEAGE_BRIDGE_PORT / LINEAGE_BRIDGE_TOKEN are not set)") from None
+        return cls(port=port, token=token, store=env.get("LINEAGE_STORE") or None,
+                   log_level=env.get("LINEAGE_LOG_LEVEL") or "WARNING")
+
+
+class BridgeWorker:
+    """The py4j proxy the bridge calls; implements ``lineage.bridge.Worker``.
+
+    Each call runs on a py4j callback thread while the bridge waits, so the
+    ``QueryExecution`` is alive for the whole call. Errors are logged, never
+    raised back: returning is the acknowledgement.
+    """
+
+    class Java:
+        implements = [WORKER_INTERFACE]
+
+    def __init__(self, capture: Any) -> None:
+        self._capture = capture
+        self.stopped = threading.Event()
+        self._errors_logged: set[str] = set()
+
+    def onSuccess(self, func_name: str, qe: Any, duration_ns: int) -> None:  # noqa: N802 (Java name)
+        self._guard("on_success", self._capture.on_success, func_name, qe, int(duration_ns))
+
+    def onFailure(self, func_name: str, qe: Any, exception: Any) -> None:  # noqa: N802
+        self._guard("on_failure", self._capture.on_failure, func_name, qe, exception)
+
+    def flush(self, timeout_ms: int) -> bool:
+        return bool(self._guard("flush", self._capture.flush, timeout_ms / 1000.0))
+
+    def endRun(self, app_id: str) -> None:  # noqa: N802
+        self._guard("end_run", self._capture.end_run, app_id)
+
+    def shutdown(self) -> None:
+        self.stopped.set()
+
+    def _guard(self, what: str, fn: Any, *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except Exception:  # capture must never break the relay
+            if what not in self._errors_logged:
+                self._errors_logged.add(what)
+                log.exception("lineage capture failed in %s (further failures there are not logged)", what)
+            return None
+
+
+def _watch_stdin(stopped: threading.Event) -> None:
+    """The bridge keeps our stdin open; end-of-file means the JVM is gone."""
+    try:
+        fd = sys.stdin.fileno()
+        while os.read(fd, 4096):  # raw reads: no buffer lock held at interpreter exit
+            pass
+    except (OSError, ValueError):
+        pass
+    stopped.set()
+
+
+def _make_capture(store: str | None) -> Any:
+    from lineage_listener.capture.pipeline import Capture
+
+    return Capture(store=store) if store else Capture()
+
+
+def serve(settings: WorkerSettings, close_timeout: float = 30.0) -> int:
+    """Connect to the bridge, serve until told to stop, release everything. Returns an exit code."""
+    from py4j.java_gateway import CallbackServerParameters, GatewayParameters, JavaGateway
+
+    capture = _make_capture(settings.store)
+    worker = BridgeWorker(capture)
+    gateway = JavaGateway(
+        gateway_parameters=GatewayParameters(address="127.0.0.1", port=settings.port,
+                                             auth_token=settings.token, auto_convert=True,
+                                             eager_load=True),
+        callback_server_parameters=CallbackServerParameters(address="127.0.0.1", port=0,
+                                                            auth_token=settings.token,
+                                                            daemonize=True,
+                                                            daemonize_connections=True),
+    )
+    try:
+        callback_port = gateway.get_callback_server().get_listening_port()
+        gateway.entry_point.attach(callback_port, worker)
+        log.info("connected to the bridge on 127.0.0.1:%d (callbacks on %d), store %s",
+                 settings.port, callback_port, settings.store)
+        threading.Thread(target=_watch_stdin, args=(worker.stopped,), name="stdin-watch",
+                         daemon=True).start()
+        worker.stopped.wait()
+    finally:
+        try:
+            capture.close(timeout=close_timeout)
+        finally:
+            # close(), not shutdown(): shutdown() would also stop the bridge's gateway server
+            gateway.close(keep_callback_server=False, close_callback_server_connections=True)
+    return 0
+
+
+def main() -> int:
+    settings = WorkerSettings.from_env()
+    logging.basicConfig(stream=sys.stderr, level=settings.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # py4j logs every callback at INFO
+    return serve(settings)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

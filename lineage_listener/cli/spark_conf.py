@@ -1,0 +1,38 @@
+"""``lineage-listener spark-conf --store PATH``: the spark-submit arguments enabling capture.
+
+Use as ``spark-submit $(lineage-listener spark-conf --store PATH) job.py``.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from lineage_listener.bridge.jar import BridgeBuildError
+from lineage_listener.bridge.submit import spark_submit_args
+from lineage_listener.cli import CliError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "spark-conf",
+        help="print the spark-submit arguments that turn capture on (zero code change)",
+        description="Print, on one line, the spark-submit arguments that capture lineage of any job: "
+                    "spark-submit $(lineage-listener spark-conf --store PATH) job.py",
+    )
+    p.add_argument("--store", required=True, help="path of the DuckDB store to write")
+    p.add_argument("--python", help="Python the capture worker runs with (default: this one, "
+                                    "which has lineage-listener installed)")
+    p.add_argument("--lines", action="store_true", help="one argument per line instead of one line")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        argv = spark_submit_args(args.store, python=args.python)
+    except BridgeBuildError as exc:
+        raise CliError(f"cannot build the bridge jar: {exc}") from None
+    if any(any(ch.isspace() for ch in a) for a in argv):
+        print("lineage-listener: warning: a path contains whitespace, which $(...) splits; "
+              "use --lines with mapfile, or a path without spaces", file=sys.stderr)
+    print("\n".join(argv) if args.lines else " ".join(argv))
+    return 0
