@@ -93,10 +93,16 @@ def _watch_stdin(stopped: threading.Event) -> None:
     stopped.set()
 
 
+#: Where lineage goes when the job sets no ``spark.lineage.store`` (the driver's working directory).
+DEFAULT_STORE = "lineage.duckdb"
+
+
 def _make_capture(store: str | None) -> Any:
     from lineage_listener.capture.pipeline import Capture
 
-    return Capture(store=store) if store else Capture()
+    if not store:
+        log.warning("spark.lineage.store is not set; writing lineage to %s in %s", DEFAULT_STORE, os.getcwd())
+    return Capture(store or DEFAULT_STORE)
 
 
 def serve(settings: WorkerSettings, close_timeout: float = 30.0) -> int:
