@@ -1,0 +1,48 @@
+"""Turn a finished walk into edges: one per (target column, source, transform)."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from lineage_listener.lineage.model import Edge, Origin, Transform
+from lineage_listener.lineage.walker import Attribute, Walk
+
+
+def copy_kind(target: str, source: str) -> Transform:
+    """A copied value keeps its name (identity) or gets a new one (rename)."""
+    same = target.lower() in (source.lower(), source.rsplit(".", 1)[-1].lower())
+    return Transform.IDENTITY if same else Transform.RENAME
+
+
+def column_edges(name: str, origin: Origin) -> list[Edge]:
+    """Direct and per-column indirect edges of one output column."""
+    text = origin.text()
+    out = []
+    for f in origin.flows:
+        transform = copy_kind(name, f.source.name) if f.transform == Transform.COPY else f.transform
+        expression = text if transform not in (Transform.IDENTITY,) else f.source.name
+        out.append(Edge(name, f.source, transform, "direct", expression, f.masking))
+    for i in origin.influences:
+        out.append(Edge(name, i.source, i.transform, "indirect", i.expression, False))
+    return out
+
+
+def edges(walk: Walk, outputs: Sequence[Attribute], names: Sequence[str] | None = None) -> list[Edge]:
+    """All edges of a query: each output column's, then row-level influences (target null)."""
+    names = list(names) if names and len(names) == len(outputs) else [a.name for a in outputs]
+    seen: set[tuple] = set()
+    result: list[Edge] = []
+
+    def add(e: Edge) -> None:
+        key = (e.target_column, e.source, e.transform, e.kind)
+        if key not in seen:
+            seen.add(key)
+            result.append(e)
+
+    for name, attr in zip(names, outputs):
+        origin = walk.env.get(attr.expr_id)
+        if origin is not None:
+            for e in sorted(column_edges(name, origin), key=lambda e: (e.kind, e.source, e.transform)):
+                add(e)
+    for i in walk.influences:
+        add(Edge(None, i.source, i.transform, "indirect", i.expression, False))
+    return result

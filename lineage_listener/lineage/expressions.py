@@ -1,0 +1,300 @@
+"""Expression rules: what an expression's value flows from, keyed by Spark class.
+
+Each rule takes the expression :class:`~lineage_listener.plan.tree.Node` and the
+current :class:`~lineage_listener.lineage.walker.Walk` and returns an
+:class:`~lineage_listener.lineage.model.Origin`: the value's flows (direct
+sources with their transform), influences (conditional/window deciders) and SQL
+text. A class without a rule is treated as a row-by-row function of its
+children (``derived``), and logged once.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+import sqlglot.expressions as exp
+
+from lineage_listener.lineage import sqltext
+from lineage_listener.lineage.model import Column, Flow, Influence, Origin, Transform, stronger
+from lineage_listener.plan.tree import Node
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lineage_listener.lineage.walker import Walk
+
+log = logging.getLogger(__name__)
+
+Rule = Callable[[Node, "Walk"], Origin]
+RULES: dict[str, Rule] = {}
+
+#: Functions whose output hides the input value: a path through them is ``masking``.
+MASKING = {"Md5", "Sha1", "Sha2", "Crc32", "Murmur3Hash", "XxHash64", "Mask", "HiveHash",
+           "Count", "ApproxCountDistinct", "HyperLogLogPlusPlus", "CountIf", "CountMinSketchAgg"}
+
+#: Window functions computed over a window of rows (aggregate-like, no column argument needed).
+MAX_SQL_SIZE = 400  # above this many nodes an intermediate expression is shown by its alias
+_logged: set[str] = set()
+BUILTIN = "org.apache.spark.sql.catalyst.expressions."
+
+
+def rule(*names: str) -> Callable[[Rule], Rule]:
+    def register(fn: Rule) -> Rule:
+        for n in names:
+            RULES[n] = fn
+        return fn
+    return register
+
+
+def evaluate(node: Node, walk: "Walk") -> Origin:
+    """The :class:`Origin` of an expression's value."""
+    fn = RULES.get(node.name)
+    if fn is None:
+        if node.name not in _logged:
+            _logged.add(node.name)
+            # Built-in catalyst functions are row-by-row by construction; others are worth a note.
+            level = logging.DEBUG if node.cls.startswith(BUILTIN) else logging.INFO
+            log.log(level, "no specific rule for expression %s: treating it as derived from its inputs", node.name)
+        fn = derived_function
+    return fn(node, walk)
+
+
+# -- combinators -------------------------------------------------------------------
+
+
+def combine(parts: Iterable[Origin], transform: Transform, sql: exp.Expression | None,
+            masking: bool = False) -> Origin:
+    """Flows of ``parts`` raised to at least ``transform``; influences kept."""
+    flows: set[Flow] = set()
+    influences: set[Influence] = set()
+    for p in parts:
+        influences |= p.influences
+        for f in p.flows:
+            flows.add(Flow(f.source, stronger(f.transform, transform), f.masking or masking))
+    return _origin(flows, influences, sql)
+
+
+def as_influences(origin: Origin, transform: Transform, expression: str | None = None) -> set[Influence]:
+    """Every column ``origin`` reads, as influences of type ``transform``."""
+    text = expression if expression is not None else (origin.text() or "")
+    out = {Influence(f.source, transform, text) for f in origin.flows}
+    out |= {Influence(i.source, transform, text) for i in origin.influences}
+    return out
+
+
+def _origin(flows: Iterable[Flow], influences: Iterable[Influence], sql: exp.Expression | None) -> Origin:
+    return Origin(frozenset(flows), frozenset(influences), sql, sqltext.size(sql) if sql is not None else 1)
+
+
+def children_of(node: Node, walk: "Walk") -> list[Origin]:
+    return [evaluate(c, walk) for c in node.children]
+
+
+def sql_of(o: Origin) -> exp.Expression:
+    return o.sql if o.sql is not None else exp.null()
+
+
+# -- rules -------------------------------------------------------------------------
+
+
+@rule("AttributeReference", "PrettyAttribute", "OuterReference", "OuterScopeReference")
+def attribute(node: Node, walk: "Walk") -> Origin:
+    if node.name.startswith("Outer") and node.children:
+        return evaluate(node.children[0], walk)
+    return walk.lookup(node)
+
+
+@rule("Alias", "SortOrder", "KnownNotNull", "KnownFloatingPointNormalized", "PromotePrecision",
+      "CheckOverflow", "NormalizeNaNAndZero", "Unevaluable", "AssertNotNull", "UpCast")
+def passthrough(node: Node, walk: "Walk") -> Origin:
+    return evaluate(node.children[0], walk) if node.children else Origin()
+
+
+@rule("Literal")
+def literal(node: Node, walk: "Walk") -> Origin:
+    dt = node.get("dataType")
+    return Origin(sql=sqltext.literal(node.get("value"), dt if isinstance(dt, str) else None))
+
+
+@rule("Cast", "AnsiCast", "TryCast")
+def cast(node: Node, walk: "Walk") -> Origin:
+    child = evaluate(node.children[0], walk)
+    if node.children[0].name == "Literal":  # the analyzer's type coercion of a constant
+        return child
+    dt = node.get("dataType")
+    return combine([child], Transform.DERIVED, sqltext.cast(sql_of(child), dt if isinstance(dt, str) else None))
+
+
+def derived_function(node: Node, walk: "Walk") -> Origin:
+    """Default: a row-by-row function of all children (operators, functions, UDFs)."""
+    parts = children_of(node, walk)
+    sql = None
+    if len(parts) == 2:
+        sql = sqltext.binary(node.name, sql_of(parts[0]), sql_of(parts[1]))
+    if sql is None:
+        name = node.get("name") if node.name in ("PythonUDF", "ScalaUDF") and isinstance(node.get("name"), str) \
+            else sqltext.function_name(node.name)
+        sql = sqltext.call(name or sqltext.function_name(node.name), [sql_of(p) for p in parts])
+    return combine(parts, Transform.DERIVED, sql, masking=node.name in MASKING)
+
+
+@rule("Not")
+def not_(node: Node, walk: "Walk") -> Origin:
+    child = evaluate(node.children[0], walk)
+    return combine([child], Transform.DERIVED, exp.Not(this=sql_of(child)))
+
+
+@rule("IsNull", "IsNotNull")
+def is_null(node: Node, walk: "Walk") -> Origin:
+    child = evaluate(node.children[0], walk)
+    sql = exp.Is(this=sql_of(child), expression=exp.null())
+    return combine([child], Transform.DERIVED, exp.Not(this=sql) if node.name == "IsNotNull" else sql)
+
+
+@rule("In", "InSet")
+def in_list(node: Node, walk: "Walk") -> Origin:
+    parts = children_of(node, walk)
+    sql = exp.In(this=sql_of(parts[0]), expressions=[sql_of(p) for p in parts[1:]]) if parts else None
+    return combine(parts, Transform.DERIVED, sql)
+
+
+@rule("AggregateExpression")
+def aggregate(node: Node, walk: "Walk") -> Origin:
+    fn = node.children[0]
+    parts = children_of(fn, walk)
+    name = sqltext.function_name(fn.name)
+    args = [sql_of(p) for p in parts] or [exp.Star()]
+    if fn.name == "Count" and all(p.sql is not None and isinstance(p.sql, exp.Literal) for p in parts):
+        args = [exp.Star()]
+    sql: exp.Expression = sqltext.call(name, args)
+    if node.get("isDistinct"):
+        sql = sqltext.call(name, [exp.Distinct(expressions=args)])
+    out = combine(parts, Transform.AGGREGATE, sql, masking=fn.name in MASKING)
+    # FILTER (WHERE ...) of an aggregate decides which rows count: conditional.
+    for extra in node.children[1:]:
+        cond = evaluate(extra, walk)
+        out = Origin(out.flows, out.influences | as_influences(cond, Transform.CONDITIONAL), out.sql, out.size)
+    return out
+
+
+@rule("WindowExpression")
+def window(node: Node, walk: "Walk") -> Origin:
+    fn, spec = node.children[0], node.children[1]
+    value = evaluate(fn, walk)
+    if fn.name != "AggregateExpression":  # rank(), lag(x), ...: computed over the window's rows
+        value = combine([value], Transform.AGGREGATE, value.sql, masking=fn.name in MASKING)
+    keys = [evaluate(c, walk) for c in spec.children if c.name != "SpecifiedWindowFrame"
+            and not c.name.endswith("Frame")]
+    partition = [sql_of(k) for k in keys[: len(spec.get("partitionSpec") or ())]]
+    order = [sql_of(k) for k in keys[len(partition):]]
+    spec_sql = exp.Window(this=sql_of(value), partition_by=partition or None,
+                          order=exp.Order(expressions=order) if order else None)
+    text = sqltext.render(exp.Window(this=exp.Anonymous(this="", expressions=[]), partition_by=partition or None,
+                                     order=exp.Order(expressions=order) if order else None))
+    text = (text or "").replace("() OVER ", "OVER ", 1).strip()
+    influences = set(value.influences)
+    for k in keys:
+        influences |= as_influences(k, Transform.WINDOW, text)
+    return _origin(value.flows, influences, spec_sql)
+
+
+@rule("CaseWhen")
+def case_when(node: Node, walk: "Walk") -> Origin:
+    parts = children_of(node, walk)
+    pairs = [(parts[i], parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
+    default = parts[-1] if len(parts) % 2 else None
+    values = [v for _, v in pairs] + ([default] if default else [])
+    sql = sqltext.case([(sql_of(c), sql_of(v)) for c, v in pairs], sql_of(default) if default else None)
+    out = combine(values, Transform.DERIVED, sql)
+    influences = set(out.influences)
+    for cond, _ in pairs:
+        influences |= as_influences(cond, Transform.CONDITIONAL)
+    return _origin(out.flows, influences, sql)
+
+
+@rule("If")
+def if_(node: Node, walk: "Walk") -> Origin:
+    cond, yes, no = children_of(node, walk)
+    sql = sqltext.call("if", [sql_of(cond), sql_of(yes), sql_of(no)])
+    out = combine([yes, no], Transform.DERIVED, sql)
+    return _origin(out.flows, set(out.influences) | as_influences(cond, Transform.CONDITIONAL), sql)
+
+
+@rule("Coalesce", "Nvl", "Nvl2", "IfNull", "NullIf")
+def null_choice(node: Node, walk: "Walk") -> Origin:
+    """COALESCE/NVL/NULLIF: values are derived; every argument decides which one wins."""
+    if node.name in ("NullIf", "Nvl", "IfNull", "Nvl2") and node.trees("left"):
+        args = [evaluate(t, walk) for key in ("left", "right", "expr1", "expr2", "expr3") for t in node.trees(key)]
+        values = args[:1] if node.name == "NullIf" else args[1:] if node.name == "Nvl2" else args
+    else:
+        args = children_of(node, walk)
+        values = args
+    sql = sqltext.call(sqltext.function_name(node.name), [sql_of(a) for a in args])
+    out = combine(values, Transform.DERIVED, sql)
+    influences = set(out.influences)
+    for a in args:
+        influences |= as_influences(a, Transform.CONDITIONAL, sqltext.render(sql))
+    return _origin(out.flows, influences, sql)
+
+
+@rule("GetStructField")
+def struct_field(node: Node, walk: "Walk") -> Origin:
+    """``address.city``: a copy of a struct column's field is a copy of ``address.city``."""
+    child = evaluate(node.children[0], walk)
+    name = node.get("name") or str(node.get("ordinal"))
+    sql = exp.Dot(this=sql_of(child), expression=exp.to_identifier(name))
+    flows = {Flow(Column(f.source.dataset, f"{f.source.name}.{name}"), f.transform, f.masking)
+             if f.transform in (Transform.COPY,) else f for f in child.flows}
+    return _origin(flows, child.influences, sql)
+
+
+@rule("ScalarSubquery", "LateralSubquery")
+def scalar_subquery(node: Node, walk: "Walk") -> Origin:
+    """The value of a scalar subquery: its single output column, computed inside it."""
+    sub = walk.subquery(node)
+    if sub is None:
+        return Origin()
+    outputs, influences = sub
+    value = outputs[0] if outputs else Origin()
+    sql = exp.Subquery(this=subquery_select(value))
+    out = combine([value], Transform.COPY, sql)
+    return _origin(out.flows, set(out.influences) | {Influence(i.source, Transform.CONDITIONAL, i.expression)
+                                                     for i in influences}, sql)
+
+
+@rule("ListQuery", "Exists", "InSubquery")
+def predicate_subquery(node: Node, walk: "Walk") -> Origin:
+    """IN / EXISTS subqueries: every column they read decides which rows pass."""
+    parts: list[Origin] = [evaluate(c, walk) for c in node.children]
+    for t in node.trees("values"):
+        parts.append(evaluate(t, walk))
+    flows: set[Flow] = set()
+    influences: set[Influence] = set()
+    for p in parts:
+        flows |= p.flows
+        influences |= p.influences
+    sub = walk.subquery(node)
+    outputs: list[Origin] = []
+    if sub is not None:
+        outputs, inner = sub
+        for o in outputs:
+            flows |= o.flows
+            influences |= o.influences
+        influences |= set(inner)
+    select = subquery_select(*outputs) if sub is not None else exp.select(exp.Star())
+    if node.name == "Exists":
+        sql: exp.Expression = exp.Exists(this=select)
+    elif node.name == "ListQuery":
+        sql = exp.Subquery(this=select)
+    else:
+        sql = exp.In(this=sql_of(parts[0]) if parts else exp.null(), query=exp.Subquery(this=select))
+        if len(parts) > 1 and isinstance(parts[1].sql, exp.Subquery):
+            sql = exp.In(this=sql_of(parts[0]), query=parts[1].sql)
+    return combine([Origin(frozenset(flows), frozenset(influences))], Transform.DERIVED, sql)
+
+
+def subquery_select(*outputs: Origin) -> exp.Select:
+    """``SELECT <outputs> FROM <datasets they read>``: a readable stand-in for a subquery."""
+    datasets = sorted({f.source.dataset for o in outputs for f in o.flows}
+                      | {i.source.dataset for o in outputs for i in o.influences})
+    select = exp.select(*[sql_of(o) for o in outputs] or [exp.Literal.number(1)])
+    return select.from_(exp.to_identifier(datasets[0]), copy=False) if datasets else select

@@ -1,0 +1,88 @@
+"""The values the walker computes: columns, flows, influences, origins, edges."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+import sqlglot.expressions as exp
+
+
+class Transform(str, Enum):
+    """The contract's transform types (section 5), plus ``COPY`` used while walking."""
+
+    COPY = "copy"  # becomes identity or rename once the target column name is known
+    IDENTITY = "identity"
+    RENAME = "rename"
+    DERIVED = "derived"
+    AGGREGATE = "aggregate"
+    FILTER = "filter"
+    JOIN = "join"
+    GROUP_BY = "group_by"
+    SORT = "sort"
+    WINDOW = "window"
+    CONDITIONAL = "conditional"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+#: Strength of direct transforms along a chain: the strongest wins.
+STRENGTH = {Transform.COPY: 0, Transform.IDENTITY: 0, Transform.RENAME: 0,
+            Transform.DERIVED: 1, Transform.AGGREGATE: 2}
+
+
+def stronger(a: Transform, b: Transform) -> Transform:
+    """The stronger of two direct transforms (``aggregate`` > ``derived`` > copy)."""
+    return a if STRENGTH[a] >= STRENGTH[b] else b
+
+
+@dataclass(frozen=True, order=True)
+class Column:
+    """A column of a dataset: ``Column("spark_catalog.db.t", "address.city")``."""
+
+    dataset: str
+    name: str
+
+
+@dataclass(frozen=True)
+class Flow:
+    """A value flowing from ``source`` into a column, through ``transform``."""
+
+    source: Column
+    transform: Transform
+    masking: bool = False
+
+
+@dataclass(frozen=True)
+class Influence:
+    """A source column that decides rows or values without being copied (indirect)."""
+
+    source: Column
+    transform: Transform
+    expression: str
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where one attribute (``exprId``) of a plan comes from."""
+
+    flows: frozenset[Flow] = frozenset()
+    influences: frozenset[Influence] = frozenset()
+    sql: exp.Expression | None = field(default=None, compare=False)
+    size: int = field(default=1, compare=False)  # node count of ``sql``, to cap growth
+
+    def text(self) -> str | None:
+        """The defining expression as Spark SQL text."""
+        return None if self.sql is None else self.sql.sql(dialect="spark", normalize_functions="lower")
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One row of ``column_lineage`` before run/query/time are attached."""
+
+    target_column: str | None
+    source: Column
+    transform: Transform
+    kind: str  # direct | indirect
+    expression: str | None
+    masking: bool = False

@@ -1,0 +1,321 @@
+"""Plan node handlers, keyed by Spark class: each walks its children and defines its outputs.
+
+A handler takes the plan :class:`Node` and the :class:`Walk`, records the origin of
+every attribute the node creates in ``walk.env``, adds row-level influences
+(filter, join, group_by, sort) to ``walk.influences``, and returns the node's
+output attributes in order. A node class without a handler gets the fallback:
+every new output is derived from every input it references, logged once per class.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from lineage_listener.lineage import sqltext
+from lineage_listener.lineage.datasets import datasets_of, table_name
+from lineage_listener.lineage.expressions import as_influences, combine
+from lineage_listener.lineage.model import Column, Flow, Origin, Transform
+from lineage_listener.lineage.walker import Attribute, Walk, attributes
+from lineage_listener.plan.tree import Node
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[Node, Walk], list[Attribute]]
+HANDLERS: dict[str, Handler] = {}
+_warned: set[str] = set()
+
+
+def handler(*names: str) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        for n in names:
+            HANDLERS[n] = fn
+        return fn
+    return register
+
+
+def handler_for(node: Node, walk: Walk) -> Handler:
+    fn = HANDLERS.get(node.name)
+    if fn is None:
+        walk.fallbacks.add(node.name)
+        if node.name not in _warned:
+            _warned.add(node.name)
+            log.warning("unknown plan node %s: every output is treated as derived from every input it "
+                        "references", node.name)
+        return fallback
+    return fn
+
+
+def children(node: Node, walk: Walk) -> list[Attribute]:
+    out: list[Attribute] = []
+    for c in node.children:
+        out += walk.plan(c)
+    return out
+
+
+def add_influences(walk: Walk, trees: tuple[Node, ...], transform: Transform) -> None:
+    for t in trees:
+        origin = walk.expression(t)
+        walk.influences.extend(sorted(as_influences(origin, transform), key=str))
+
+
+def define_items(walk: Walk, items: tuple[Node, ...]) -> list[Attribute]:
+    """Evaluate a projection list: aliases get new origins, attributes pass through."""
+    out = []
+    for item in items:
+        if item.name == "Alias":
+            walk.define(item.expr_id, walk.expression(item.children[0]))
+        out.append(Attribute(item.expr_id if item.expr_id is not None else -1, item.get("name") or "?",
+                             item.get("dataType"), bool(item.get("nullable", True))))
+    return out
+
+
+# -- pass-through nodes ----------------------------------------------------------------
+
+
+@handler("SubqueryAlias", "Distinct", "GlobalLimit", "LocalLimit", "Limit", "Offset", "Tail",
+         "Repartition", "RepartitionByExpression", "RebalancePartitions", "Sample", "ResolvedHint",
+         "Deduplicate", "DeduplicateWithinWatermark", "Subquery", "CollectMetrics", "EventTimeWatermark",
+         "UnresolvedHint", "Project_passthrough", "IdentityRelation", "Hint")
+def passthrough(node: Node, walk: Walk) -> list[Attribute]:
+    return children(node, walk)
+
+
+@handler("Project")
+def project(node: Node, walk: Walk) -> list[Attribute]:
+    children(node, walk)
+    return define_items(walk, node.trees("projectList"))
+
+
+@handler("Filter")
+def filter_(node: Node, walk: Walk) -> list[Attribute]:
+    out = children(node, walk)
+    add_influences(walk, node.trees("condition"), Transform.FILTER)
+    return out
+
+
+@handler("Sort")
+def sort(node: Node, walk: Walk) -> list[Attribute]:
+    out = children(node, walk)
+    add_influences(walk, node.trees("order"), Transform.SORT)
+    return out
+
+
+@handler("Aggregate")
+def aggregate(node: Node, walk: Walk) -> list[Attribute]:
+    children(node, walk)
+    add_influences(walk, node.trees("groupingExpressions"), Transform.GROUP_BY)
+    return define_items(walk, node.trees("aggregateExpressions"))
+
+
+@handler("Window")
+def window(node: Node, walk: Walk) -> list[Attribute]:
+    out = children(node, walk)
+    return out + define_items(walk, node.trees("windowExpressions"))
+
+
+_SEMI = ("LeftSemi", "LeftAnti", "ExistenceJoin")
+
+
+def join_type(node: Node) -> str:
+    jt = node.get("joinType")
+    if isinstance(jt, dict):
+        name = jt.get("object") or jt.get("product-class") or ""
+        inner = jt.get("tpe")
+        if isinstance(inner, dict) and inner.get("object"):
+            name = inner["object"]
+        return name.rsplit(".", 1)[-1].rstrip("$")
+    return str(jt or "Inner")
+
+
+@handler("Join", "LateralJoin", "AsOfJoin")
+def join(node: Node, walk: Walk) -> list[Attribute]:
+    left = walk.plan(node.children[0])
+    right = walk.plan(node.children[1]) if len(node.children) > 1 else []
+    kind = join_type(node)
+    semi = any(kind.startswith(s) for s in _SEMI)
+    add_influences(walk, node.trees("condition"), Transform.FILTER if semi else Transform.JOIN)
+    return left if semi else left + right
+
+
+@handler("Intersect", "Except")
+def set_filter(node: Node, walk: Walk) -> list[Attribute]:
+    left = walk.plan(node.children[0])
+    right = walk.plan(node.children[1])
+    for a in right:
+        origin = walk.env.get(a.expr_id)
+        if origin is not None:
+            walk.influences.extend(as_influences(origin, Transform.FILTER, a.name))
+    return left
+
+
+@handler("Union")
+def union(node: Node, walk: Walk) -> list[Attribute]:
+    branches = [walk.plan(c) for c in node.children]
+    first = branches[0] if branches else []
+    for i, attr in enumerate(first):
+        parts = [walk.env.get(b[i].expr_id, Origin()) for b in branches if i < len(b)]
+        merged = combine(parts, Transform.COPY, None)
+        texts = {p.text() for p in parts}
+        sql = parts[0].sql if len(texts) == 1 and parts else None
+        walk.define(attr.expr_id, Origin(merged.flows, merged.influences, sql, parts[0].size if sql else 1))
+    return first
+
+
+@handler("Generate")
+def generate(node: Node, walk: Walk) -> list[Attribute]:
+    out = children(node, walk)
+    gens = node.trees("generator")
+    value = walk.expression(gens[0]) if gens else Origin()
+    new = attributes(node.trees("generatorOutput"))
+    for a in new:
+        walk.define(a.expr_id, combine([value], Transform.DERIVED, value.sql))
+    return out + new
+
+
+@handler("Expand")
+def expand(node: Node, walk: Walk) -> list[Attribute]:
+    children(node, walk)
+    outs = attributes(node.trees("output"))
+    projections = node.get("projections") or ()
+    for i, a in enumerate(outs):
+        parts = [walk.expression(p[i]) for p in projections if isinstance(p, tuple) and i < len(p)
+                 and isinstance(p[i], Node)]
+        walk.define(a.expr_id, combine(parts, Transform.COPY, parts[0].sql if parts else None))
+    return outs
+
+
+# -- CTEs and views --------------------------------------------------------------------
+
+
+@handler("WithCTE")
+def with_cte(node: Node, walk: Walk) -> list[Attribute]:
+    plan_index = node.get("plan")
+    out: list[Attribute] = []
+    for i, child in enumerate(node.children):
+        attrs = walk.plan(child)
+        if i == plan_index or (not isinstance(plan_index, int) and child.name != "CTERelationDef"):
+            out = attrs
+    return out
+
+
+@handler("CTERelationDef")
+def cte_def(node: Node, walk: Walk) -> list[Attribute]:
+    out = children(node, walk)
+    walk.ctes[node.get("id")] = out
+    return out
+
+
+@handler("CTERelationRef")
+def cte_ref(node: Node, walk: Walk) -> list[Attribute]:
+    outs = attributes(node.trees("output"))
+    defined = walk.ctes.get(node.get("cteId"), [])
+    for a, d in zip(outs, defined):
+        if d.expr_id in walk.env:
+            walk.define(a.expr_id, walk.env[d.expr_id])
+    return outs
+
+
+@handler("View")
+def view(node: Node, walk: Walk) -> list[Attribute]:
+    """Temp views are transparent; a persistent view is a dataset of kind ``view``."""
+    desc = node.get("desc") or {}
+    ident = desc.get("identifier") if isinstance(desc, dict) else None
+    if node.get("isTempView") is not False or not isinstance(ident, dict) or not ident.get("table"):
+        return children(node, walk)
+    fact = {"table": ident, "view": True, "format": "view"}
+    attrs = _view_output(node)
+    return define_leaf(walk, fact, attrs)
+
+
+def _view_output(node: Node) -> list[Attribute]:
+    child = node.children[0] if node.children else None
+    while child is not None and child.name in ("SubqueryAlias", "Project") and not child.trees("projectList"):
+        child = child.children[0] if child.children else None
+    if child is not None and child.name == "Project":
+        return [Attribute(i.expr_id, i.get("name") or "?", i.get("dataType"), bool(i.get("nullable", True)))
+                for i in child.trees("projectList") if i.expr_id is not None]
+    # Unusual shape: walk it and take its outputs as the view's columns.
+    return []
+
+
+# -- leaves ----------------------------------------------------------------------------
+
+LEAVES = ("LogicalRelation", "HiveTableRelation", "DataSourceV2Relation", "DataSourceV2ScanRelation",
+          "LocalRelation", "Range", "LogicalRDD", "OneRowRelation", "InMemoryRelation", "StreamingRelation",
+          "StreamingRelationV2", "StreamingDataSourceV2Relation", "ExternalRDD", "LogicalQueryStage",
+          "ResolvedDataSourceScan", "StreamingExecutionRelation", "UnresolvedCatalogRelation")
+
+
+@handler(*LEAVES)
+def leaf(node: Node, walk: Walk) -> list[Attribute]:
+    outs = attributes(node.trees("output")) or attributes(node.trees("dataCols") + node.trees("partitionCols"))
+    if not outs:
+        return []
+    fact = walk.leaves.get(outs[0].expr_id) or json_fact(node, outs, walk.scope)
+    return define_leaf(walk, fact, outs)
+
+
+def define_leaf(walk: Walk, fact: dict[str, Any], outs: list[Attribute]) -> list[Attribute]:
+    datasets = datasets_of(fact)
+    for ds in datasets:
+        walk.datasets.setdefault(ds.name, ds)
+        for a in outs:
+            for name, dtype, nullable in flatten(a.name, a.data_type, a.nullable):
+                walk.columns[(ds.name, name)] = Attribute(a.expr_id, name, dtype, nullable)
+    for a in outs:
+        flows = frozenset(Flow(Column(ds.name, a.name), Transform.COPY) for ds in datasets)
+        walk.define(a.expr_id, Origin(flows, frozenset(), sqltext.column(a.name), 1))
+    return outs
+
+
+def flatten(name: str, data_type: Any, nullable: bool) -> list[tuple[str, str, bool]]:
+    """A column and, for structs, its nested fields as dotted paths: ``address.city``."""
+    if isinstance(data_type, dict) and data_type.get("type") == "struct":
+        out = [(name, "struct", nullable)]
+        for f in data_type.get("fields", []):
+            out += flatten(f"{name}.{f['name']}", f.get("type"), bool(f.get("nullable", True)))
+        return out
+    if isinstance(data_type, dict):
+        return [(name, str(data_type.get("type", "complex")), nullable)]
+    return [(name, str(data_type) if data_type is not None else None, nullable)]
+
+
+def json_fact(node: Node, outs: list[Attribute], scope: str | None) -> dict[str, Any]:
+    """What the plan JSON alone says about a leaf (used when no JVM facts were read)."""
+    for key in ("catalogTable", "tableMeta"):
+        table = node.get(key)
+        if isinstance(table, dict) and isinstance(table.get("identifier"), dict):
+            return {"table": table["identifier"], "format": table.get("provider")}
+    return {"node": node.name, "columns": [a.name for a in outs], "scope": scope,
+            "format": {"LogicalRDD": "rdd", "LocalRelation": "local", "Range": "range"}.get(node.name)}
+
+
+# -- fallback --------------------------------------------------------------------------
+
+
+def fallback(node: Node, walk: Walk) -> list[Attribute]:
+    """Unknown node: new outputs derive from what the node references, else from all inputs."""
+    inputs = children(node, walk)
+    referenced: list[Origin] = []
+    for key, value in node.fields.items():
+        if key in ("output",):
+            continue
+        trees = value if isinstance(value, tuple) else (value,)
+        for t in trees:
+            if isinstance(t, Node) and not t.cls.startswith("org.apache.spark.sql.catalyst.plans"):
+                try:
+                    referenced.append(walk.expression(t))
+                except Exception:  # noqa: BLE001 - a fallback must not fail
+                    log.debug("fallback could not evaluate %s.%s", node.name, key, exc_info=True)
+    if not any(o.flows for o in referenced):
+        referenced = [walk.env[a.expr_id] for a in inputs if a.expr_id in walk.env]
+    outs = attributes(node.trees("output")) or inputs
+    value = combine(referenced, Transform.DERIVED, None)
+    for a in outs:
+        if a.expr_id not in walk.env:
+            walk.define(a.expr_id, Origin(value.flows, value.influences, sqltext.column(a.name), 1))
+    return outs
+
+
+__all__ = ["HANDLERS", "handler", "handler_for", "table_name"]

@@ -1,0 +1,103 @@
+"""From one captured action's plan to its lineage: target, edges, datasets, columns.
+
+The root of an analyzed plan is either a query (an action returning rows to the
+driver: ``collect``, ``show``...) or a command. Write commands name their target
+and carry the query they write, as a child or as a ``query``/``plan`` field.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from lineage_listener.lineage.datasets import Dataset, datasets_of
+from lineage_listener.lineage.edges import edges as edges_of
+from lineage_listener.lineage.model import Edge
+from lineage_listener.lineage.nodes import flatten
+from lineage_listener.lineage.walker import Attribute, walk
+from lineage_listener.plan.tree import Node
+
+#: Commands that write data somewhere; anything else with funcName "command" is DDL/utility.
+WRITE_COMMANDS = frozenset({
+    "InsertIntoHadoopFsRelationCommand", "InsertIntoHiveTable", "InsertIntoHiveDirCommand",
+    "InsertIntoDataSourceCommand", "InsertIntoDataSourceDirCommand", "SaveIntoDataSourceCommand",
+    "CreateDataSourceTableAsSelectCommand", "CreateHiveTableAsSelectCommand",
+    "OptimizedCreateHiveTableAsSelectCommand", "SaveAsV1TableCommand", "CreateViewCommand",
+    "AlterViewAsCommand", "AppendData", "OverwriteByExpression", "OverwritePartitionsDynamic",
+    "CreateTableAsSelect", "ReplaceTableAsSelect", "ReplaceData", "WriteDelta", "MergeIntoTable",
+})
+
+#: Commands that wrap a nested write of the same logical operation (they fire after it).
+WRAPPER_COMMANDS = frozenset({
+    "CreateDataSourceTableAsSelectCommand", "CreateHiveTableAsSelectCommand",
+    "OptimizedCreateHiveTableAsSelectCommand", "SaveAsV1TableCommand", "CreateTableAsSelect",
+    "ReplaceTableAsSelect",
+})
+
+
+@dataclass(frozen=True)
+class QueryLineage:
+    """What one action contributes to the store."""
+
+    target: Dataset | None
+    edges: list[Edge]
+    datasets: dict[str, Dataset] = field(default_factory=dict)
+    columns: dict[tuple[str, str], Attribute] = field(default_factory=dict)
+    fallbacks: frozenset[str] = frozenset()
+
+
+def _schema(text: Any) -> dict[str, tuple[Any, bool]]:
+    """Spark's ``StructType.json()`` as ``{name: (type, nullable)}``."""
+    if not isinstance(text, str):
+        return {}
+    try:
+        return {f["name"]: (f.get("type"), bool(f.get("nullable", True))) for f in json.loads(text)["fields"]}
+    except (ValueError, KeyError, TypeError):
+        return {}
+
+
+def output_names(root: Node) -> list[str] | None:
+    """A write command's target column names (``outputColumnNames`` is a printed Seq)."""
+    raw = root.get("outputColumnNames")
+    if isinstance(raw, str) and raw.startswith("[") and raw.endswith("]"):
+        inner = raw[1:-1]
+        return [n.strip() for n in inner.split(", ")] if inner else []
+    if isinstance(raw, tuple) and all(isinstance(n, str) for n in raw):
+        return list(raw)
+    return None
+
+
+def query_of(root: Node) -> Node | None:
+    """The query a command writes: its child, or its ``query``/``plan``/``child`` field."""
+    for key in ("query", "plan", "child"):
+        trees = root.trees(key)
+        if trees:
+            return trees[0]
+    return root.children[0] if root.children else None
+
+
+def is_write(root: Node) -> bool:
+    return root.name in WRITE_COMMANDS
+
+
+def lineage(root: Node, leaves: Mapping[int, Mapping[str, Any]] | None = None,
+            target: Mapping[str, Any] | None = None, scope: str | None = None) -> QueryLineage:
+    """Lineage of one action. ``target`` is the write target's relation fact (None: driver)."""
+    query = query_of(root) if is_write(root) else root
+    if query is None:
+        return QueryLineage(None, [])
+    w, outputs = walk(query, leaves, scope)
+    names = output_names(root) if is_write(root) else None
+    target_ds = datasets_of(target)[0] if target else None
+    datasets = dict(w.datasets)
+    columns = dict(w.columns)
+    if target_ds is not None:
+        datasets[target_ds.name] = target_ds
+        final = names if names and len(names) == len(outputs) else [a.name for a in outputs]
+        schema = _schema(target.get("schema"))
+        for name, a in zip(final, outputs):
+            dtype, nullable = schema.get(name, (a.data_type, a.nullable))
+            for col, dtype, nullable in flatten(name, dtype, nullable):
+                columns[(target_ds.name, col)] = Attribute(a.expr_id, col, dtype, nullable)
+    return QueryLineage(target_ds, edges_of(w, outputs, names), datasets, columns, frozenset(w.fallbacks))

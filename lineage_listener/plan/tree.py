@@ -1,0 +1,110 @@
+"""Spark TreeNode JSON -> a typed tree of frozen nodes.
+
+``LogicalPlan.toJSON()`` and ``Expression.toJSON()`` both emit a pre-order list
+of nodes, each a dict with ``class``, ``num-children`` and its fields. A field
+holding a nested tree (an expression inside a plan node, a plan inside a
+subquery expression) is itself such a list; a field holding a list of trees is
+a list of such lists. Integer fields that name children stay integers.
+
+>>> t = parse('[{"class": "a.Project", "num-children": 1, "child": 0}, '
+...           '{"class": "a.Range", "num-children": 0}]')
+>>> t.name, t.children[0].name
+('Project', 'Range')
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, eq=False)
+class Node:
+    """One plan node or expression: its Spark class, fields and children."""
+
+    cls: str
+    fields: Mapping[str, Any] = field(repr=False)
+    children: tuple["Node", ...] = ()
+
+    @property
+    def name(self) -> str:
+        """Short class name, without package or Scala ``$``: ``Project``."""
+        return self.cls.rsplit(".", 1)[-1].rstrip("$")
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.fields.get(key, default)
+
+    def trees(self, key: str) -> tuple["Node", ...]:
+        """The field ``key`` as a tuple of trees (empty when absent or not trees)."""
+        value = self.fields.get(key)
+        if isinstance(value, Node):
+            return (value,)
+        if isinstance(value, tuple) and all(isinstance(v, Node) for v in value):
+            return value
+        return ()
+
+    def walk(self) -> Iterator["Node"]:
+        """This node and its children, pre-order (not descending into fields)."""
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(reversed(node.children))
+
+    @property
+    def expr_id(self) -> int | None:
+        """``exprId.id`` of an attribute or alias, else None."""
+        eid = self.fields.get("exprId")
+        return eid.get("id") if isinstance(eid, dict) else None
+
+
+def _is_tree(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and isinstance(value[0], dict) and "class" in value[0]
+
+
+def _convert(value: Any) -> Any:
+    """Nested trees become nodes; lists (of trees, of lists of trees...) become tuples."""
+    if _is_tree(value):
+        return _build(value)
+    if isinstance(value, list):
+        return tuple(_convert(v) for v in value)
+    return value
+
+
+def _build(items: list[dict]) -> Node:
+    """Build a tree from a pre-order list (iteratively: deep plans must not recurse)."""
+    pos = 0
+
+    def take() -> Node:
+        nonlocal pos
+        # Explicit stack of (dict, collected children) to avoid Python recursion limits.
+        root_raw = items[pos]
+        pos += 1
+        stack: list[tuple[dict, list[Node]]] = [(root_raw, [])]
+        while True:
+            raw, kids = stack[-1]
+            if len(kids) < int(raw.get("num-children", 0)) and pos < len(items):
+                nxt = items[pos]
+                pos += 1
+                stack.append((nxt, []))
+                continue
+            stack.pop()
+            node = Node(
+                cls=raw.get("class", "?"),
+                fields={k: _convert(v) for k, v in raw.items() if k not in ("class", "num-children")},
+                children=tuple(kids),
+            )
+            if not stack:
+                return node
+            stack[-1][1].append(node)
+
+    return take()
+
+
+def parse(text: str | list) -> Node:
+    """Parse TreeNode JSON text (or the already-decoded list) into a :class:`Node`."""
+    items = json.loads(text) if isinstance(text, str) else text
+    if not _is_tree(items):
+        raise ValueError("not a Spark TreeNode JSON list")
+    return _build(items)

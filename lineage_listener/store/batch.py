@@ -1,0 +1,57 @@
+"""A batch of rows for the store's tables, in column order; JSON-able for the spool."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Column order of each table's rows in a batch (matches schema.sql).
+COLUMNS: dict[str, tuple[str, ...]] = {
+    "runs": ("run_id", "app_id", "app_name", "spark_version", "spark_user", "master", "started_at", "ended_at"),
+    "queries": ("query_id", "run_id", "action", "command", "sql_text", "status", "error", "duration_ms",
+                "captured_at", "target_dataset"),
+    "datasets": ("dataset", "kind", "format", "location", "properties", "first_seen", "last_seen"),
+    "dataset_columns": ("dataset", "column_name", "data_type", "nullable", "first_seen", "last_seen"),
+    "column_lineage": ("query_id", "run_id", "target_dataset", "target_column", "source_dataset",
+                       "source_column", "transform", "kind", "expression", "masking", "captured_at"),
+    "capture_errors": ("captured_at", "run_id", "query_id", "stage", "error"),
+    # Not a table: (query_id, target_dataset) to set on already captured edges of a query.
+    "retarget": ("query_id", "target_dataset"),
+}
+
+#: Primary key of the tables written as upserts (the rest are appended).
+KEYS: dict[str, tuple[str, ...]] = {
+    "runs": ("run_id",), "queries": ("query_id",), "datasets": ("dataset",),
+    "dataset_columns": ("dataset", "column_name"),
+}
+
+
+@dataclass
+class Batch:
+    """Rows to write in one transaction, per table. Timestamps are ISO strings."""
+
+    rows: dict[str, list[tuple[Any, ...]]] = field(default_factory=lambda: {t: [] for t in COLUMNS})
+
+    def add(self, table: str, row: tuple[Any, ...]) -> None:
+        self.rows[table].append(row)
+
+    def extend(self, other: "Batch") -> None:
+        for table, rows in other.rows.items():
+            self.rows[table].extend(rows)
+
+    def __len__(self) -> int:
+        return sum(len(r) for r in self.rows.values())
+
+    def to_json(self) -> str:
+        return json.dumps({t: [list(r) for r in rows] for t, rows in self.rows.items() if rows}, default=str)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Batch":
+        b = cls()
+        for table, rows in json.loads(text).items():
+            if table in b.rows:
+                b.rows[table].extend(tuple(r) for r in rows)
+        return b
+
+    def query_ids(self) -> set[str]:
+        return {r[0] for r in self.rows["column_lineage"]}

@@ -1,0 +1,172 @@
+"""Write batches to the DuckDB store: one transaction each, retry while locked, spool otherwise.
+
+The store file is opened for each batch and closed right after, so other
+processes (another job, a user's ``duckdb`` shell) can use it in between. If the
+file stays locked past ``lock_timeout`` or cannot be written at all, the batch is
+appended to a spool file beside the store (``<store>.spool/``, or a temp folder
+when that is unwritable); the next successful write ingests the spool first.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import duckdb
+
+from lineage_listener.store.batch import COLUMNS, KEYS, Batch
+from lineage_listener.store.connection import is_lock_error, open_writable
+
+log = logging.getLogger(__name__)
+
+#: On conflict, keep the earliest first_seen and never clear a known value with null.
+_MERGE = {
+    "runs": "app_id=excluded.app_id, app_name=coalesce(excluded.app_name, runs.app_name), "
+            "spark_version=coalesce(excluded.spark_version, runs.spark_version), "
+            "spark_user=coalesce(excluded.spark_user, runs.spark_user), master=coalesce(excluded.master, runs.master), "
+            "started_at=coalesce(runs.started_at, excluded.started_at), "
+            "ended_at=coalesce(excluded.ended_at, runs.ended_at)",
+    "queries": "run_id=excluded.run_id, action=excluded.action, command=excluded.command, "
+               "sql_text=coalesce(excluded.sql_text, queries.sql_text), status=excluded.status, "
+               "error=excluded.error, duration_ms=excluded.duration_ms, captured_at=excluded.captured_at, "
+               "target_dataset=coalesce(excluded.target_dataset, queries.target_dataset)",
+    "datasets": "kind=excluded.kind, format=coalesce(excluded.format, datasets.format), "
+                "location=coalesce(excluded.location, datasets.location), "
+                "properties=CASE WHEN excluded.properties IS NULL OR CAST(excluded.properties AS TEXT) = '{}' "
+                "THEN datasets.properties ELSE excluded.properties END, "
+                "first_seen=least(datasets.first_seen, excluded.first_seen), "
+                "last_seen=greatest(datasets.last_seen, excluded.last_seen)",
+    "dataset_columns": "data_type=coalesce(excluded.data_type, dataset_columns.data_type), "
+                       "nullable=excluded.nullable, "
+                       "first_seen=least(dataset_columns.first_seen, excluded.first_seen), "
+                       "last_seen=greatest(dataset_columns.last_seen, excluded.last_seen)",
+}
+
+
+def _dedupe(table: str, rows: list[tuple]) -> list[tuple]:
+    """Keep the last row per key: one upsert statement may not touch a row twice."""
+    if table not in KEYS:
+        return rows
+    idx = [COLUMNS[table].index(k) for k in KEYS[table]]
+    out: dict[tuple, tuple] = {}
+    for r in rows:
+        out[tuple(r[i] for i in idx)] = r
+    return list(out.values())
+
+
+def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch, replace_edges: bool = False) -> None:
+    """Write ``batch`` in one transaction. ``replace_edges`` makes a replayed batch idempotent."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        if replace_edges and batch.query_ids():
+            con.execute("DELETE FROM column_lineage WHERE query_id IN (SELECT unnest(?))", [sorted(batch.query_ids())])
+        for table, cols in COLUMNS.items():
+            rows = _dedupe(table, batch.rows.get(table, []))
+            if not rows or table == "retarget":
+                continue
+            marks = ", ".join("?" for _ in cols)
+            sql = f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({marks})"
+            if table in _MERGE:
+                sql += f" ON CONFLICT ({', '.join(KEYS[table])}) DO UPDATE SET {_MERGE[table]}"
+            con.executemany(sql, [list(r) for r in rows])
+        for query_id, target in batch.rows.get("retarget", []):
+            con.execute("UPDATE column_lineage SET target_dataset = ? WHERE query_id = ?", [target, query_id])
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+
+
+class StoreWriter:
+    """Writes batches to one store file; never raises to its caller."""
+
+    def __init__(self, path: str | os.PathLike, lock_timeout: float = 10.0) -> None:
+        self.path = Path(path).expanduser().absolute()
+        self.lock_timeout = lock_timeout
+        self._warned: set[str] = set()
+
+    # -- spool ---------------------------------------------------------------------
+    def spool_dirs(self) -> list[Path]:
+        """Where spooled batches go: beside the store, else a per-store temp folder."""
+        digest = hashlib.sha1(str(self.path).encode()).hexdigest()[:12]
+        return [self.path.with_name(self.path.name + ".spool"),
+                Path(tempfile.gettempdir()) / "lineage-listener-spool" / digest]
+
+    def spooled(self) -> list[Path]:
+        files: list[Path] = []
+        for d in self.spool_dirs():
+            if d.is_dir():
+                files += sorted(d.glob("*.json"))
+        return files
+
+    def _spool(self, batch: Batch, reason: str) -> Path | None:
+        text = batch.to_json()
+        for d in self.spool_dirs():
+            try:
+                d.mkdir(parents=True, exist_ok=True)
+                tmp = d / f".{uuid.uuid4().hex}.tmp"
+                tmp.write_text(text, encoding="utf-8")
+                final = d / f"{time.time_ns()}-{uuid.uuid4().hex[:8]}.json"
+                tmp.rename(final)
+                self._warn("spool", f"lineage store {self.path} not writable now ({reason}); "
+                                    f"spooled captured lineage to {d}, it will be written on the next successful write")
+                return final
+            except OSError:
+                continue
+        log.error("lineage-listener: cannot write store %s nor any spool folder; %d rows kept in memory",
+                  self.path, len(batch))
+        return None
+
+    def _warn(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            log.warning("lineage-listener: %s", message)
+
+    # -- writing -------------------------------------------------------------------
+    def _connect(self, deadline: float) -> duckdb.DuckDBPyConnection:
+        delay = 0.05
+        while True:
+            try:
+                return open_writable(self.path)
+            except (duckdb.Error, OSError) as exc:
+                if not is_lock_error(exc) or time.monotonic() + delay > deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 1.0)
+
+    def write(self, batch: Batch, wait: float | None = None) -> bool:
+        """Write ``batch`` (after any spooled batches). True if it reached the store, False if spooled."""
+        deadline = time.monotonic() + (self.lock_timeout if wait is None else wait)
+        try:
+            con = self._connect(deadline)
+        except Exception as exc:  # noqa: BLE001 - locked past the deadline, or unwritable
+            if len(batch):
+                self._spool(batch, str(exc).splitlines()[0][:200])
+            return False
+        try:
+            self._ingest_spool(con)
+            if len(batch):
+                write_batch(con, batch)
+            self._warned.discard("spool")
+            return True
+        except Exception as exc:  # noqa: BLE001
+            log.error("lineage-listener: writing to %s failed: %s", self.path, exc)
+            if len(batch):
+                self._spool(batch, str(exc)[:200])
+            return False
+        finally:
+            con.close()
+
+    def _ingest_spool(self, con: duckdb.DuckDBPyConnection) -> None:
+        for f in self.spooled():
+            try:
+                write_batch(con, Batch.from_json(f.read_text(encoding="utf-8")), replace_edges=True)
+                f.unlink()
+                log.info("lineage-listener: ingested spooled batch %s", f.name)
+            except (OSError, ValueError, duckdb.Error) as exc:
+                log.error("lineage-listener: could not ingest spooled batch %s: %s", f, exc)
+                break
