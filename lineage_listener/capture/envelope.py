@@ -1,0 +1,117 @@
+"""What the listener takes from a live ``QueryExecution`` on Spark's listener-bus thread.
+
+Everything else (parsing, walking, writing) happens later on the capture thread,
+from this plain, immutable record.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from py4j.java_gateway import JVMView
+from py4j.protocol import DEFAULT_JVM_ID, DEFAULT_JVM_NAME
+
+from lineage_listener.capture import facts
+from lineage_listener.lineage.query import WRITE_COMMANDS
+
+log = logging.getLogger(__name__)
+
+#: Commands whose target is named relative to the session's current database.
+_NEEDS_CURRENT = frozenset({"SaveAsV1TableCommand", "CreateViewCommand", "AlterViewAsCommand"})
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """One action, as read from the JVM: enough to compute its lineage later."""
+
+    func_name: str
+    captured_at: datetime
+    run: Mapping[str, Any]
+    qe_id: int | None = None
+    root: str | None = None
+    plan_json: str | None = None
+    sql_text: str | None = None
+    duration_ms: int | None = None
+    error: str | None = None  # the action failed with this error
+    leaves: Mapping[int, Mapping[str, Any]] = field(default_factory=dict)
+    target: Mapping[str, Any] | None = None
+    read_error: str | None = None  # the listener could not read everything it wanted
+
+
+class Reader:
+    """Reads envelopes from ``QueryExecution`` objects; caches per-run and per-leaf facts."""
+
+    def __init__(self, jvm: Any = None) -> None:
+        self.jvm = jvm
+        self._runs: dict[str, dict[str, Any]] = {}
+        self._leaf_cache: dict[int, dict[str, Any]] = {}
+
+    def _jvm(self, qe: Any) -> Any:
+        if self.jvm is None:
+            self.jvm = JVMView(qe._gateway_client, jvm_name=DEFAULT_JVM_NAME, id=DEFAULT_JVM_ID)
+        return self.jvm
+
+    def run(self, qe: Any) -> dict[str, Any]:
+        sc = qe.sparkSession().sparkContext()
+        app_id = str(sc.applicationId())
+        if app_id not in self._runs:
+            self._runs[app_id] = facts.run_info(sc)
+        return self._runs[app_id]
+
+    def read(self, func_name: str, qe: Any, duration_ns: int | None, error: Any = None) -> Envelope | None:
+        """An envelope for this action, or None for actions that carry no lineage (DDL, SET...)."""
+        now = datetime.now(timezone.utc).replace(tzinfo=None)
+        run = self.run(qe)
+        duration_ms = int(duration_ns // 1_000_000) if duration_ns is not None else None
+        err_text = _error_text(error) if error is not None else None
+        try:
+            qe_id = int(qe.id())
+        except Exception:  # noqa: BLE001
+            qe_id = None
+        try:
+            plan = qe.analyzed()
+        except Exception as exc:  # noqa: BLE001 - analysis itself failed: record the failure
+            return Envelope(func_name, now, run, qe_id, None, None, None, duration_ms,
+                            err_text or _error_text(exc))
+        root = str(plan.nodeName())
+        if func_name == "command" and root not in WRITE_COMMANDS:
+            return None
+        jvm = self._jvm(qe)
+        sql_text = None
+        try:
+            sql_text = facts._opt(qe.logical().origin().sqlText())
+            sql_text = str(sql_text) if sql_text is not None else None
+        except Exception:  # noqa: BLE001
+            pass
+        plan_json, leaves, target, read_error = None, {}, None, None
+        try:
+            plan_json = str(plan.toJSON())
+            current = _current(qe) if root in _NEEDS_CURRENT else None
+            leaves = facts.leaves(jvm, plan, current, self._leaf_cache)
+            if root in WRITE_COMMANDS:
+                target = facts.target(jvm, plan, root, current)
+                if target is None and root == "CreateViewCommand":
+                    return None  # a temp view: not a dataset, nothing written
+        except Exception as exc:  # noqa: BLE001
+            read_error = f"{type(exc).__name__}: {str(exc)[:500]}"
+        return Envelope(func_name, now, run, qe_id, root, plan_json, sql_text, duration_ms, err_text,
+                        leaves, target, read_error)
+
+
+def _current(qe: Any) -> tuple[str, str] | None:
+    try:
+        cat = qe.sparkSession().catalog()
+        return str(cat.currentCatalog()), str(cat.currentDatabase())
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _error_text(error: Any) -> str:
+    try:
+        text = str(error.toString()) if hasattr(error, "toString") else str(error)
+    except Exception:  # noqa: BLE001
+        text = repr(error)
+    return text[:4000]

@@ -1,0 +1,209 @@
+"""Facts read from live JVM objects while the ``QueryExecution`` is alive (py4j calls).
+
+The plan JSON leaves out what lineage needs most: a path-based ``LogicalRelation``
+serialises ``"relation": null``, write commands leave out their output path. These
+functions ask the JVM for those facts, a few py4j calls per leaf, and return plain
+dicts (see :mod:`lineage_listener.lineage.datasets` for their shape). Every reader
+swallows its own errors: a fact that cannot be read is simply absent.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+def _opt(option: Any) -> Any:
+    """A Scala ``Option``'s value, or None."""
+    try:
+        return option.get() if option is not None and option.isDefined() else None
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _seq(seq: Any) -> list[Any]:
+    try:
+        return [seq.apply(i) for i in range(seq.length())]
+    except Exception:  # noqa: BLE001
+        return []
+
+
+def scala_map(jvm: Any, m: Any) -> dict[str, str]:
+    """A Scala ``Map[String, String]`` (or java Map) as a dict."""
+    if m is None:
+        return {}
+    try:
+        jm = jvm.scala.jdk.javaapi.CollectionConverters.asJava(m) if jvm is not None else m
+        return {str(k): str(v) for k, v in dict(jm).items()}
+    except Exception:  # noqa: BLE001
+        try:
+            return {str(k): str(v) for k, v in dict(m).items()}
+        except Exception:  # noqa: BLE001
+            return {}
+
+
+def table_identifier(ident: Any, current: tuple[str, str] | None = None) -> dict[str, str | None]:
+    """A ``TableIdentifier`` as ``{"catalog", "database", "table"}``."""
+    database = _opt(ident.database())
+    catalog = _opt(ident.catalog()) if hasattr(ident, "catalog") else None
+    if database is None and current:
+        catalog, database = catalog or current[0], current[1]
+    return {"catalog": catalog, "database": database, "table": ident.table()}
+
+
+def catalog_table(table: Any, current: tuple[str, str] | None = None) -> dict[str, Any]:
+    """Facts of a ``CatalogTable``: identity, location, provider, storage properties."""
+    fact: dict[str, Any] = {"table": table_identifier(table.identifier(), current)}
+    try:
+        loc = _opt(table.storage().locationUri())
+        fact["location"] = str(loc.toString()) if loc is not None else None
+    except Exception:  # noqa: BLE001
+        pass
+    fact["format"] = _opt(table.provider())
+    try:
+        fact["view"] = str(table.tableType().name()) == "VIEW"
+    except Exception:  # noqa: BLE001
+        pass
+    return fact
+
+
+def qualify(path: str) -> str:
+    return path if ":" in path.split("/", 1)[0] else f"file:{path}"
+
+
+def relation(jvm: Any, leaf: Any, name: str, current: tuple[str, str] | None = None) -> dict[str, Any]:
+    """Facts of one leaf plan node: a table, path(s), JDBC table, or nothing (local data)."""
+    fact: dict[str, Any] = {}
+    if name == "LogicalRelation":
+        table = _opt(leaf.catalogTable())
+        if table is not None:
+            fact.update(catalog_table(table, current))
+        rel = leaf.relation()
+        kind = rel.getClass().getSimpleName()
+        if kind == "HadoopFsRelation":
+            fact["paths"] = [qualify(str(p.toString())) for p in _seq(rel.location().rootPaths())]
+            try:
+                fact["format"] = fact.get("format") or str(rel.fileFormat().shortName())
+            except Exception:  # noqa: BLE001
+                fact["format"] = fact.get("format") or str(rel.fileFormat().toString()).lower()
+            fact["options"] = scala_map(jvm, rel.options())
+        elif kind == "JDBCRelation":
+            opts = rel.jdbcOptions()
+            fact["jdbc"] = {"url": str(opts.url()), "table": str(opts.tableOrQuery())}
+            fact["options"] = scala_map(jvm, opts.parameters())
+        else:
+            fact["format"] = fact.get("format") or kind
+    elif name == "HiveTableRelation":
+        fact.update(catalog_table(leaf.tableMeta(), current))
+        fact["format"] = "hive"
+    elif name in ("DataSourceV2Relation", "DataSourceV2ScanRelation"):
+        rel = leaf.relation() if name == "DataSourceV2ScanRelation" else leaf
+        ident, catalog = _opt(rel.identifier()), _opt(rel.catalog())
+        if ident is not None:
+            ns = list(ident.namespace())
+            fact["table"] = {"catalog": str(catalog.name()) if catalog is not None else None,
+                             "database": ".".join(ns) if ns else None, "table": str(ident.name())}
+        else:
+            fact["paths"] = [str(rel.table().name())]
+        fact["format"] = str(rel.table().getClass().getSimpleName()).replace("Table", "").lower() or None
+        fact["options"] = scala_map(None, rel.options())
+    return fact
+
+
+def leaves(jvm: Any, plan: Any, current: tuple[str, str] | None = None,
+           cache: dict[int, dict[str, Any]] | None = None) -> dict[int, dict[str, Any]]:
+    """Facts of every data-source leaf in ``plan``, its subqueries and inner query fields,
+    keyed by the exprId of the leaf's first output attribute."""
+    out: dict[int, dict[str, Any]] = {}
+    roots = [plan] + _seq(plan.innerChildren()) + _seq(plan.subqueriesAll())
+    for root in roots:
+        for leaf in _seq(root.collectLeaves()):
+            try:
+                name = str(leaf.nodeName())
+                if name not in ("LogicalRelation", "HiveTableRelation", "DataSourceV2Relation",
+                                "DataSourceV2ScanRelation"):
+                    continue
+                first = leaf.output().head().exprId().id()
+                if cache is not None and first in cache:
+                    out[first] = cache[first]
+                    continue
+                fact = relation(jvm, leaf, name, current)
+                out[first] = fact
+                if cache is not None:
+                    cache[first] = fact
+            except Exception as exc:  # noqa: BLE001 - a leaf we cannot read stays unnamed
+                log.debug("could not read leaf facts: %s", exc)
+    return out
+
+
+def target(jvm: Any, cmd: Any, name: str, current: tuple[str, str] | None = None) -> dict[str, Any] | None:
+    """Facts of a write command's target (with the written schema), or None if unknown."""
+    fact = _target(jvm, cmd, name, current)
+    if fact is not None:
+        for getter in ("query", "plan", "child"):
+            try:
+                fact["schema"] = str(getattr(cmd, getter)().schema().json())
+                break
+            except Exception:  # noqa: BLE001
+                continue
+    return fact
+
+
+def _target(jvm: Any, cmd: Any, name: str, current: tuple[str, str] | None = None) -> dict[str, Any] | None:
+    if name == "InsertIntoHadoopFsRelationCommand":
+        table = _opt(cmd.catalogTable())
+        fact = catalog_table(table, current) if table is not None else {}
+        path = qualify(str(cmd.outputPath().toString()))
+        fact.setdefault("location", path)
+        if "table" not in fact:
+            fact["paths"] = [path]
+        try:
+            fact["format"] = fact.get("format") or str(cmd.fileFormat().shortName())
+        except Exception:  # noqa: BLE001
+            pass
+        fact["options"] = scala_map(jvm, cmd.options())
+        fact["mode"] = str(cmd.mode().toString())
+        return fact
+    if name in ("CreateDataSourceTableAsSelectCommand", "CreateHiveTableAsSelectCommand",
+                "OptimizedCreateHiveTableAsSelectCommand", "InsertIntoHiveTable"):
+        return catalog_table(cmd.table(), current)
+    if name == "SaveAsV1TableCommand":
+        return catalog_table(cmd.tableDesc(), current)
+    if name in ("CreateViewCommand", "AlterViewAsCommand"):
+        if name == "CreateViewCommand" and "Persisted" not in str(cmd.viewType().toString()):
+            return None
+        return {"table": table_identifier(cmd.name(), current), "view": True, "format": "view"}
+    if name == "InsertIntoDataSourceCommand":
+        return relation(jvm, cmd.logicalRelation(), "LogicalRelation", current)
+    if name == "SaveIntoDataSourceCommand":
+        opts = scala_map(jvm, cmd.options())
+        provider = str(cmd.dataSource().getClass().getSimpleName())
+        if "url" in opts and ("dbtable" in opts or "query" in opts):
+            return {"jdbc": {"url": opts["url"], "table": opts.get("dbtable") or opts.get("query")},
+                    "options": opts}
+        if "path" in opts:
+            return {"paths": [qualify(opts["path"])], "format": provider, "options": opts}
+        return {"node": provider, "format": provider, "options": opts}
+    if name in ("AppendData", "OverwriteByExpression", "OverwritePartitionsDynamic", "ReplaceData",
+                "WriteDelta"):
+        return relation(jvm, cmd.table(), "DataSourceV2Relation", current)
+    if name in ("CreateTableAsSelect", "ReplaceTableAsSelect"):
+        resolved = cmd.name()
+        ident = resolved.identifier()
+        ns = list(ident.namespace())
+        return {"table": {"catalog": str(resolved.catalog().name()), "database": ".".join(ns) or None,
+                          "table": str(ident.name())}}
+    return None
+
+
+def run_info(sc: Any) -> dict[str, Any]:
+    """Facts of the Spark application (``runs`` row) from a JVM ``SparkContext``."""
+    info: dict[str, Any] = {"app_id": str(sc.applicationId())}
+    for key, getter in (("app_name", "appName"), ("spark_version", "version"),
+                        ("spark_user", "sparkUser"), ("master", "master"), ("started_at_ms", "startTime")):
+        try:
+            info[key] = getattr(sc, getter)()
+        except Exception:  # noqa: BLE001
+            info[key] = None
+    return info

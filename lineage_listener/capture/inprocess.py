@@ -1,0 +1,107 @@
+"""``enable(spark)`` / ``disable(spark)``: capture on a live PySpark session via its py4j gateway."""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from lineage_listener.capture.listener import PlanListener
+from lineage_listener.capture.pipeline import Capture
+
+log = logging.getLogger(__name__)
+
+STORE_CONF = "spark.lineage.store"
+DEFAULT_STORE = "lineage.duckdb"
+
+_lock = threading.Lock()
+_handles: dict[str, "CaptureHandle"] = {}
+
+
+@dataclass
+class CaptureHandle:
+    """A running capture on one SparkSession."""
+
+    spark: Any
+    capture: Capture
+    listener: PlanListener
+    key: str
+
+    @property
+    def store(self) -> str:
+        return self.capture.store
+
+    def flush(self, timeout: float | None = 60.0) -> bool:
+        """Return once everything captured so far is in the store (False: timed out or spooled)."""
+        return self.capture.flush(timeout)
+
+    def disable(self, timeout: float = 30.0) -> None:
+        disable(self.spark, timeout=timeout)
+
+
+def _session_key(spark: Any) -> str:
+    js = spark._jsparkSession
+    try:
+        return str(js.sessionUUID())
+    except Exception:  # noqa: BLE001
+        return str(js.hashCode())
+
+
+def _ensure_callbacks(spark: Any) -> None:
+    """Make sure the JVM can call Python objects (PySpark's callback server)."""
+    gateway = spark.sparkContext._gateway
+    try:
+        from pyspark.java_gateway import ensure_callback_server_started
+
+        ensure_callback_server_started(gateway)
+    except Exception as exc:  # noqa: BLE001 - pinned-thread mode already serves callbacks
+        log.debug("callback server: %s", exc)
+
+
+def enable(spark: Any, store: str | os.PathLike | None = None, **options: Any) -> CaptureHandle:
+    """Register the lineage listener on ``spark``; enabling twice returns the same handle."""
+    if store is None:
+        store = spark.conf.get(STORE_CONF, None) or DEFAULT_STORE
+    key = _session_key(spark)
+    with _lock:
+        existing = _handles.get(key)
+        if existing is not None:
+            if os.path.abspath(os.fspath(store)) != existing.store:
+                log.warning("lineage-listener: already enabled on this session with store %s; keeping it",
+                            existing.store)
+            return existing
+        _ensure_callbacks(spark)
+        capture = Capture(store, jvm=spark._jvm, **options)
+        listener = PlanListener(capture)
+        spark._jsparkSession.listenerManager().register(listener)
+        handle = CaptureHandle(spark, capture, listener, key)
+        _handles[key] = handle
+        log.info("lineage-listener: capturing lineage of session %s into %s", key, capture.store)
+        return handle
+
+
+def disable(spark: Any, timeout: float = 30.0) -> None:
+    """Unregister, write what is queued (bounded by ``timeout``) and release the store."""
+    key = _session_key(spark) if _alive(spark) else None
+    with _lock:
+        handle = _handles.pop(key, None) if key else None
+        if handle is None and key is None and len(_handles) == 1:
+            handle = _handles.pop(next(iter(_handles)))
+    if handle is None:
+        return
+    try:
+        if _alive(spark):
+            spark._jsparkSession.listenerManager().unregister(handle.listener)
+    except Exception as exc:  # noqa: BLE001
+        log.debug("unregister failed: %s", exc)
+    if not _alive(spark):
+        handle.capture.end_run()
+    handle.capture.close(timeout)
+
+
+def _alive(spark: Any) -> bool:
+    try:
+        return spark.sparkContext._jsc is not None and not spark.sparkContext._jsc.sc().isStopped()
+    except Exception:  # noqa: BLE001
+        return False

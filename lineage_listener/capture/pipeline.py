@@ -1,0 +1,159 @@
+"""The capture pipeline: listener callbacks in, batched store writes out, on one thread.
+
+>>> cap = Capture("lineage.duckdb")               # doctest: +SKIP
+>>> cap.on_success("collect", qe, 1_000_000)      # doctest: +SKIP  (on Spark's listener bus)
+>>> cap.flush(timeout=10)                         # doctest: +SKIP
+True
+"""
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import queue
+import threading
+import time
+import weakref
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from lineage_listener.capture.envelope import Envelope, Reader
+from lineage_listener.capture.records import Recorder
+from lineage_listener.store.batch import Batch
+from lineage_listener.store.writer import StoreWriter
+
+log = logging.getLogger(__name__)
+
+
+class _Marker:
+    """A control item on the queue: flush, end of run, or stop."""
+
+    def __init__(self, kind: str, payload: Any = None) -> None:
+        self.kind = kind
+        self.payload = payload
+        self.done = threading.Event()
+        self.ok = False
+
+
+class Capture:
+    """Owns the capture thread and the store writer for one store file."""
+
+    def __init__(self, store: str | os.PathLike, *, jvm: Any = None, batch_interval: float = 0.25,
+                 max_batch_rows: int = 20_000, lock_timeout: float = 10.0) -> None:
+        self.store = str(Path(store).expanduser().absolute())
+        self.reader = Reader(jvm)
+        self.writer = StoreWriter(self.store, lock_timeout=lock_timeout)
+        self.recorder = Recorder()
+        self.batch_interval = batch_interval
+        self.max_batch_rows = max_batch_rows
+        self._queue: queue.SimpleQueue[Envelope | _Marker] = queue.SimpleQueue()
+        self._pending = Batch()
+        self._closed = False
+        self.received = 0
+        self._thread = threading.Thread(target=self._loop, name="lineage-listener-capture", daemon=True)
+        self._thread.start()
+        _live.add(self)
+
+    # -- listener-bus side (must be fast and never raise) ---------------------------
+    def on_success(self, func_name: str, qe: Any, duration_ns: int | None) -> None:
+        self._accept(func_name, qe, duration_ns, None)
+
+    def on_failure(self, func_name: str, qe: Any, exception: Any) -> None:
+        self._accept(func_name, qe, None, exception if exception is not None else "failed")
+
+    def _accept(self, func_name: str, qe: Any, duration_ns: int | None, error: Any) -> None:
+        if self._closed:
+            return
+        try:
+            env = self.reader.read(str(func_name), qe, duration_ns, error)
+        except Exception as exc:  # noqa: BLE001 - never break the user's job
+            log.warning("lineage-listener: could not read a %s action: %s", func_name, exc)
+            return
+        if env is not None:
+            self.received += 1
+            self._queue.put(env)
+
+    # -- control -------------------------------------------------------------------
+    def flush(self, timeout: float | None = None) -> bool:
+        """Block until everything accepted so far is written (or spooled). False on timeout."""
+        if not self._thread.is_alive():
+            return False
+        marker = _Marker("flush")
+        self._queue.put(marker)
+        return marker.done.wait(timeout) and marker.ok
+
+    def end_run(self, app_id: str | None = None) -> None:
+        """Record ``runs.ended_at`` now for ``app_id`` (default: every run this capture saw)."""
+        self._queue.put(_Marker("end", app_id))
+
+    def close(self, timeout: float | None = 30.0) -> bool:
+        """Flush, stop the thread and forget this capture. Idempotent."""
+        if self._closed:
+            return True
+        ok = self.flush(timeout)
+        self._closed = True
+        stop = _Marker("stop")
+        self._queue.put(stop)
+        self._thread.join(timeout if timeout is not None else None)
+        _live.discard(self)
+        return ok
+
+    # -- capture thread ------------------------------------------------------------
+    def _loop(self) -> None:
+        next_write = 0.0
+        next_spool_try = 0.0
+        while True:
+            wait = max(0.0, next_write - time.monotonic()) if len(self._pending) else self.batch_interval
+            try:
+                item = self._queue.get(timeout=wait)
+            except queue.Empty:
+                item = None
+            if isinstance(item, _Marker):
+                if item.kind == "end":
+                    now = datetime.now(timezone.utc).replace(tzinfo=None)
+                    for app_id, run in list(self.reader._runs.items()):
+                        if item.payload in (None, app_id):
+                            self._pending.extend(self.recorder.end_run(run, now))
+                item.ok = self._write()
+                item.done.set()
+                if item.kind == "stop":
+                    return
+                continue
+            if isinstance(item, Envelope):
+                if not len(self._pending):
+                    next_write = time.monotonic() + self.batch_interval
+                try:
+                    self._pending.extend(self.recorder.record(item))
+                except Exception:  # noqa: BLE001
+                    log.exception("lineage-listener: could not record an action")
+            now = time.monotonic()
+            if len(self._pending) and (now >= next_write or len(self._pending) >= self.max_batch_rows):
+                self._write()
+            elif item is None and now >= next_spool_try and self.writer.spooled():
+                next_spool_try = now + 2.0  # the store may be free again: ingest the spool
+                self.writer.write(Batch(), wait=0.0)
+
+    def _write(self) -> bool:
+        batch, self._pending = self._pending, Batch()
+        if not len(batch) and not self.writer.spooled():
+            return True
+        try:
+            return self.writer.write(batch)
+        except Exception:  # noqa: BLE001 - StoreWriter should not raise; belt and braces
+            log.exception("lineage-listener: store write failed")
+            return False
+
+
+_live: "weakref.WeakSet[Capture]" = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    """At interpreter exit, write what is queued (bounded) and mark the runs ended."""
+    for cap in list(_live):
+        try:
+            cap.end_run()
+            cap.close(timeout=float(os.environ.get("LINEAGE_LISTENER_EXIT_TIMEOUT", "30")))
+        except Exception:  # noqa: BLE001
+            pass

@@ -1,0 +1,143 @@
+"""Envelope -> store rows: run, query, datasets, columns and edges of one action.
+
+Also folds nested command events into one logical write: ``saveAsTable`` and
+CTAS fire an inner ``InsertInto...`` event first and wrapper events after it;
+the wrappers upgrade the inner write's ``queries`` row instead of adding rows.
+"""
+from __future__ import annotations
+
+import logging
+import traceback
+import uuid
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+
+from lineage_listener.capture.envelope import Envelope
+from lineage_listener.lineage.query import WRAPPER_COMMANDS, QueryLineage, lineage
+from lineage_listener.plan.tree import parse
+from lineage_listener.store.batch import Batch
+
+log = logging.getLogger(__name__)
+
+
+def _dtype(data_type: object) -> str | None:
+    if data_type is None or isinstance(data_type, str):
+        return data_type
+    if isinstance(data_type, dict):
+        return str(data_type.get("type", "complex"))
+    return str(data_type)
+
+
+def iso(t: datetime | None) -> str | None:
+    return t.isoformat(sep=" ") if t is not None else None
+
+
+@dataclass(frozen=True)
+class QueryRow:
+    query_id: str
+    run_id: str
+    action: str
+    command: str | None
+    sql_text: str | None
+    status: str
+    error: str | None
+    duration_ms: int | None
+    captured_at: str
+    target_dataset: str | None
+    qe_id: int | None = None
+
+    def row(self) -> tuple:
+        return (self.query_id, self.run_id, self.action, self.command, self.sql_text, self.status, self.error,
+                self.duration_ms, self.captured_at, self.target_dataset)
+
+
+class Recorder:
+    """Turns envelopes into batches; remembers recent writes to merge wrapper events."""
+
+    def __init__(self) -> None:
+        self._last_write: dict[str, QueryRow] = {}  # run_id -> its most recent write
+        self._lineage_errors: set[str] = set()
+
+    def run_row(self, env: Envelope, ended: datetime | None = None) -> tuple:
+        r = env.run
+        started = r.get("started_at_ms")
+        started_at = datetime.fromtimestamp(started / 1000, tz=timezone.utc).replace(tzinfo=None) if started else None
+        return (r["app_id"], r["app_id"], r.get("app_name"), r.get("spark_version"), r.get("spark_user"),
+                r.get("master"), iso(started_at), iso(ended))
+
+    def record(self, env: Envelope) -> Batch:
+        """Rows for one envelope (may be only an upgraded ``queries`` row)."""
+        batch = Batch()
+        batch.add("runs", self.run_row(env))
+        run_id = env.run["app_id"]
+        query_id = f"{run_id}:{env.qe_id}" if env.qe_id is not None else f"{run_id}:{uuid.uuid4().hex[:12]}"
+        now = iso(env.captured_at)
+        status = "failed" if env.error else "succeeded"
+        error = env.error
+        result: QueryLineage | None = None
+        if env.plan_json is not None:
+            try:
+                result = lineage(parse(env.plan_json), env.leaves, env.target, scope=env.run.get("app_name"))
+            except Exception as exc:  # noqa: BLE001 - an odd plan must not stop capture
+                status = "lineage_error" if not env.error else status
+                error = (error + "\n" if error else "") + f"lineage: {type(exc).__name__}: {exc}"
+                if env.root not in self._lineage_errors:
+                    self._lineage_errors.add(env.root or "?")
+                    log.warning("lineage-listener: could not compute lineage of a %s plan: %s\n%s",
+                                env.root, exc, traceback.format_exc(limit=5))
+                batch.add("capture_errors", (now, run_id, query_id, "walk", error[:4000]))
+        if env.read_error:
+            batch.add("capture_errors", (now, run_id, query_id, "listener", env.read_error))
+        target = result.target.name if result is not None and result.target is not None else None
+        row = QueryRow(query_id, run_id, env.func_name, env.root, env.sql_text, status, error,
+                       env.duration_ms, now, target, env.qe_id)
+
+        if env.root in WRAPPER_COMMANDS and self._merge_wrapper(batch, env, result):
+            return batch
+        batch.add("queries", row.row())
+        if target is not None:
+            self._last_write[run_id] = row
+        if result is None:
+            return batch
+        for ds in result.datasets.values():
+            batch.add("datasets", (ds.name, ds.kind, ds.format, ds.location, ds.properties_json(), now, now))
+        for (dataset, column), attr in result.columns.items():
+            batch.add("dataset_columns", (dataset, column, _dtype(attr.data_type), attr.nullable, now, now))
+        for e in result.edges:
+            batch.add("column_lineage", (query_id, run_id, target, e.target_column, e.source.dataset, e.source.name,
+                                         e.transform.value, e.kind, e.expression, e.masking, now))
+        return batch
+
+    def _merge_wrapper(self, batch: Batch, env: Envelope, result: QueryLineage | None) -> bool:
+        """Fold a wrapper event into the nested write it wraps (fired just before it)."""
+        run_id = env.run["app_id"]
+        inner = self._last_write.get(run_id)
+        if inner is None or inner.qe_id is None or env.qe_id is None or inner.qe_id <= env.qe_id:
+            return False
+        target = result.target if result is not None else None
+        upgraded = replace(inner, action=env.func_name, command=env.root,
+                           sql_text=env.sql_text or inner.sql_text,
+                           status="failed" if env.error else inner.status, error=env.error or inner.error,
+                           duration_ms=env.duration_ms if env.duration_ms is not None else inner.duration_ms,
+                           target_dataset=target.name if target is not None else inner.target_dataset,
+                           qe_id=env.qe_id)
+        self._last_write[run_id] = upgraded
+        batch.add("queries", upgraded.row())
+        if target is not None and target.name != inner.target_dataset:
+            # The inner write named the table by its path; the logical write targets the table.
+            now = iso(env.captured_at)
+            location = target.location or (inner.target_dataset if "://" in (inner.target_dataset or "")
+                                           or (inner.target_dataset or "").startswith("file:") else None)
+            batch.add("datasets", (target.name, target.kind, target.format, location,
+                                   target.properties_json(), now, now))
+            for (dataset, column), attr in result.columns.items():
+                if dataset == target.name:
+                    batch.add("dataset_columns", (dataset, column, _dtype(attr.data_type), attr.nullable, now, now))
+            batch.add("retarget", (inner.query_id, target.name))
+        return True
+
+    def end_run(self, run: dict, ended: datetime) -> Batch:
+        batch = Batch()
+        env = Envelope("end", ended, run)
+        batch.add("runs", self.run_row(env, ended))
+        return batch
