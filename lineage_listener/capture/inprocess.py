@@ -33,11 +33,29 @@ class CaptureHandle:
         return self.capture.store
 
     def flush(self, timeout: float | None = 60.0) -> bool:
-        """Return once everything captured so far is in the store (False: timed out or spooled)."""
+        """Return once everything captured so far is in the store (False: timed out or spooled).
+
+        Spark delivers listener events asynchronously, so this first waits for
+        Spark's listener bus to hand over every finished action.
+        """
+        wait_for_listener_bus(self.spark, timeout)
         return self.capture.flush(timeout)
 
     def disable(self, timeout: float = 30.0) -> None:
         disable(self.spark, timeout=timeout)
+
+
+def wait_for_listener_bus(spark: Any, timeout: float | None) -> bool:
+    """Block until Spark's listener bus has delivered all posted events (bounded)."""
+    if not _alive(spark):
+        return True
+    try:
+        millis = int((timeout if timeout is not None else 600) * 1000)
+        spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(millis)
+        return True
+    except Exception as exc:  # noqa: BLE001 - a timeout or an API change: flush what we have
+        log.debug("listener bus did not drain: %s", exc)
+        return False
 
 
 def _session_key(spark: Any) -> str:
@@ -90,6 +108,7 @@ def disable(spark: Any, timeout: float = 30.0) -> None:
             handle = _handles.pop(next(iter(_handles)))
     if handle is None:
         return
+    wait_for_listener_bus(spark, timeout)
     try:
         if _alive(spark):
             spark._jsparkSession.listenerManager().unregister(handle.listener)

@@ -31,7 +31,8 @@ RULES: dict[str, Rule] = {}
 MASKING = {"Md5", "Sha1", "Sha2", "Crc32", "Murmur3Hash", "XxHash64", "Mask", "HiveHash",
            "Count", "ApproxCountDistinct", "HyperLogLogPlusPlus", "CountIf", "CountMinSketchAgg"}
 
-#: Window functions computed over a window of rows (aggregate-like, no column argument needed).
+#: Window functions whose value is a position in the window, not a value of any column.
+RANKING = {"Rank", "DenseRank", "PercentRank", "CumeDist", "RowNumber", "NTile"}
 MAX_SQL_SIZE = 400  # above this many nodes an intermediate expression is shown by its alias
 _logged: set[str] = set()
 BUILTIN = "org.apache.spark.sql.catalyst.expressions."
@@ -118,9 +119,9 @@ def literal(node: Node, walk: "Walk") -> Origin:
 @rule("Cast", "AnsiCast", "TryCast")
 def cast(node: Node, walk: "Walk") -> Origin:
     child = evaluate(node.children[0], walk)
-    if node.children[0].name == "Literal":  # the analyzer's type coercion of a constant
-        return child
     dt = node.get("dataType")
+    if node.children[0].name == "Literal" or (dt is not None and node.children[0].get("dataType") == dt):
+        return child  # the analyzer's coercion of a constant, or a cast to the type it already has
     return combine([child], Transform.DERIVED, sqltext.cast(sql_of(child), dt if isinstance(dt, str) else None))
 
 
@@ -179,8 +180,11 @@ def aggregate(node: Node, walk: "Walk") -> Origin:
 @rule("WindowExpression")
 def window(node: Node, walk: "Walk") -> Origin:
     fn, spec = node.children[0], node.children[1]
-    value = evaluate(fn, walk)
-    if fn.name != "AggregateExpression":  # rank(), lag(x), ...: computed over the window's rows
+    if fn.name in RANKING:  # their children are the window's own ORDER BY keys: no value flows
+        value = Origin(sql=sqltext.call(sqltext.function_name(fn.name), []))
+    else:
+        value = evaluate(fn, walk)
+    if fn.name != "AggregateExpression" and fn.name not in RANKING:  # rank(), lag(x), ...: computed over the window's rows
         value = combine([value], Transform.AGGREGATE, value.sql, masking=fn.name in MASKING)
     keys = [evaluate(c, walk) for c in spec.children if c.name != "SpecifiedWindowFrame"
             and not c.name.endswith("Frame")]

@@ -1,0 +1,32 @@
+# lineage-listener: everything runs from a local virtualenv created on first use.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: install demo test bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+## Run a real sample PySpark job with zero-code capture, then print lineage from the store.
+demo: install
+	bash examples/demo.sh
+
+## The full test suite (real Spark local[2], real DuckDB files).
+test: install
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+## Benchmarks: walker speed on TPC-DS plans, query speed on a 10M-edge store.
+bench: install
+	$(BIN)/python bench/walker_bench.py
+	$(BIN)/python bench/make_synthetic_store.py
+	$(BIN)/python bench/query_bench.py
+
+clean:
+	rm -rf $(VENV) demo-output .pytest_cache build *.egg-info

@@ -1,0 +1,148 @@
+"""Shared fixtures: one real local[2] SparkSession per test run, and a capture helper.
+
+Tests use real Spark and a real DuckDB file; nothing here mocks Spark.
+"""
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
+os.environ.setdefault("PYSPARK_DRIVER_PYTHON", os.sys.executable)
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from pyspark.sql import SparkSession
+
+    warehouse = tmp_path_factory.mktemp("warehouse")
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("lineage-listener-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.warehouse.dir", str(warehouse))
+        .config("spark.driver.extraJavaOptions", "-Dderby.system.home=" + str(warehouse))
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@dataclass(frozen=True)
+class EdgeRow:
+    target_dataset: str | None
+    target_column: str | None
+    source_dataset: str
+    source_column: str
+    transform: str
+    kind: str
+    expression: str | None
+    masking: bool
+
+
+class Captured:
+    """What the store holds for the queries one test action produced."""
+
+    def __init__(self, store: Path, query_ids: list[str]) -> None:
+        self.store = store
+        self.query_ids = query_ids
+        with duckdb.connect(str(store), read_only=True) as con:
+            self.queries = [dict(zip([d[0] for d in con.description], r)) for r in
+                            con.execute("SELECT * FROM queries WHERE query_id IN (SELECT unnest(?)) "
+                                        "ORDER BY captured_at", [query_ids]).fetchall()]
+            rows = con.execute(
+                "SELECT target_dataset, target_column, source_dataset, source_column, transform, kind, expression, "
+                "masking FROM column_lineage WHERE query_id IN (SELECT unnest(?))", [query_ids]).fetchall()
+        self.edges = [EdgeRow(*r) for r in rows]
+
+    def simple(self, kind: str | None = None) -> set[tuple[str | None, str, str]]:
+        """``{(target_column, source_column, transform)}``, optionally only direct/indirect edges."""
+        return {(e.target_column, e.source_column, e.transform) for e in self.edges if kind in (None, e.kind)}
+
+    def edge(self, target_column: str | None, source_column: str, transform: str | None = None) -> EdgeRow:
+        found = [e for e in self.edges if e.target_column == target_column and e.source_column == source_column
+                 and transform in (None, e.transform)]
+        assert found, f"no edge {target_column} <- {source_column} ({transform}); have {sorted(self.simple())}"
+        return found[0]
+
+
+class LineageHarness:
+    """Enable capture into a fresh store, run an action, return what was captured."""
+
+    def __init__(self, spark: Any, store: Path) -> None:
+        import lineage_listener
+
+        self.spark = spark
+        self.store = store
+        self.handle = lineage_listener.enable(spark, store=str(store))
+
+    def _query_ids(self) -> list[str]:
+        if not self.store.exists():
+            return []
+        with duckdb.connect(str(self.store), read_only=True) as con:
+            return [r[0] for r in con.execute("SELECT query_id FROM queries").fetchall()]
+
+    def run(self, action: str | Callable[[], Any]) -> Captured:
+        """Run SQL (collected) or a callable; return the queries it added to the store."""
+        assert self.handle.flush(60)
+        before = set(self._query_ids())
+        if isinstance(action, str):
+            self.spark.sql(action).collect()
+        else:
+            action()
+        assert self.handle.flush(60), "capture did not flush"
+        after = [q for q in self._query_ids() if q not in before]
+        return Captured(self.store, after)
+
+
+@pytest.fixture
+def lineage(spark: Any, tmp_path: Path) -> Iterator[LineageHarness]:
+    import lineage_listener
+
+    harness = LineageHarness(spark, tmp_path / "lineage.duckdb")
+    yield harness
+    lineage_listener.disable(spark)
+
+
+@pytest.fixture(scope="session")
+def people(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A parquet dataset with flat, nested and array columns, registered as temp view ``people``."""
+    path = tmp_path_factory.mktemp("data") / "people"
+    spark.sql("""
+        SELECT id, name, amount, dept, email,
+               named_struct('city', city, 'zip', zip) AS address, array(1, 2) AS tags
+        FROM VALUES (1, 'ann', 10.0D, 'a', 'ann@x', 'Oslo', '0150'),
+                    (2, 'bob', 200.0D, 'b', 'bob@x', 'Rome', '00100'),
+                    (3, 'cid', 30.0D, 'a', NULL, 'Lima', '15001')
+             AS t(id, name, amount, dept, email, city, zip)
+    """).write.mode("overwrite").parquet(str(path))
+    spark.read.parquet(str(path)).createOrReplaceTempView("people")
+    return "file:" + str(path)
+
+
+@pytest.fixture(scope="session")
+def depts(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A CSV dataset ``depts(dept, title)`` registered as temp view ``depts``."""
+    path = tmp_path_factory.mktemp("data") / "depts"
+    spark.sql("SELECT * FROM VALUES ('a', 'Alpha'), ('b', 'Beta') AS t(dept, title)") \
+        .write.mode("overwrite").option("header", "true").csv(str(path))
+    spark.read.option("header", "true").csv(str(path)).createOrReplaceTempView("depts")
+    return "file:" + str(path)
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return predicate()
