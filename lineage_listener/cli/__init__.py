@@ -17,6 +17,10 @@ COMMAND_MODULES = (
     "sql",
     "spark_conf",
     "bridge_jar",
+    "upstream",
+    "downstream",
+    "impact",
+    "provenance",
 )
 
 

@@ -74,8 +74,8 @@ class LineageStore:
     def sql(self, query: str, params: object = None) -> duckdb.DuckDBPyRelation:
         """Run SQL on the store; the relation stays valid until :meth:`close`.
 
-        >>> store.sql("SELECT count(*) FROM column_lineage").fetchone()   # doctest: +SKIP
-        (42,)
+        >>> store.sql("SELECT count(*) FROM column_lineage").fetchall()   # doctest: +SKIP
+        [(42,)]
         """
         if self._con is None:
             self._con = open_readonly(self.path)

@@ -1,0 +1,200 @@
+"""Rendering lineage graphs and reports for the terminal: text, JSON, DOT, Mermaid.
+
+Shared by the ``upstream``, ``downstream``, ``impact`` and ``provenance`` commands.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import datetime
+from typing import Any
+
+import networkx as nx
+
+from lineage_listener.cli import CliError
+from lineage_listener.cli.render import table
+from lineage_listener.query import graph as lg
+from lineage_listener.query.store import LineageStore, open_store
+
+Node = tuple[str, str]
+
+
+def add_common(p: argparse.ArgumentParser) -> None:
+    """``--store DATASET COLUMN``: the arguments every lineage command takes."""
+    p.add_argument("--store", required=True, help="path of the DuckDB store")
+    p.add_argument("dataset", help="canonical dataset name, e.g. spark_catalog.shop.orders, or its path")
+    p.add_argument("column", help="column name (dotted path for nested fields)")
+
+
+def open_for_cli(path: str) -> LineageStore:
+    return open_store(path)
+
+
+def guard(fn, *args, **kwargs):
+    """Call ``fn`` turning bad user values (ValueError) into a one-line CliError."""
+    try:
+        return fn(*args, **kwargs)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+
+
+def name(node: Node) -> str:
+    """``dataset.column`` for catalog names, ``path [column]`` for URIs."""
+    dataset, column = node
+    return f"{dataset} [{column}]" if ":" in dataset or "/" in dataset else f"{dataset}.{column}"
+
+
+def when(value: datetime | None) -> str:
+    return value.strftime("%Y-%m-%d %H:%M:%S") if value else "-"
+
+
+def to_json(value: Any) -> str:
+    return json.dumps(value, default=lambda v: v.isoformat() if isinstance(v, datetime) else str(v),
+                      indent=2)
+
+
+# -- graphs ------------------------------------------------------------------------------
+
+def graph_data(g: nx.DiGraph) -> dict[str, Any]:
+    """The graph as plain data: start, nodes with depth, edges with every capture."""
+    return {
+        "start": {"dataset": g.graph["start"][0], "column": g.graph["start"][1]},
+        "direction": g.graph["direction"],
+        "nodes": [{"dataset": n[0], "column": n[1], "depth": d["depth"]}
+                  for n, d in sorted(g.nodes(data=True), key=lambda x: (x[1]["depth"], x[0]))],
+        "edges": [{"source": {"dataset": u[0], "column": u[1]},
+                   "target": {"dataset": v[0], "column": v[1]},
+                   **{k: d[k] for k in ("hop", "transform", "kind", "expression", "masking",
+                                        "query_id", "run_id", "captured_at", "dataset_level")},
+                   "captures": len(d["records"]), "runs": d["runs"]}
+                  for u, v, d in sorted(g.edges(data=True), key=lambda e: (e[2]["hop"], e[0], e[1]))],
+    }
+
+
+def graph_dot(g: nx.DiGraph) -> str:
+    ids = {n: f"n{i}" for i, n in enumerate(sorted(g.nodes))}
+    out = ["digraph lineage {", "  rankdir=LR;", "  node [shape=box, fontname=monospace];"]
+    for n, i in ids.items():
+        style = ", style=bold" if n == g.graph["start"] else ""
+        out.append(f"  {i} [label={json.dumps(name(n))}{style}];")
+    for u, v, d in sorted(g.edges(data=True)):
+        label = d["transform"] + (" (masked)" if d["masking"] else "")
+        dash = ", style=dashed" if d["kind"] != "direct" else ""
+        out.append(f"  {ids[u]} -> {ids[v]} [label={json.dumps(label)}{dash}];")
+    out.append("}")
+    return "\n".join(out)
+
+
+def graph_mermaid(g: nx.DiGraph) -> str:
+    ids = {n: f"n{i}" for i, n in enumerate(sorted(g.nodes))}
+    quote = lambda s: s.replace('"', "#quot;")  # noqa: E731
+    out = ["flowchart LR"]
+    for n, i in ids.items():
+        out.append(f'  {i}["{quote(name(n))}"]')
+    for u, v, d in sorted(g.edges(data=True)):
+        arrow = "-->" if d["kind"] == "direct" else "-.->"
+        out.append(f"  {ids[u]} {arrow}|{d['transform']}| {ids[v]}")
+    return "\n".join(out)
+
+
+def graph_text(g: nx.DiGraph, path_limit: int = 50) -> str:
+    """Each path from the column to its sources (or impacts), then every edge as a table."""
+    start, direction = g.graph["start"], g.graph["direction"]
+    window = _window_text(g.graph.get("since"), g.graph.get("until"))
+    if g.number_of_edges() == 0:
+        what = "comes from no captured column" if direction == "upstream" else "feeds no captured column"
+        return f"{name(start)} {what}{window}."
+    ends = lg.origins(g) if direction == "upstream" else lg.leaves(g)
+    ends = [e for e in ends if e != start]
+    noun = "source" if direction == "upstream" else "impacted"
+    out = [f"{direction.capitalize()} of {name(start)}: {g.number_of_nodes() - 1} columns, "
+           f"{len(ends)} {noun} end column{'s' if len(ends) != 1 else ''}, "
+           f"{max(d for _, d in g.nodes(data='depth'))} hops{window}.", ""]
+    shown = 0
+    for shown, path in enumerate(lg.paths(g, start, direction, limit=path_limit), 1):
+        steps = path[::-1] if direction == "upstream" else path
+        out.append(f"path {shown}: {name(steps[0])}")
+        for a, b in zip(steps, steps[1:]):
+            d = g.edges[(b, a) if direction == "upstream" else (a, b)]
+            arrow = "<-" if direction == "upstream" else "->"
+            expr = f"  {d['expression']}" if d["expression"] else ""
+            mask = "  [masked]" if d["masking"] else ""
+            out.append(f"    {arrow} {name(b)}   {d['transform']}{expr}{mask}")
+    if shown >= path_limit:
+        out.append(f"... more paths not shown (first {path_limit}); see --format json")
+    out += ["", table(
+        ["hop", "source", "target", "transform", "kind", "expression", "captures", "last query", "captured_at"],
+        [(d["hop"], name(u), name(v), ",".join(d["transforms"]), d["kind"], d["expression"],
+          len(d["records"]), d["query_id"], when(d["captured_at"]))
+         for u, v, d in sorted(g.edges(data=True), key=lambda e: (e[2]["hop"], e[0], e[1]))])]
+    return "\n".join(out)
+
+
+def _window_text(since: datetime | None, until: datetime | None) -> str:
+    if since and until:
+        return f" (edges captured {when(since)} .. {when(until)})"
+    if since:
+        return f" (edges captured since {when(since)})"
+    if until:
+        return f" (edges captured until {when(until)})"
+    return ""
+
+
+def render_graph(g: nx.DiGraph, fmt: str) -> str:
+    if fmt == "json":
+        return to_json(graph_data(g))
+    if fmt == "dot":
+        return graph_dot(g)
+    if fmt == "mermaid":
+        return graph_mermaid(g)
+    return graph_text(g)
+
+
+# -- reports -----------------------------------------------------------------------------
+
+def impact_text(report: dict[str, Any]) -> str:
+    start = (report["dataset"], report["column"])
+    out = [f"Impact of {name(start)}{_window_text(report['since'], report['until'])}", ""]
+    reads = report["reads"]
+    out.append(f"Read by {len(reads)} quer{'y' if len(reads) == 1 else 'ies'} in "
+               f"{len({r['run_id'] for r in reads})} run(s):")
+    if reads:
+        out.append(table(["captured_at", "application", "run", "query", "action", "result", "as"],
+                         [(when(r["captured_at"]), r["app_name"], r["run_id"], r["query_id"], r["action"],
+                           r["target_dataset"] or "driver (read only)", ",".join(r["transforms"]))
+                          for r in reads]))
+    derived = report["downstream"]
+    out += ["", f"Derived columns: {len(derived)}"
+            + (f" ({sum(d['masking'] != 'masked' for d in derived)} not masked on every path)"
+               if derived else "")]
+    if derived:
+        out.append(table(["hop", "column", "from", "transform", "masking", "written by"],
+                         [(d["hop"], name((d["dataset"], d["column"])),
+                           ", ".join(name((f["dataset"], f["column"])) for f in d["from"]),
+                           ",".join(sorted({f["transform"] for f in d["from"]})),
+                           d["masking"], ", ".join(d["applications"]))
+                          for d in derived]))
+    return "\n".join(out)
+
+
+def provenance_text(report: dict[str, Any]) -> str:
+    start = (report["dataset"], report["column"])
+    origins = report["origins"]
+    if not origins:
+        return f"{name(start)} is itself an origin: no captured column flows into it."
+    out = [f"{name(start)} comes from {len(origins)} origin column{'s' if len(origins) != 1 else ''}:", ""]
+    for o in origins:
+        out.append(f"origin {name((o['dataset'], o['column']))}")
+        for path in o["paths"]:
+            for s in path:
+                expr = f"  {s['expression']}" if s["expression"] else ""
+                mask = "  [masked]" if s["masking"] else ""
+                out.append(f"    -> {name(tuple(s['target']))}   {s['transform']}{expr}{mask}"
+                           f"   ({s['app_name'] or s['run_id']}, {when(s['captured_at'])})")
+            out.append("")
+    out.append(f"Contributing runs: {len(report['runs'])}")
+    out.append(table(["run", "application", "step", "transform", "expression", "query", "captured_at"],
+                     [(r["run_id"], r["app_name"], f"{name(tuple(s['source']))} -> {name(tuple(s['target']))}",
+                       s["transform"], s["expression"], s["query_id"], when(s["captured_at"]))
+                      for r in report["runs"] for s in r["steps"]]))
+    return "\n".join(out)
