@@ -55,6 +55,10 @@ class Captured:
     def __init__(self, store: Path, query_ids: list[str]) -> None:
         self.store = store
         self.query_ids = query_ids
+        self.queries: list[dict[str, Any]] = []
+        self.edges: list[EdgeRow] = []
+        if not store.exists():
+            return
         with duckdb.connect(str(store), read_only=True) as con:
             self.queries = [dict(zip([d[0] for d in con.description], r)) for r in
                             con.execute("SELECT * FROM queries WHERE query_id IN (SELECT unnest(?)) "

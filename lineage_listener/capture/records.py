@@ -70,7 +70,8 @@ class Recorder:
         batch = Batch()
         batch.add("runs", self.run_row(env))
         run_id = env.run["app_id"]
-        query_id = f"{run_id}:{env.qe_id}" if env.qe_id is not None else f"{run_id}:{uuid.uuid4().hex[:12]}"
+        # A DataFrame re-run reuses its QueryExecution (and id): each action still gets its own row.
+        query_id = f"{run_id}:{env.qe_id if env.qe_id is not None else 'q'}:{uuid.uuid4().hex[:8]}"
         now = iso(env.captured_at)
         status = "failed" if env.error else "succeeded"
         error = env.error

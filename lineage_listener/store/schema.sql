@@ -16,7 +16,7 @@ CREATE TABLE IF NOT EXISTS runs (
 
 -- One row per captured logical action: a write, or an action returning rows to the driver.
 CREATE TABLE IF NOT EXISTS queries (
-    query_id       TEXT PRIMARY KEY,  -- '<run_id>:<QueryExecution id>'
+    query_id       TEXT PRIMARY KEY,  -- '<run_id>:<QueryExecution id>:<random>'
     run_id         TEXT,
     action         TEXT,              -- Spark's funcName: command, save, collect, collectToPython, ...
     command        TEXT,              -- root plan node class, short: Project, InsertIntoHadoopFsRelationCommand, ...

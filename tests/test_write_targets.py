@@ -1,0 +1,85 @@
+"""Write targets: one queries row per logical write, the right target name, no duplicate edges."""
+from __future__ import annotations
+
+from collections import Counter
+
+
+def _write_queries(got):
+    return [q for q in got.queries if q["target_dataset"] is not None]
+
+
+def test_dataframe_save_parquet_csv_json(lineage, spark, people, tmp_path):
+    for fmt in ("parquet", "csv", "json"):
+        out = tmp_path / f"out_{fmt}"
+        df = spark.table("people").selectExpr("name", "amount * 2 AS double_amount")
+        got = lineage.run(lambda: getattr(df.write.mode("overwrite"), fmt)(str(out)))
+        assert [q["target_dataset"] for q in got.queries] == [f"file:{out}"]
+        assert got.simple() == {("name", "name", "identity"), ("double_amount", "amount", "derived")}
+        assert {e.target_dataset for e in got.edges} == {f"file:{out}"}
+    saved = lineage.run(lambda: spark.table("people").select("id").write.mode("overwrite")
+                        .format("parquet").save(str(tmp_path / "out_save")))
+    assert saved.queries[0]["target_dataset"] == f"file:{tmp_path / 'out_save'}"
+
+
+def test_save_as_table_is_one_logical_write(lineage, spark, people):
+    got = lineage.run(lambda: spark.table("people").selectExpr("id", "upper(name) AS uname")
+                      .write.mode("overwrite").saveAsTable("t_saved"))
+    writes = _write_queries(got)
+    assert len(writes) == 1, got.queries
+    assert writes[0]["target_dataset"] == "spark_catalog.default.t_saved"
+    assert Counter((e.target_column, e.source_column) for e in got.edges) == {("id", "id"): 1, ("uname", "name"): 1}
+    assert {e.target_dataset for e in got.edges} == {"spark_catalog.default.t_saved"}
+
+
+def test_ctas_and_create_table_using_as(lineage, spark, people):
+    got = lineage.run(lambda: spark.sql("CREATE TABLE t_ctas USING parquet AS SELECT id, amount + 1 AS a1 FROM people"))
+    writes = _write_queries(got)
+    assert len(writes) == 1
+    assert writes[0]["target_dataset"] == "spark_catalog.default.t_ctas"
+    assert got.simple() == {("id", "id", "identity"), ("a1", "amount", "derived")}
+    assert len(got.edges) == 2
+
+
+def test_insert_into_with_column_list_and_overwrite_partition(lineage, spark, people):
+    spark.sql("CREATE TABLE IF NOT EXISTS t_ins (who STRING, total DOUBLE, dept STRING) USING parquet PARTITIONED BY (dept)")
+    got = lineage.run(lambda: spark.sql("INSERT INTO t_ins (total, who, dept) SELECT amount, name, dept FROM people"))
+    assert [q["target_dataset"] for q in got.queries] == ["spark_catalog.default.t_ins"]
+    assert got.simple() == {("who", "name", "rename"), ("total", "amount", "rename"), ("dept", "dept", "identity")}
+    assert got.queries[0]["sql_text"].startswith("INSERT INTO t_ins")
+    over = lineage.run(lambda: spark.sql("INSERT OVERWRITE t_ins PARTITION (dept = 'a') "
+                                         "SELECT name, amount FROM people WHERE dept = 'a'"))
+    assert over.simple("direct") == {("who", "name", "rename"), ("total", "amount", "rename")}
+    assert (None, "dept", "filter") in over.simple("indirect")
+
+
+def test_insert_into_dataframe_api(lineage, spark, people):
+    spark.sql("CREATE TABLE IF NOT EXISTS t_into (id INT, name STRING) USING parquet")
+    got = lineage.run(lambda: spark.table("people").select("id", "name").write.insertInto("t_into"))
+    assert [q["target_dataset"] for q in got.queries] == ["spark_catalog.default.t_into"]
+    assert got.simple() == {("id", "id", "identity"), ("name", "name", "identity")}
+
+
+def test_read_only_actions_have_null_target(lineage, spark, people):
+    df = spark.table("people").select("email")
+    for action in (df.collect, df.count, lambda: df.show(1)):
+        got = lineage.run(action)
+        assert got.queries and all(q["target_dataset"] is None for q in got.queries)
+    got = lineage.run(df.collect)
+    assert got.simple() == {("email", "email", "identity")}
+
+
+def test_failed_action_is_recorded(lineage, spark, people):
+    def fail():
+        try:
+            spark.sql("SELECT raise_error(concat('bad ', name)) FROM people").collect()
+        except Exception:  # noqa: BLE001 - the job's own failure
+            pass
+    got = lineage.run(fail)
+    assert [q["status"] for q in got.queries] == ["failed"]
+    assert "bad" in got.queries[0]["error"]
+
+
+def test_ddl_is_not_a_query(lineage, spark):
+    got = lineage.run(lambda: (spark.sql("CREATE TABLE IF NOT EXISTS t_ddl (x INT) USING parquet"),
+                               spark.sql("DROP TABLE t_ddl")))
+    assert got.queries == []
