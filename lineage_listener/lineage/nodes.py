@@ -310,7 +310,12 @@ def fallback(node: Node, walk: Walk) -> list[Attribute]:
                     log.debug("fallback could not evaluate %s.%s", node.name, key, exc_info=True)
     if not any(o.flows for o in referenced):
         referenced = [walk.env[a.expr_id] for a in inputs if a.expr_id in walk.env]
-    outs = attributes(node.trees("output")) or inputs
+    outs = attributes(node.trees("output"))
+    if not outs:  # new attributes the node declares in other fields (e.g. a generator's output)
+        known = {a.expr_id for a in inputs}
+        new = [a for key, value in node.fields.items() if isinstance(value, tuple)
+               for a in attributes(value) if a.expr_id not in known and a.expr_id not in walk.env]
+        outs = inputs + new
     value = combine(referenced, Transform.DERIVED, None)
     for a in outs:
         if a.expr_id not in walk.env:

@@ -65,6 +65,10 @@ CREATE TABLE IF NOT EXISTS column_lineage (
     captured_at    TIMESTAMP
 );
 
+-- Multi-hop questions start from a dataset name: look edges up by either end.
+CREATE INDEX IF NOT EXISTS column_lineage_target ON column_lineage (target_dataset);
+CREATE INDEX IF NOT EXISTS column_lineage_source ON column_lineage (source_dataset);
+
 -- Problems capture met that are not tied to a query row (e.g. spooled batches).
 CREATE TABLE IF NOT EXISTS capture_errors (
     captured_at TIMESTAMP,
