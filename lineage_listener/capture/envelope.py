@@ -5,6 +5,7 @@ from this plain, immutable record.
 """
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -47,7 +48,7 @@ class Reader:
     def __init__(self, jvm: Any = None) -> None:
         self.jvm = jvm
         self._runs: dict[str, dict[str, Any]] = {}
-        self._leaf_cache: dict[int, dict[str, Any]] = {}
+        self._facts = facts.FactCache()
 
     def _jvm(self, qe: Any) -> Any:
         if self.jvm is None:
@@ -61,9 +62,10 @@ class Reader:
             self._runs[app_id] = facts.run_info(sc)
         return self._runs[app_id]
 
-    def read(self, func_name: str, qe: Any, duration_ns: int | None, error: Any = None) -> Envelope | None:
+    def read(self, func_name: str, qe: Any, duration_ns: int | None, error: Any = None,
+             now: datetime | None = None) -> Envelope | None:
         """An envelope for this action, or None for actions that carry no lineage (DDL, SET...)."""
-        now = datetime.now(timezone.utc).replace(tzinfo=None)
+        now = now or datetime.now(timezone.utc).replace(tzinfo=None)
         run = self.run(qe)
         duration_ms = int(duration_ns // 1_000_000) if duration_ns is not None else None
         err_text = _error_text(error) if error is not None else None
@@ -90,7 +92,7 @@ class Reader:
         try:
             plan_json = str(plan.toJSON())
             current = _current(qe) if root in _NEEDS_CURRENT else None
-            leaves = facts.leaves(jvm, plan, current, self._leaf_cache)
+            leaves = facts.leaves(jvm, plan, json.loads(plan_json), current, self._facts)
             if root in WRITE_COMMANDS:
                 target = facts.target(jvm, plan, root, current)
                 if target is None and root == "CreateViewCommand":

@@ -9,7 +9,11 @@ swallows its own errors: a fact that cannot be read is simply absent.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
+
+from lineage_listener.lineage.datasets import table_name
 
 log = logging.getLogger(__name__)
 
@@ -29,14 +33,17 @@ def _seq(seq: Any) -> list[Any]:
         return []
 
 
+_SEP = "\u001e"
+
+
 def scala_map(jvm: Any, m: Any) -> dict[str, str]:
-    """A Scala ``Map[String, String]`` (or java Map) as a dict."""
+    """A Scala ``Map[String, String]`` (or java Map) as a dict, in one py4j call."""
     if m is None:
         return {}
     try:
-        jm = jvm.scala.jdk.javaapi.CollectionConverters.asJava(m) if jvm is not None else m
-        return {str(k): str(v) for k, v in dict(jm).items()}
-    except Exception:  # noqa: BLE001
+        text = str(m.mkString(_SEP))  # "k -> v<RS>k2 -> v2"
+        return dict(pair.split(" -> ", 1) for pair in text.split(_SEP) if " -> " in pair)
+    except Exception:  # noqa: BLE001 - a java.util.Map (DSv2 options): py4j converts it
         try:
             return {str(k): str(v) for k, v in dict(m).items()}
         except Exception:  # noqa: BLE001
@@ -111,29 +118,86 @@ def relation(jvm: Any, leaf: Any, name: str, current: tuple[str, str] | None = N
     return fact
 
 
-def leaves(jvm: Any, plan: Any, current: tuple[str, str] | None = None,
-           cache: dict[int, dict[str, Any]] | None = None) -> dict[int, dict[str, Any]]:
-    """Facts of every data-source leaf in ``plan``, its subqueries and inner query fields,
-    keyed by the exprId of the leaf's first output attribute."""
+#: Leaf classes whose dataset the plan JSON alone cannot always name.
+SOURCE_LEAVES = frozenset({"LogicalRelation", "HiveTableRelation", "DataSourceV2Relation",
+                           "DataSourceV2ScanRelation"})
+
+
+@dataclass
+class FactCache:
+    """Facts that outlive one query: by leaf exprId (unique per JVM) and table locations."""
+
+    by_expr_id: dict[int, dict[str, Any]] = field(default_factory=dict)
+    locations: dict[str, str | None] = field(default_factory=dict)  # "cat.db.t" -> location
+
+    def remember(self, expr_id: int, fact: dict[str, Any]) -> None:
+        if len(self.by_expr_id) > 50_000:
+            self.by_expr_id.clear()
+        self.by_expr_id[expr_id] = fact
+        if fact.get("table") and "location" in fact:
+            self.locations[table_name(fact["table"])] = fact["location"]
+
+
+def json_leaves(items: Any) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(first output exprId, node dict)`` of every source leaf in plan JSON, subqueries included."""
+    stack = [items]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, dict):
+            cls = value.get("class")
+            if isinstance(cls, str) and cls.rsplit(".", 1)[-1] in SOURCE_LEAVES:
+                output = value.get("output") or (value.get("dataCols") or []) + (value.get("partitionCols") or [])
+                if output and isinstance(output[0], list) and output[0]:
+                    eid = output[0][0].get("exprId", {}).get("id")
+                    if eid is not None:
+                        yield eid, value
+            stack.extend(v for v in value.values() if isinstance(v, (list, dict)))
+
+
+def leaves(jvm: Any, plan: Any, items: Any, current: tuple[str, str] | None = None,
+           cache: FactCache | None = None) -> dict[int, dict[str, Any]]:
+    """Facts of every data-source leaf, keyed by the exprId of the leaf's first output.
+
+    Catalog tables are named by the plan JSON itself (their location is read once per
+    table); only the rest (path-based files, DSv2, new tables) costs py4j calls.
+    """
+    cache = cache if cache is not None else FactCache()
     out: dict[int, dict[str, Any]] = {}
+    needed: set[int] = set()
+    for eid, node in json_leaves(items):
+        if eid in cache.by_expr_id:
+            out[eid] = cache.by_expr_id[eid]
+            continue
+        table = node.get("catalogTable") or node.get("tableMeta")
+        ident = table.get("identifier") if isinstance(table, dict) else None
+        if isinstance(ident, dict) and ident.get("table") and table_name(ident) in cache.locations:
+            out[eid] = {"table": {k: ident.get(k) for k in ("catalog", "database", "table")},
+                        "format": table.get("provider"), "location": cache.locations[table_name(ident)],
+                        "view": False}
+        else:
+            needed.add(eid)
+    if not needed:
+        return out
     roots = [plan] + _seq(plan.innerChildren()) + _seq(plan.subqueriesAll())
     for root in roots:
         for leaf in _seq(root.collectLeaves()):
             try:
                 name = str(leaf.nodeName())
-                if name not in ("LogicalRelation", "HiveTableRelation", "DataSourceV2Relation",
-                                "DataSourceV2ScanRelation"):
+                if name not in SOURCE_LEAVES:
                     continue
                 first = leaf.output().head().exprId().id()
-                if cache is not None and first in cache:
-                    out[first] = cache[first]
+                if first not in needed:
                     continue
                 fact = relation(jvm, leaf, name, current)
                 out[first] = fact
-                if cache is not None:
-                    cache[first] = fact
+                cache.remember(first, fact)
+                needed.discard(first)
             except Exception as exc:  # noqa: BLE001 - a leaf we cannot read stays unnamed
                 log.debug("could not read leaf facts: %s", exc)
+            if not needed:
+                return out
     return out
 
 

@@ -90,6 +90,7 @@ def enable(spark: Any, store: str | os.PathLike | None = None, **options: Any) -
                             existing.store)
             return existing
         _ensure_callbacks(spark)
+        options.setdefault("defer_reads", True)  # callbacks arrive on Spark's listener bus
         capture = Capture(store, jvm=spark._jvm, **options)
         listener = PlanListener(capture)
         spark._jsparkSession.listenerManager().register(listener)

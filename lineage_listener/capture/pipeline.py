@@ -14,6 +14,7 @@ import queue
 import threading
 import time
 import weakref
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,17 @@ from lineage_listener.store.batch import Batch
 from lineage_listener.store.writer import StoreWriter
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class _Event:
+    """A listener callback not read yet (``defer_reads``)."""
+
+    func_name: str
+    qe: Any
+    duration_ns: int | None
+    error: Any
+    at: datetime
 
 
 class _Marker:
@@ -40,20 +52,24 @@ class Capture:
     """Owns the capture thread and the store writer for one store file."""
 
     def __init__(self, store: str | os.PathLike, *, jvm: Any = None, batch_interval: float = 0.25,
-                 max_batch_rows: int = 20_000, lock_timeout: float = 10.0) -> None:
+                 max_batch_rows: int = 20_000, lock_timeout: float = 10.0, defer_reads: bool = False) -> None:
+        """``defer_reads``: read the ``QueryExecution`` on the capture thread instead of the
+        callback's thread (use it when the callback runs on Spark's listener bus)."""
         self.store = str(Path(store).expanduser().absolute())
         self.reader = Reader(jvm)
         self.writer = StoreWriter(self.store, lock_timeout=lock_timeout)
         self.recorder = Recorder()
         self.batch_interval = batch_interval
         self.max_batch_rows = max_batch_rows
-        self._queue: queue.SimpleQueue[Envelope | _Marker] = queue.SimpleQueue()
+        self.defer_reads = defer_reads
+        self._queue: queue.SimpleQueue[Envelope | _Event | _Marker] = queue.SimpleQueue()
         self._pending = Batch()
         self._closed = False
         self.received = 0
         self._thread = threading.Thread(target=self._loop, name="lineage-listener-capture", daemon=True)
         self._thread.start()
         _live.add(self)
+        _register_exit_hook()
 
     # -- listener-bus side (must be fast and never raise) ---------------------------
     def on_success(self, func_name: str, qe: Any, duration_ns: int | None) -> None:
@@ -65,8 +81,12 @@ class Capture:
     def _accept(self, func_name: str, qe: Any, duration_ns: int | None, error: Any) -> None:
         if self._closed:
             return
+        now = datetime.now(timezone.utc).replace(tzinfo=None)
+        if self.defer_reads:  # keep only a reference: the QueryExecution stays alive until read
+            self._queue.put(_Event(str(func_name), qe, duration_ns, error, now))
+            return
         try:
-            env = self.reader.read(str(func_name), qe, duration_ns, error)
+            env = self.reader.read(str(func_name), qe, duration_ns, error, now)
         except Exception as exc:  # noqa: BLE001 - never break the user's job
             log.warning("lineage-listener: could not read a %s action: %s", func_name, exc)
             return
@@ -120,6 +140,8 @@ class Capture:
                 if item.kind == "stop":
                     return
                 continue
+            if isinstance(item, _Event):
+                item = self._read(item)
             if isinstance(item, Envelope):
                 if not len(self._pending):
                     next_write = time.monotonic() + self.batch_interval
@@ -133,6 +155,16 @@ class Capture:
             elif item is None and now >= next_spool_try and self.writer.spooled():
                 next_spool_try = now + 2.0  # the store may be free again: ingest the spool
                 self.writer.write(Batch(), wait=0.0)
+
+    def _read(self, event: "_Event") -> Envelope | None:
+        try:
+            env = self.reader.read(event.func_name, event.qe, event.duration_ns, event.error, event.at)
+        except Exception as exc:  # noqa: BLE001
+            log.warning("lineage-listener: could not read a %s action: %s", event.func_name, exc)
+            return None
+        if env is not None:
+            self.received += 1
+        return env
 
     def _write(self) -> bool:
         batch, self._pending = self._pending, Batch()
@@ -148,7 +180,18 @@ class Capture:
 _live: "weakref.WeakSet[Capture]" = weakref.WeakSet()
 
 
-@atexit.register
+_exit_hook_registered = False
+
+
+def _register_exit_hook() -> None:
+    """Register the exit flush lazily, after Spark's own hooks: atexit runs last-in first-out,
+    so ours runs while the JVM (and the plans of deferred reads) is still there."""
+    global _exit_hook_registered
+    if not _exit_hook_registered:
+        _exit_hook_registered = True
+        atexit.register(_flush_at_exit)
+
+
 def _flush_at_exit() -> None:
     """At interpreter exit, write what is queued (bounded) and mark the runs ended."""
     for cap in list(_live):
