@@ -53,14 +53,17 @@ final class Relay {
     private final CountDownLatch closed = new CountDownLatch(1);
     private final Object attachLock = new Object();
     private final String token = newToken();
-    private final Thread hook = new Thread(() -> close("JVM shutdown"), "lineage-bridge-shutdown");
+    private final Thread hook = new Thread(this::onJvmShutdown, "lineage-bridge-shutdown");
 
     private volatile GatewayServer server;
     private volatile WorkerProcess process;
     private volatile long closeDeadline = Long.MAX_VALUE;
     private volatile String appId;
+    private volatile SparkContext context;
     private Worker worker;  // guarded by attachLock
     private int restartsLeft;
+    private String lastFailure = "";  // relay thread only
+    private int finishRetries;         // relay thread only
 
     private Relay(SparkConf conf) {
         this.sparkConf = conf;
@@ -122,6 +125,7 @@ final class Relay {
 
     private void watchApplication(SparkContext sc) {
         if (appEndRegistered.compareAndSet(false, true)) {
+            context = sc;
             appId = sc.applicationId();
             sc.addSparkListener(new AppEndListener(this));
         }
@@ -154,7 +158,7 @@ final class Relay {
                 .javaAddress(loopback)
                 .javaPort(0)
                 .authToken(token)
-                .callbackClient(GatewayServer.DEFAULT_PYTHON_PORT, loopback, token)
+                .callbackClient(new DaemonCallbackClient(GatewayServer.DEFAULT_PYTHON_PORT, loopback, token))
                 .build();
             server.start(true);
             if (!startWorker()) {
@@ -187,22 +191,33 @@ final class Relay {
     }
 
     private void deliver(Event e) {
-        try {
-            e.deliverTo(currentWorker());
-            unconfirmed.add(e);
-            if (unconfirmed.size() >= MAX_UNCONFIRMED) {
-                confirm(Math.min(10000L, cfg.drainTimeoutMs));
+        for (int attempt = 0; ; attempt++) {
+            try {
+                e.deliverTo(currentWorker());
+                unconfirmed.add(e);
                 if (unconfirmed.size() >= MAX_UNCONFIRMED) {
-                    unconfirmed.remove(0);  // acknowledged, just not yet confirmed stored
+                    confirm(Math.min(10000L, cfg.drainTimeoutMs));
+                    if (unconfirmed.size() >= MAX_UNCONFIRMED) {
+                        unconfirmed.remove(0);  // acknowledged, just not yet confirmed stored
+                    }
                 }
-            }
-        } catch (Py4JException ex) {
-            if (workerDied(ex)) {
+                return;
+            } catch (Py4JException ex) {
+                Failure f = classify(ex);
+                if (f == Failure.UNREACHABLE && attempt == 0) {
+                    pause(200L);
+                    continue;  // one retry on a fresh connection before giving the worker up
+                }
+                if (f == Failure.PYTHON_ERROR) {
+                    if (pythonErrorLogged.compareAndSet(false, true)) {
+                        LOG.warn(PREFIX + "the Python worker raised an error on a lineage event (further ones"
+                            + " are not logged here; see the worker's own log): " + firstLine(ex));
+                    }
+                    return;
+                }
                 queue.offerFirst(e);
                 recover();
-            } else if (pythonErrorLogged.compareAndSet(false, true)) {
-                LOG.warn(PREFIX + "the Python worker raised an error on a lineage event (further ones"
-                    + " are not logged here; see the worker's own log): " + firstLine(ex));
+                return;
             }
         }
     }
@@ -214,9 +229,9 @@ final class Relay {
                 unconfirmed.clear();
             }
         } catch (Py4JException ex) {
-            if (workerDied(ex)) {
+            if (classify(ex) == Failure.DEAD) {
                 recover();
-            }
+            }  // otherwise the next delivery or idle flush finds out, with its own retry
         }
     }
 
@@ -234,7 +249,13 @@ final class Relay {
                 w.flush(remaining());
             }
         } catch (Py4JException ex) {
-            if (workerDied(ex)) {
+            Failure f = classify(ex);
+            if (f == Failure.UNREACHABLE && finishRetries++ == 0) {
+                pause(200L);
+                queue.offerLast(CLOSE);
+                return false;
+            }
+            if (f != Failure.PYTHON_ERROR) {
                 queue.offerLast(CLOSE);
                 recover();
                 return false;
@@ -256,7 +277,7 @@ final class Relay {
         }
         unconfirmed.clear();
         WorkerProcess dead = process;
-        String why = dead == null ? "" : " (" + dead.exitDescription() + ")";
+        String why = " (" + (dead == null ? "" : dead.exitDescription() + "; ") + lastFailure + ")";
         if (dead != null) {
             dead.destroy();
         }
@@ -271,19 +292,25 @@ final class Relay {
         startWorker();
     }
 
-    private boolean workerDied(Py4JException ex) {
+    private enum Failure { DEAD, UNREACHABLE, PYTHON_ERROR }
+
+    /** Why a call to the worker failed: it exited, the connection broke, or Python raised. */
+    private Failure classify(Py4JException ex) {
+        lastFailure = firstLine(ex);
+        LOG.debug("call to the Python worker failed", ex);
         WorkerProcess p = process;
-        if (p == null) {
-            return true;
+        if (p == null || p.awaitExit(1000L)) {
+            return Failure.DEAD;
         }
-        if (p.awaitExit(1000L)) {
-            return true;
+        return hasNetworkCause(ex) ? Failure.UNREACHABLE : Failure.PYTHON_ERROR;
+    }
+
+    private static void pause(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
-        if (hasNetworkCause(ex)) {
-            p.destroy();  // alive but unreachable: treat it as dead
-            return true;
-        }
-        return false;  // Python raised; the worker itself is fine
     }
 
     /** Launch the worker and wait until it attaches; disables capture and returns false if it cannot. */
@@ -347,6 +374,18 @@ final class Relay {
     }
 
     // ---- lifecycle ----
+
+    /**
+     * JVM shutdown without {@code spark.stop()}: Spark's own shutdown hook stops the context, which
+     * delivers the last query events and then the application end (our {@link AppEndListener}).
+     * Closing here first would race past those events, so wait for that path, bounded.
+     */
+    private void onJvmShutdown() {
+        if (context != null && await(closed, cfg.drainTimeoutMs)) {
+            return;
+        }
+        close("JVM shutdown");
+    }
 
     /** Deliver everything queued, flush, end the run and stop; bounded by spark.lineage.drainTimeoutMs. */
     void close(String reason) {

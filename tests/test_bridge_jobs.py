@@ -1,0 +1,380 @@
+"""Zero-code capture end to end: unmodified jobs under spark-submit / spark-sql with
+``$(lineage-listener spark-conf --store ...)``, the JVM bridge, the Python worker and a
+real DuckDB store. Every job is a real Spark application in its own JVM (local[2])."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import time
+import venv
+from pathlib import Path
+
+import duckdb
+import pytest
+
+pytest.importorskip("lineage_listener.capture.pipeline")
+
+import pyspark  # noqa: E402
+
+from lineage_listener.bridge.jar import bridge_jar  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+SPARK_HOME = Path(pyspark.__file__).resolve().parent
+BASE_CONF = ["--master", "local[2]", "--conf", "spark.ui.enabled=false",
+             "--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.lineage.drainTimeoutMs=60000"]
+OFF_LINE = "lineage capture is OFF"
+ORDERS = "id,customer,amount\n1,ann,5.0\n2,bob,20.0\n3,cid,30.5\n"
+
+PYSPARK_JOB = '''
+import json, sys, time
+from pathlib import Path
+from pyspark.sql import SparkSession, functions as F
+
+cfg = json.loads(sys.argv[1])
+spark = SparkSession.builder.appName(cfg["app"]).getOrCreate()
+orders = spark.read.option("header", True).schema("id INT, customer STRING, amount DOUBLE").csv(cfg["input"])
+for i, out in enumerate(cfg["outputs"]):
+    (orders.where(F.col("amount") > 10)
+     .select("id", F.upper("customer").alias("customer_uc"), (F.col("amount") * 2).alias("double_amount"))
+     .write.mode("overwrite").parquet(out))
+    if cfg.get("pause_after") == i:      # let the test do something between two writes
+        sync = Path(cfg["sync"])
+        (sync / "paused").touch()
+        deadline = time.time() + 120
+        while not (sync / "go").exists() and time.time() < deadline:
+            time.sleep(0.05)
+if cfg.get("probe"):
+    sys.path.insert(0, cfg["probe_dir"])
+    import gateway_probe
+    gateway_probe.run(spark, cfg["probe"])
+spark.stop()
+'''
+
+# Runs inside the PySpark driver: tries the bridge's gateway without / with a wrong token.
+GATEWAY_PROBE = '''
+import json, os, socket, time
+from py4j.java_gateway import GatewayParameters, JavaGateway
+
+
+def _worker_of(jvm_pid):
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            stat = open(f"/proc/{d}/stat").read()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            cmd = open(f"/proc/{d}/cmdline", "rb").read()
+        except OSError:
+            continue
+        if ppid == jvm_pid and b"lineage_listener.bridge.worker" in cmd:
+            return int(d), cmd
+    return None, b""
+
+
+def _listeners(port):
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in open(table).read().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            addr, hexport = local.rsplit(":", 1)
+            if state == "0A" and int(hexport, 16) == port:
+                found.append(addr)
+    return found
+
+
+def _try(params):
+    try:
+        gw = JavaGateway(gateway_parameters=params)
+        gw.jvm.java.lang.System.currentTimeMillis()
+        gw.close()
+        return "connected"
+    except Exception as exc:
+        return "refused: " + type(exc).__name__
+
+
+def run(spark, out):
+    jvm_pid = spark._jvm.java.lang.ProcessHandle.current().pid()
+    deadline = time.time() + 60
+    pid, cmd = _worker_of(jvm_pid)
+    while pid is None and time.time() < deadline:
+        time.sleep(0.2)
+        pid, cmd = _worker_of(jvm_pid)
+    env = dict(kv.split("=", 1) for kv in open(f"/proc/{pid}/environ").read().split("\\0") if "=" in kv)
+    port, token = int(env["LINEAGE_BRIDGE_PORT"]), env["LINEAGE_BRIDGE_TOKEN"]
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(b"c\\nt\\ngetConf\\nsspark.lineage.store\\nsx\\ne\\n")
+        raw = b""
+        try:
+            while True:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                raw += chunk
+        except ConnectionResetError:
+            raw += b"<connection reset>"
+    result = {
+        "raw_reply": raw.decode(errors="replace"),
+        "no_token": _try(GatewayParameters(port=port, eager_load=True)),
+        "wrong_token": _try(GatewayParameters(port=port, auth_token="x" * len(token), eager_load=True)),
+        "right_token": _try(GatewayParameters(port=port, auth_token=token, eager_load=True)),
+        "listen_addresses": _listeners(port),
+        "token_in_argv": token.encode() in cmd,
+    }
+    open(out, "w").write(json.dumps(result))
+'''
+
+JAVA_JOB = '''
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+import static org.apache.spark.sql.functions.*;
+
+public class BridgeJavaJob {
+    public static void main(String[] args) {
+        SparkSession spark = SparkSession.builder().appName("bridge_java_job").getOrCreate();
+        Dataset<Row> orders = spark.read().option("header", "true")
+            .schema("id INT, customer STRING, amount DOUBLE").csv(args[0]);
+        orders.groupBy("customer").agg(sum("amount").alias("total"))
+            .write().mode("overwrite").parquet(args[1]);
+        // no spark.stop(): the bridge must still drain, from the JVM's shutdown
+    }
+}
+'''
+
+SQL_JOB = '''
+CREATE TABLE src (id INT, name STRING, amount DOUBLE) USING parquet;
+INSERT INTO src VALUES (1, 'Ann', 5.0), (2, 'Bob', 20.0);
+CREATE TABLE dst USING parquet AS SELECT id, lower(name) AS lname, amount FROM src WHERE amount > 1;
+'''
+
+
+# ---- helpers -------------------------------------------------------------------------
+
+def job_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET", "SPARK_CONF_DIR")}
+    env.update(SPARK_HOME=str(SPARK_HOME), PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
+               PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}")
+    return env
+
+
+def capture_args(store: Path) -> list[str]:
+    """Exactly what a user runs: ``$(lineage-listener spark-conf --store STORE)``."""
+    done = subprocess.run([sys.executable, "-m", "lineage_listener", "spark-conf", "--store", str(store)],
+                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+                          capture_output=True, text=True, check=True)
+    return done.stdout.split()
+
+
+def without_confs(args: list[str], *keys: str) -> list[str]:
+    """``args`` minus the ``--conf KEY=...`` pairs for ``keys``."""
+    out: list[str] = []
+    it = iter(args)
+    for a in it:
+        if a == "--conf":
+            kv = next(it)
+            if kv.split("=", 1)[0] not in keys:
+                out += [a, kv]
+        else:
+            out.append(a)
+    return out
+
+
+def submit(args: list[str], cwd: Path, tool: str = "spark-submit") -> subprocess.Popen:
+    return subprocess.Popen([str(SPARK_HOME / "bin" / tool), *BASE_CONF, *args], cwd=cwd, env=job_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish(proc: subprocess.Popen, timeout: float = 300) -> tuple[int, str, str]:
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()  # never leave a hung driver behind
+        proc.communicate()
+        raise
+    return proc.returncode, out, err
+
+
+def run_job(args: list[str], cwd: Path, tool: str = "spark-submit") -> tuple[int, str, str]:
+    return finish(submit(args, cwd, tool))
+
+
+def pyspark_job(tmp: Path, app: str, outputs: list[Path], **extra: object) -> list[str]:
+    script = tmp / "job.py"
+    script.write_text(PYSPARK_JOB)
+    cfg = {"app": app, "input": str(orders_csv(tmp)), "outputs": [str(o) for o in outputs], **extra}
+    return [str(script), json.dumps(cfg)]
+
+
+def orders_csv(tmp: Path) -> Path:
+    path = tmp / "orders.csv"
+    if not path.exists():
+        path.write_text(ORDERS)
+    return path
+
+
+def query(store: Path, sql: str, params: list | None = None) -> list[tuple]:
+    with duckdb.connect(str(store), read_only=True) as con:
+        return con.execute(sql, params or []).fetchall()
+
+
+def edges(store: Path, target: str) -> set[tuple]:
+    return set(query(store, "SELECT target_column, source_dataset, source_column, transform, kind "
+                            "FROM column_lineage WHERE target_dataset = ?", [target]))
+
+
+def pyspark_edges(csv: Path) -> set[tuple]:
+    src = f"file:{csv}"
+    return {("id", src, "id", "identity", "direct"),
+            ("customer_uc", src, "customer", "derived", "direct"),
+            ("double_amount", src, "amount", "derived", "direct"),
+            (None, src, "amount", "filter", "indirect")}
+
+
+def ended_runs(store: Path) -> dict[str, object]:
+    return dict(query(store, "SELECT app_name, ended_at FROM runs"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _bridge_jar() -> Path:
+    """Build (or find) the jar once, so no job pays for javac."""
+    return bridge_jar()
+
+
+# ---- job kinds -----------------------------------------------------------------------
+
+def test_pyspark_script(tmp_path: Path) -> None:
+    store, out, probe = tmp_path / "lineage.duckdb", tmp_path / "out", tmp_path / "probe.json"
+    (tmp_path / "gateway_probe.py").write_text(GATEWAY_PROBE)
+    rc, stdout, err = run_job([*capture_args(store), *pyspark_job(tmp_path, "bridge_pyspark_job", [out],
+                                                                  probe=str(probe), probe_dir=str(tmp_path))],
+                              tmp_path)
+    assert rc == 0, stdout[-3000:] + err[-3000:]
+    assert edges(store, f"file:{out}") == pyspark_edges(orders_csv(tmp_path))
+    runs = ended_runs(store)
+    assert list(runs) == ["bridge_pyspark_job"] and runs["bridge_pyspark_job"] is not None
+    assert OFF_LINE not in err
+
+    # the gateway only listens on loopback and only talks to holders of the token
+    result = json.loads(probe.read_text())
+    loopback = {"0100007F", "0000000000000000FFFF00000100007F"}  # 127.0.0.1, or ::ffff:127.0.0.1 (dual stack)
+    assert len(result["listen_addresses"]) == 1 and set(result["listen_addresses"]) <= loopback, result
+    assert result["right_token"] == "connected"
+    assert result["no_token"].startswith("refused") and result["wrong_token"].startswith("refused"), result
+    assert not result["raw_reply"].startswith("!y"), result   # no reply but an error to a tokenless call
+    assert result["token_in_argv"] is False
+
+
+def test_sql_file_with_spark_sql(tmp_path: Path) -> None:
+    store, sql = tmp_path / "lineage.duckdb", tmp_path / "job.sql"
+    sql.write_text(SQL_JOB)
+    rc, _, err = run_job([*capture_args(store), "--name", "bridge_sql_job",
+                          "--conf", f"spark.sql.warehouse.dir={tmp_path / 'wh'}", "-f", str(sql)],
+                         tmp_path, tool="spark-sql")
+    assert rc == 0, err[-3000:]
+    src = "spark_catalog.default.src"
+    assert edges(store, "spark_catalog.default.dst") == {
+        ("id", src, "id", "identity", "direct"),
+        ("lname", src, "name", "derived", "direct"),
+        ("amount", src, "amount", "identity", "direct"),
+        (None, src, "amount", "filter", "indirect"),
+    }
+    runs = ended_runs(store)
+    assert list(runs) == ["bridge_sql_job"] and runs["bridge_sql_job"] is not None
+
+
+def test_java_main_class(tmp_path: Path) -> None:
+    src_dir, classes = tmp_path / "src", tmp_path / "classes"
+    src_dir.mkdir()
+    classes.mkdir()
+    (src_dir / "BridgeJavaJob.java").write_text(JAVA_JOB)
+    subprocess.run(["javac", "--release", "17", "-cp", str(SPARK_HOME / "jars" / "*"), "-d", str(classes),
+                    str(src_dir / "BridgeJavaJob.java")], check=True, capture_output=True)
+    app_jar = tmp_path / "job.jar"
+    subprocess.run(["jar", "cf", str(app_jar), "-C", str(classes), "."], check=True)
+    store, out = tmp_path / "lineage.duckdb", tmp_path / "totals"
+    rc, _, err = run_job([*capture_args(store), "--class", "BridgeJavaJob", str(app_jar),
+                          str(orders_csv(tmp_path)), str(out)], tmp_path)
+    assert rc == 0, err[-3000:]
+    src = f"file:{orders_csv(tmp_path)}"
+    assert edges(store, f"file:{out}") == {
+        ("customer", src, "customer", "identity", "direct"),
+        ("total", src, "amount", "aggregate", "direct"),
+        (None, src, "customer", "group_by", "indirect"),
+    }
+    runs = ended_runs(store)
+    assert list(runs) == ["bridge_java_job"] and runs["bridge_java_job"] is not None
+
+
+# ---- failure policy ------------------------------------------------------------------
+
+def test_python_without_the_package_leaves_the_job_alone(tmp_path: Path) -> None:
+    bare = tmp_path / "bare-venv"
+    venv.create(bare, with_pip=False)  # a Python with neither lineage-listener nor its dependencies
+    store, out = tmp_path / "lineage.duckdb", tmp_path / "out"
+    args = without_confs(capture_args(store), "spark.lineage.python", "spark.lineage.pythonPath")
+    args += ["--conf", f"spark.lineage.python={bare / 'bin' / 'python'}"]
+    rc, _, err = run_job([*args, *pyspark_job(tmp_path, "no_package_job", [out])], tmp_path)
+    assert rc == 0, err[-3000:]
+    assert (out / "_SUCCESS").exists()
+    lines = [line for line in err.splitlines() if OFF_LINE in line]
+    assert len(lines) == 1, err[-3000:]
+    assert "No module named 'lineage_listener'" in lines[0] and "spark.lineage.python" in lines[0]
+    assert "Traceback" not in err
+    assert not store.exists()
+
+
+def test_worker_killed_mid_run_loses_no_edges(tmp_path: Path) -> None:
+    store, sync = tmp_path / "lineage.duckdb", tmp_path / "sync"
+    sync.mkdir()
+    outs = [tmp_path / f"out{i}" for i in range(3)]
+    log = tmp_path / "driver.log"
+    args = [*capture_args(store), *pyspark_job(tmp_path, "killed_worker_job", outs, pause_after=0, sync=str(sync))]
+    with open(log, "w") as sink:
+        proc = subprocess.Popen([str(SPARK_HOME / "bin" / "spark-submit"), *BASE_CONF, *args], cwd=tmp_path,
+                                env=job_env(), stdout=sink, stderr=subprocess.STDOUT, text=True)
+        try:
+            deadline = time.time() + 240
+            while not (sync / "paused").exists() and time.time() < deadline and proc.poll() is None:
+                time.sleep(0.05)
+            pids = re.findall(r"Python worker pid (\d+) connected", log.read_text())
+            assert pids, log.read_text()[-3000:]
+            os.kill(int(pids[0]), 9)  # the bridge's own worker, by the pid it logged, right after write 1
+            (sync / "go").touch()
+            proc.wait(timeout=300)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    text = log.read_text()
+    assert proc.returncode == 0, text[-3000:]
+    assert "restarting it and replaying" in text, text[-3000:]
+    expected = pyspark_edges(orders_csv(tmp_path))
+    for o in outs:
+        assert edges(store, f"file:{o}") == expected, o
+    dupes = query(store, "SELECT query_id, target_column, source_column, transform, count(*) FROM column_lineage "
+                         "GROUP BY ALL HAVING count(*) > 1")
+    assert dupes == []
+    assert ended_runs(store)["killed_worker_job"] is not None
+
+
+def test_two_jobs_at_once_share_one_store(tmp_path: Path) -> None:
+    store = tmp_path / "lineage.duckdb"
+    procs = {}
+    for name in ("a", "b"):
+        d = tmp_path / name
+        d.mkdir()
+        outs = [d / "out1", d / "out2"]
+        procs[name] = (d, outs, submit([*capture_args(store), *pyspark_job(d, f"concurrent_{name}", outs)], d))
+    for name, (d, outs, proc) in procs.items():
+        rc, _, err = finish(proc)
+        assert rc == 0, err[-3000:]
+    for name, (d, outs, _) in procs.items():
+        for o in outs:
+            assert edges(store, f"file:{o}") == pyspark_edges(orders_csv(d)), o
+    runs = ended_runs(store)
+    assert set(runs) == {"concurrent_a", "concurrent_b"} and all(runs.values())
