@@ -5,7 +5,7 @@ import duckdb
 
 from lineage_listener.query import open_store
 from lineage_listener.store.connection import open_writable
-from test_query_graph import store_path  # noqa: F401  (fixture)
+from tests.test_query_graph import store_path  # noqa: F401  (fixture)
 
 
 def _api_edges(g):
