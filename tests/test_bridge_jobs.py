@@ -25,7 +25,8 @@ from lineage_listener.bridge.jar import bridge_jar  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 BASE_CONF = ["--master", "local[2]", "--conf", "spark.ui.enabled=false",
-             "--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.lineage.drainTimeoutMs=60000"]
+             "--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.lineage.drainTimeoutMs=60000",
+             "--driver-java-options", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"]  # short jobs: start fast
 OFF_LINE = "lineage capture is OFF"
 ORDERS = "id,customer,amount\n1,ann,5.0\n2,bob,20.0\n3,cid,30.5\n"
 
@@ -273,6 +274,7 @@ def test_sql_file_with_spark_sql(tmp_path: Path) -> None:
     store, sql = tmp_path / "lineage.duckdb", tmp_path / "job.sql"
     sql.write_text(SQL_JOB)
     rc, _, err = run_job([*capture_args(store), "--name", "bridge_sql_job",
+                          "--conf", "spark.sql.catalogImplementation=in-memory",  # no Derby metastore: faster
                           "--conf", f"spark.sql.warehouse.dir={tmp_path / 'wh'}", "-f", str(sql)],
                          tmp_path, tool="spark-sql")
     assert rc == 0, err[-3000:]
