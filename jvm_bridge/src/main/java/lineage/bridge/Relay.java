@@ -342,8 +342,11 @@ final class Relay {
                 }
                 if (now >= deadline || now >= closeDeadline) {
                     p.destroy();
-                    disable("the Python worker did not connect within " + cfg.workerStartTimeoutMs
-                        + " ms (spark.lineage.workerStartTimeoutMs)");
+                    disable(now >= closeDeadline
+                        ? "the application ended before the Python worker connected (spark.lineage.drainTimeoutMs="
+                            + cfg.drainTimeoutMs + ")"
+                        : "the Python worker did not connect within " + cfg.workerStartTimeoutMs
+                            + " ms (spark.lineage.workerStartTimeoutMs)");
                     return false;
                 }
                 try {
