@@ -147,3 +147,15 @@ def test_catalog_table_source_name(lineage, spark, people):
     spark.sql("CREATE TABLE IF NOT EXISTS cat_src USING parquet AS SELECT id, name FROM people")
     got = lineage.run("SELECT name FROM cat_src")
     assert {e.source_dataset for e in got.edges} == {"spark_catalog.default.cat_src"}
+
+
+def test_datasource_v2_file_relation(lineage, spark, people):
+    spark.conf.set("spark.sql.sources.useV1SourceList", "")
+    try:
+        df = spark.read.parquet(people[len("file:"):])
+        assert df._jdf.queryExecution().analyzed().nodeName() == "DataSourceV2Relation"
+        got = lineage.run(lambda: df.selectExpr("upper(name) AS n").collect())
+    finally:
+        spark.conf.unset("spark.sql.sources.useV1SourceList")
+    assert {(e.source_dataset, e.target_column, e.source_column, e.transform) for e in got.edges} == {
+        (people, "n", "name", "derived")}

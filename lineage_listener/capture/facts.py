@@ -112,7 +112,11 @@ def relation(jvm: Any, leaf: Any, name: str, current: tuple[str, str] | None = N
             fact["table"] = {"catalog": str(catalog.name()) if catalog is not None else None,
                              "database": ".".join(ns) if ns else None, "table": str(ident.name())}
         else:
-            fact["paths"] = [str(rel.table().name())]
+            table = rel.table()
+            try:  # a file source read through DSv2 (FileTable): name it by its root paths
+                fact["paths"] = [qualify(str(p.toString())) for p in _seq(table.fileIndex().rootPaths())]
+            except Exception:  # noqa: BLE001
+                fact["paths"] = [str(table.name())]
         fact["format"] = str(rel.table().getClass().getSimpleName()).replace("Table", "").lower() or None
         fact["options"] = scala_map(None, rel.options())
     return fact
@@ -230,10 +234,11 @@ def _target(jvm: Any, cmd: Any, name: str, current: tuple[str, str] | None = Non
         fact["mode"] = str(cmd.mode().toString())
         return fact
     if name in ("CreateDataSourceTableAsSelectCommand", "CreateHiveTableAsSelectCommand",
-                "OptimizedCreateHiveTableAsSelectCommand", "InsertIntoHiveTable"):
-        return catalog_table(cmd.table(), current)
-    if name == "SaveAsV1TableCommand":
-        return catalog_table(cmd.tableDesc(), current)
+                "OptimizedCreateHiveTableAsSelectCommand", "InsertIntoHiveTable", "SaveAsV1TableCommand"):
+        for getter in ("table", "tableDesc"):  # the field's name differs between commands
+            if getter in dir(cmd):
+                return catalog_table(getattr(cmd, getter)(), current)
+        return None
     if name in ("CreateViewCommand", "AlterViewAsCommand"):
         if name == "CreateViewCommand" and "Persisted" not in str(cmd.viewType().toString()):
             return None
