@@ -23,10 +23,13 @@ test: install
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 ## Benchmarks: walker speed on TPC-DS plans, query speed on a 10M-edge store.
+BENCH_STORE ?= /tmp/lineage-bench-10m.duckdb
+
 bench: install
 	$(BIN)/python bench/walker_bench.py
-	$(BIN)/python bench/make_synthetic_store.py
-	$(BIN)/python bench/query_bench.py
+	$(BIN)/python bench/bridge_overhead.py
+	$(BIN)/python bench/make_synthetic_store.py $(BENCH_STORE) --edges 10000000
+	$(BIN)/python bench/query_bench.py $(BENCH_STORE) --runs 20
 
 clean:
 	rm -rf $(VENV) demo-output .pytest_cache build *.egg-info

@@ -291,6 +291,22 @@ def json_fact(node: Node, outs: list[Attribute], scope: str | None) -> dict[str,
             "format": {"LogicalRDD": "rdd", "LocalRelation": "local", "Range": "range"}.get(node.name)}
 
 
+# -- opaque nodes ------------------------------------------------------------------------
+
+#: Nodes running user code over whole rows (typed Dataset ops, pandas/arrow UDFs, scripts):
+#: their new outputs are derived from what they reference, by design rather than by fallback.
+OPAQUE = ("DeserializeToObject", "SerializeFromObject", "MapPartitions", "MapElements", "AppendColumns",
+          "AppendColumnsWithObject", "TypedFilter", "MapGroups", "FlatMapGroupsWithState", "CoGroup",
+          "MapPartitionsInR", "MapInPandas", "PythonMapInArrow", "MapInArrow", "FlatMapGroupsInPandas",
+          "FlatMapCoGroupsInPandas", "FlatMapGroupsInArrow", "FlatMapCoGroupsInArrow", "ScriptTransformation",
+          "AttachDistributedSequence", "BatchEvalPython", "ArrowEvalPython")
+
+
+@handler(*OPAQUE)
+def opaque(node: Node, walk: Walk) -> list[Attribute]:
+    return fallback(node, walk)
+
+
 # -- fallback --------------------------------------------------------------------------
 
 
