@@ -198,3 +198,23 @@ def provenance_text(report: dict[str, Any]) -> str:
                        s["transform"], s["expression"], s["query_id"], when(s["captured_at"]))
                       for r in report["runs"] for s in r["steps"]]))
     return "\n".join(out)
+
+
+def register_graph_command(subparsers: argparse._SubParsersAction, direction: str, help_text: str) -> None:
+    """Add ``upstream`` or ``downstream``: same options, one graph method of the store each."""
+    p = subparsers.add_parser(direction, help=help_text)
+    add_common(p)
+    p.add_argument("--depth", type=int, default=None, help="hops to follow (default: all)")
+    p.add_argument("--since", help="only edges captured at or after: 2025-03-01, 2025-03-01T12:00, 7d, 24h, 30m")
+    p.add_argument("--until", help="only edges captured at or before (same forms; a bare date includes that day)")
+    p.add_argument("--direct-only", action="store_true", help="follow direct edges only (no filter/join keys)")
+    p.add_argument("--format", choices=("table", "json", "dot", "mermaid"), default="table")
+
+    def run(args: argparse.Namespace) -> int:
+        store = open_for_cli(args.store)
+        g = guard(getattr(store, direction), args.dataset, args.column, depth=args.depth, since=args.since,
+                  until=args.until, direct_only=args.direct_only)
+        print(render_graph(g, args.format))
+        return 0
+
+    p.set_defaults(func=run)
