@@ -330,6 +330,29 @@ def test_python_without_the_package_leaves_the_job_alone(tmp_path: Path) -> None
     assert not store.exists()
 
 
+def test_events_before_a_slow_worker_are_queued_bounded_and_drops_reported(tmp_path: Path) -> None:
+    slow = tmp_path / "slow-python"  # a worker that takes 8 s to start
+    slow.write_text(f"#!/bin/sh\nsleep 8\nexec {sys.executable} \"$@\"\n")
+    slow.chmod(0o755)
+    script = tmp_path / "quick.py"
+    script.write_text("from pyspark.sql import SparkSession\n"
+                      "spark = SparkSession.builder.appName('slow_worker_job').getOrCreate()\n"
+                      "for i in range(4):\n"
+                      "    spark.range(3).selectExpr(f'id + {i} AS v').collect()\n"
+                      "spark.stop()\n")
+    store = tmp_path / "lineage.duckdb"
+    args = without_confs(capture_args(store), "spark.lineage.python")
+    args += ["--conf", f"spark.lineage.python={slow}", "--conf", "spark.lineage.queueCapacity=2", str(script)]
+    rc, stdout, err = run_job(args, tmp_path)
+    assert rc == 0, stdout[-2000:] + err[-3000:]
+    full = [line for line in err.splitlines() if "queue is full" in line]
+    dropped = re.findall(r"(\d+) lineage events were dropped", err)
+    assert len(full) == 1 and dropped and int(dropped[0]) >= 1, err[-3000:]
+    assert OFF_LINE not in err
+    captured = query(store, "SELECT count(*) FROM queries WHERE action = 'collectToPython'")[0][0]
+    assert captured >= 2 and captured + int(dropped[0]) == 4  # what fit in the queue is all captured
+
+
 def test_worker_killed_mid_run_loses_no_edges(tmp_path: Path) -> None:
     store, sync = tmp_path / "lineage.duckdb", tmp_path / "sync"
     sync.mkdir()
