@@ -55,6 +55,10 @@ class Reader:
             self.jvm = JVMView(qe._gateway_client, jvm_name=DEFAULT_JVM_NAME, id=DEFAULT_JVM_ID)
         return self.jvm
 
+    def runs(self) -> dict[str, dict[str, Any]]:
+        """Facts of every application seen so far, by app id."""
+        return dict(self._runs)
+
     def run(self, qe: Any) -> dict[str, Any]:
         sc = qe.sparkSession().sparkContext()
         app_id = str(sc.applicationId())

@@ -132,7 +132,7 @@ class Capture:
             if isinstance(item, _Marker):
                 if item.kind == "end":
                     now = datetime.now(timezone.utc).replace(tzinfo=None)
-                    for app_id, run in list(self.reader._runs.items()):
+                    for app_id, run in list(self.reader.runs().items()):
                         if item.payload in (None, app_id):
                             self._pending.extend(self.recorder.end_run(run, now))
                 item.ok = self._write()

@@ -301,4 +301,4 @@ def subquery_select(*outputs: Origin) -> exp.Select:
     datasets = sorted({f.source.dataset for o in outputs for f in o.flows}
                       | {i.source.dataset for o in outputs for i in o.influences})
     select = exp.select(*[sql_of(o) for o in outputs] or [exp.Literal.number(1)])
-    return select.from_(exp.to_identifier(datasets[0]), copy=False) if datasets else select
+    return select.from_(exp.Var(this=datasets[0]), copy=False) if datasets else select

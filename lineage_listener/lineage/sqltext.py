@@ -23,7 +23,7 @@ BINARY = {
     "Add": exp.Add, "Subtract": exp.Sub, "Multiply": exp.Mul, "Divide": exp.Div,
     "Remainder": exp.Mod, "EqualTo": exp.EQ, "EqualNullSafe": exp.NullSafeEQ,
     "GreaterThan": exp.GT, "GreaterThanOrEqual": exp.GTE, "LessThan": exp.LT,
-    "LessThanOrEqual": exp.LTE, "And": exp.And, "Or": exp.Or, "Concat": None,
+    "LessThanOrEqual": exp.LTE, "And": exp.And, "Or": exp.Or,
     "BitwiseAnd": exp.BitwiseAnd, "BitwiseOr": exp.BitwiseOr, "BitwiseXor": exp.BitwiseXor,
 }
 
@@ -80,8 +80,8 @@ def cast(e: exp.Expression, data_type: str | None) -> exp.Expression:
         return call("cast", [e])
     try:
         return exp.Cast(this=e, to=exp.DataType.build(data_type, dialect="spark"))
-    except Exception:  # an exotic type sqlglot does not know: keep the text readable
-        return exp.Cast(this=e, to=exp.DataType.build("TEXT")) if False else call("cast", [e])
+    except Exception:  # noqa: BLE001 - an exotic type sqlglot does not know: keep the text readable
+        return call("cast", [e])
 
 
 def case(branches: Sequence[tuple[exp.Expression, exp.Expression]], default: exp.Expression | None) -> exp.Expression:

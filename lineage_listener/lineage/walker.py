@@ -1,7 +1,9 @@
 """Walk an analyzed logical plan bottom-up and compute each output column's origin.
 
 >>> from lineage_listener.plan.tree import parse
->>> # result = walk(parse(plan_json), leaves)   # see capture.pipeline for real use
+>>> w, outputs = walk(parse(plan_json), leaves)   # doctest: +SKIP
+>>> w.env[outputs[0].expr_id].flows               # doctest: +SKIP
+frozenset({Flow(source=Column(dataset='file:/data/users', name='name'), transform=<Transform.DERIVED: 'derived'>)})
 """
 from __future__ import annotations
 
@@ -9,8 +11,6 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-import sqlglot.expressions as exp
 
 from lineage_listener.lineage import sqltext
 from lineage_listener.lineage.datasets import Dataset
@@ -105,4 +105,4 @@ def walk(plan: Node, leaves: Mapping[int, Mapping[str, Any]] | None = None,
     return w, outputs
 
 
-__all__ = ["Attribute", "Walk", "walk", "attributes", "exp"]
+__all__ = ["Attribute", "Walk", "walk", "attributes"]
