@@ -47,3 +47,23 @@ def test_edges_written_in_batches_survive_many_queries(lineage, spark, people):
     got = lineage.run(many)
     assert len(got.queries) == 25
     assert len(got.edges) == 50
+
+
+def test_replayed_batch_adds_no_edge_twice(lineage, spark, people, tmp_path):
+    """A batch written twice (bridge replay, re-ingested spool) leaves one copy of each edge."""
+    from lineage_listener.store.batch import Batch
+    from lineage_listener.store.writer import StoreWriter
+
+    lineage.run("SELECT upper(name) AS u FROM people")
+    with duckdb.connect(str(lineage.store), read_only=True) as con:
+        tables = {t: con.execute(f"SELECT * FROM {t}").fetchall() for t in ("queries", "column_lineage")}
+    replay = Batch()
+    for table, rows in tables.items():
+        for r in rows:
+            replay.add(table, tuple(str(v) if hasattr(v, "isoformat") else v for v in r))
+    copy = tmp_path / "copy.duckdb"
+    writer = StoreWriter(copy)
+    assert writer.write(replay) and writer.write(replay)
+    with duckdb.connect(str(copy), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM column_lineage").fetchone()[0] == len(tables["column_lineage"]) == 1
+        assert con.execute("SELECT count(*) FROM queries").fetchone()[0] == 1

@@ -40,6 +40,7 @@ class Envelope:
     leaves: Mapping[int, Mapping[str, Any]] = field(default_factory=dict)
     target: Mapping[str, Any] | None = None
     read_error: str | None = None  # the listener could not read everything it wanted
+    duration_ns: int | None = None
 
 
 class Reader:
@@ -81,7 +82,7 @@ class Reader:
             plan = qe.analyzed()
         except Exception as exc:  # noqa: BLE001 - analysis itself failed: record the failure
             return Envelope(func_name, now, run, qe_id, None, None, None, duration_ms,
-                            err_text or _error_text(exc))
+                            err_text or _error_text(exc), duration_ns=duration_ns)
         root = str(plan.nodeName())
         if func_name == "command" and root not in WRITE_COMMANDS:
             return None
@@ -104,7 +105,7 @@ class Reader:
         except Exception as exc:  # noqa: BLE001
             read_error = f"{type(exc).__name__}: {str(exc)[:500]}"
         return Envelope(func_name, now, run, qe_id, root, plan_json, sql_text, duration_ms, err_text,
-                        leaves, target, read_error)
+                        leaves, target, read_error, duration_ns)
 
 
 def _current(qe: Any) -> tuple[str, str] | None:

@@ -96,7 +96,8 @@ class Capture:
 
     # -- control -------------------------------------------------------------------
     def flush(self, timeout: float | None = None) -> bool:
-        """Block until everything accepted so far is written (or spooled). False on timeout."""
+        """Block until everything accepted so far is handled: True if it is in the store,
+        False if it had to be spooled (it will be written later) or on timeout."""
         if not self._thread.is_alive():
             return False
         marker = _Marker("flush")

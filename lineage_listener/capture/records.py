@@ -6,6 +6,7 @@ the wrappers upgrade the inner write's ``queries`` row instead of adding rows.
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import traceback
 import uuid
@@ -26,6 +27,20 @@ def _dtype(data_type: object) -> str | None:
     if isinstance(data_type, dict):
         return str(data_type.get("type", "complex"))
     return str(data_type)
+
+
+def query_id_of(env: Envelope) -> str:
+    """``<run>:<QueryExecution id>:<event hash>``: stable for a replayed event, new for a re-run.
+
+    Re-running an action on the same DataFrame reuses its QueryExecution (and id);
+    the event's own facts (action, duration in ns, error) tell the runs apart,
+    while the same event delivered twice (a bridge replay) keeps its id.
+    """
+    event = f"{env.func_name}|{env.duration_ns}|{env.error}|{env.qe_id}"
+    if env.qe_id is None or (env.duration_ns is None and env.error is None):
+        event += f"|{uuid.uuid4().hex}"
+    digest = hashlib.sha1(event.encode()).hexdigest()[:8]
+    return f"{env.run['app_id']}:{env.qe_id if env.qe_id is not None else 'q'}:{digest}"
 
 
 def iso(t: datetime | None) -> str | None:
@@ -70,8 +85,7 @@ class Recorder:
         batch = Batch()
         batch.add("runs", self.run_row(env))
         run_id = env.run["app_id"]
-        # A DataFrame re-run reuses its QueryExecution (and id): each action still gets its own row.
-        query_id = f"{run_id}:{env.qe_id if env.qe_id is not None else 'q'}:{uuid.uuid4().hex[:8]}"
+        query_id = query_id_of(env)
         now = iso(env.captured_at)
         status = "failed" if env.error else "succeeded"
         error = env.error

@@ -58,21 +58,33 @@ def _dedupe(table: str, rows: list[tuple]) -> list[tuple]:
     return list(out.values())
 
 
-def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch, replace_edges: bool = False) -> None:
-    """Write ``batch`` in one transaction. ``replace_edges`` makes a replayed batch idempotent."""
+def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> None:
+    """Write ``batch`` in one transaction; idempotent: writing it twice adds no edge twice.
+
+    A query's edges are written with its ``queries`` row in one transaction, so
+    edges whose query is already in the store were written before (a replayed
+    event, a re-ingested spool file) and are skipped.
+    """
     con.execute("BEGIN TRANSACTION")
     try:
-        if replace_edges and batch.query_ids():
-            con.execute("DELETE FROM column_lineage WHERE query_id IN (SELECT unnest(?))", [sorted(batch.query_ids())])
+        known: set[str] = set()
+        if batch.query_ids():
+            known = {r[0] for r in con.execute("SELECT query_id FROM queries WHERE query_id IN (SELECT unnest(?))",
+                                               [sorted(batch.query_ids())]).fetchall()}
         for table, cols in COLUMNS.items():
             rows = _dedupe(table, batch.rows.get(table, []))
+            if table == "column_lineage" and known:
+                rows = [r for r in rows if r[0] not in known]
             if not rows or table == "retarget":
                 continue
-            marks = ", ".join("?" for _ in cols)
-            sql = f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({marks})"
+            # Column-wise: one statement per table, each column bound as a list and unnested.
+            types = dict(con.execute("SELECT column_name, data_type FROM information_schema.columns "
+                                     "WHERE table_name = ?", [table]).fetchall())
+            values = ", ".join(f"CAST(unnest(${i + 1}) AS {types[c]})" for i, c in enumerate(cols))
+            sql = f"INSERT INTO {table} ({', '.join(cols)}) SELECT {values}"
             if table in _MERGE:
                 sql += f" ON CONFLICT ({', '.join(KEYS[table])}) DO UPDATE SET {_MERGE[table]}"
-            con.executemany(sql, [list(r) for r in rows])
+            con.execute(sql, [list(column) for column in zip(*rows)])
         for query_id, target in batch.rows.get("retarget", []):
             con.execute("UPDATE column_lineage SET target_dataset = ? WHERE query_id = ?", [target, query_id])
         con.execute("COMMIT")
@@ -164,7 +176,7 @@ class StoreWriter:
     def _ingest_spool(self, con: duckdb.DuckDBPyConnection) -> None:
         for f in self.spooled():
             try:
-                write_batch(con, Batch.from_json(f.read_text(encoding="utf-8")), replace_edges=True)
+                write_batch(con, Batch.from_json(f.read_text(encoding="utf-8")))
                 f.unlink()
                 log.info("lineage-listener: ingested spooled batch %s", f.name)
             except (OSError, ValueError, duckdb.Error) as exc:
