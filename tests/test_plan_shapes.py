@@ -159,3 +159,11 @@ def test_datasource_v2_file_relation(lineage, spark, people):
         spark.conf.unset("spark.sql.sources.useV1SourceList")
     assert {(e.source_dataset, e.target_column, e.source_column, e.transform) for e in got.edges} == {
         (people, "n", "name", "derived")}
+
+
+def test_persistent_view_over_aggregate(lineage, spark, people):
+    spark.sql("CREATE TABLE IF NOT EXISTS base_agg USING parquet AS SELECT dept, amount FROM people")
+    spark.sql("CREATE OR REPLACE VIEW v_dept AS SELECT dept, sum(amount) AS total FROM base_agg GROUP BY dept")
+    got = lineage.run("SELECT total FROM v_dept WHERE dept = 'a'")
+    assert {(e.source_dataset, e.source_column, e.transform) for e in got.edges} == {
+        ("spark_catalog.default.v_dept", "total", "identity"), ("spark_catalog.default.v_dept", "dept", "filter")}

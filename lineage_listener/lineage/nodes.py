@@ -225,6 +225,12 @@ def view(node: Node, walk: Walk) -> list[Attribute]:
         return children(node, walk)
     fact = {"table": ident, "view": True, "format": "view"}
     attrs = _view_output(node)
+    if not attrs and node.children:  # an unusual shape: its walked outputs, without its row influences
+        saved, walk.influences = walk.influences, []
+        try:
+            attrs = walk.plan(node.children[0])
+        finally:
+            walk.influences = saved
     return define_leaf(walk, fact, attrs)
 
 
@@ -235,7 +241,6 @@ def _view_output(node: Node) -> list[Attribute]:
     if child is not None and child.name == "Project":
         return [Attribute(i.expr_id, i.get("name") or "?", i.get("dataType"), bool(i.get("nullable", True)))
                 for i in child.trees("projectList") if i.expr_id is not None]
-    # Unusual shape: walk it and take its outputs as the view's columns.
     return []
 
 
