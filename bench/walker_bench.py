@@ -44,7 +44,7 @@ def walker(spark: SparkSession) -> None:
         t0 = time.perf_counter()
         text = str(plan.toJSON())
         t1 = time.perf_counter()
-        leaves = facts.leaves(spark._jvm, plan, json.loads(text), None, cache)
+        leaves = facts.leaves(plan, json.loads(text), None, cache)
         t2 = time.perf_counter()
         result = lineage(parse(text), leaves)
         t3 = time.perf_counter()

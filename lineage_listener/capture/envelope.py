@@ -12,9 +12,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from py4j.java_gateway import JVMView
-from py4j.protocol import DEFAULT_JVM_ID, DEFAULT_JVM_NAME
-
 from lineage_listener.capture import facts
 from lineage_listener.lineage.query import WRITE_COMMANDS
 
@@ -46,15 +43,9 @@ class Envelope:
 class Reader:
     """Reads envelopes from ``QueryExecution`` objects; caches per-run and per-leaf facts."""
 
-    def __init__(self, jvm: Any = None) -> None:
-        self.jvm = jvm
+    def __init__(self) -> None:
         self._runs: dict[str, dict[str, Any]] = {}
         self._facts = facts.FactCache()
-
-    def _jvm(self, qe: Any) -> Any:
-        if self.jvm is None:
-            self.jvm = JVMView(qe._gateway_client, jvm_name=DEFAULT_JVM_NAME, id=DEFAULT_JVM_ID)
-        return self.jvm
 
     def runs(self) -> dict[str, dict[str, Any]]:
         """Facts of every application seen so far, by app id."""
@@ -86,7 +77,6 @@ class Reader:
         root = str(plan.nodeName())
         if func_name == "command" and root not in WRITE_COMMANDS:
             return None
-        jvm = self._jvm(qe)
         sql_text = None
         try:
             sql_text = facts._opt(qe.logical().origin().sqlText())
@@ -97,9 +87,9 @@ class Reader:
         try:
             plan_json = str(plan.toJSON())
             current = _current(qe) if root in _NEEDS_CURRENT else None
-            leaves = facts.leaves(jvm, plan, json.loads(plan_json), current, self._facts)
+            leaves = facts.leaves(plan, json.loads(plan_json), current, self._facts)
             if root in WRITE_COMMANDS:
-                target = facts.target(jvm, plan, root, current)
+                target = facts.target(plan, root, current)
                 if target is None and root == "CreateViewCommand":
                     return None  # a temp view: not a dataset, nothing written
         except Exception as exc:  # noqa: BLE001

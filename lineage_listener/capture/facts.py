@@ -36,7 +36,7 @@ def _seq(seq: Any) -> list[Any]:
 _SEP = "\u001e"
 
 
-def scala_map(jvm: Any, m: Any) -> dict[str, str]:
+def scala_map(m: Any) -> dict[str, str]:
     """A Scala ``Map[String, String]`` (or java Map) as a dict, in one py4j call."""
     if m is None:
         return {}
@@ -79,7 +79,7 @@ def qualify(path: str) -> str:
     return path if ":" in path.split("/", 1)[0] else f"file:{path}"
 
 
-def relation(jvm: Any, leaf: Any, name: str, current: tuple[str, str] | None = None) -> dict[str, Any]:
+def relation(leaf: Any, name: str, current: tuple[str, str] | None = None) -> dict[str, Any]:
     """Facts of one leaf plan node: a table, path(s), JDBC table, or nothing (local data)."""
     fact: dict[str, Any] = {}
     if name == "LogicalRelation":
@@ -94,11 +94,11 @@ def relation(jvm: Any, leaf: Any, name: str, current: tuple[str, str] | None = N
                 fact["format"] = fact.get("format") or str(rel.fileFormat().shortName())
             except Exception:  # noqa: BLE001
                 fact["format"] = fact.get("format") or str(rel.fileFormat().toString()).lower()
-            fact["options"] = scala_map(jvm, rel.options())
+            fact["options"] = scala_map(rel.options())
         elif kind == "JDBCRelation":
             opts = rel.jdbcOptions()
             fact["jdbc"] = {"url": str(opts.url()), "table": str(opts.tableOrQuery())}
-            fact["options"] = scala_map(jvm, opts.parameters())
+            fact["options"] = scala_map(opts.parameters())
         else:
             fact["format"] = fact.get("format") or kind
     elif name == "HiveTableRelation":
@@ -118,7 +118,7 @@ def relation(jvm: Any, leaf: Any, name: str, current: tuple[str, str] | None = N
             except Exception:  # noqa: BLE001
                 fact["paths"] = [str(table.name())]
         fact["format"] = str(rel.table().getClass().getSimpleName()).replace("Table", "").lower() or None
-        fact["options"] = scala_map(None, rel.options())
+        fact["options"] = scala_map(rel.options())
     return fact
 
 
@@ -160,7 +160,7 @@ def json_leaves(items: Any) -> Iterator[tuple[int, dict[str, Any]]]:
             stack.extend(v for v in value.values() if isinstance(v, (list, dict)))
 
 
-def leaves(jvm: Any, plan: Any, items: Any, current: tuple[str, str] | None = None,
+def leaves(plan: Any, items: Any, current: tuple[str, str] | None = None,
            cache: FactCache | None = None) -> dict[int, dict[str, Any]]:
     """Facts of every data-source leaf, keyed by the exprId of the leaf's first output.
 
@@ -194,7 +194,7 @@ def leaves(jvm: Any, plan: Any, items: Any, current: tuple[str, str] | None = No
                 first = leaf.output().head().exprId().id()
                 if first not in needed:
                     continue
-                fact = relation(jvm, leaf, name, current)
+                fact = relation(leaf, name, current)
                 out[first] = fact
                 cache.remember(first, fact)
                 needed.discard(first)
@@ -205,9 +205,9 @@ def leaves(jvm: Any, plan: Any, items: Any, current: tuple[str, str] | None = No
     return out
 
 
-def target(jvm: Any, cmd: Any, name: str, current: tuple[str, str] | None = None) -> dict[str, Any] | None:
+def target(cmd: Any, name: str, current: tuple[str, str] | None = None) -> dict[str, Any] | None:
     """Facts of a write command's target (with the written schema), or None if unknown."""
-    fact = _target(jvm, cmd, name, current)
+    fact = _target(cmd, name, current)
     if fact is not None:
         for getter in ("query", "plan", "child"):
             try:
@@ -218,7 +218,7 @@ def target(jvm: Any, cmd: Any, name: str, current: tuple[str, str] | None = None
     return fact
 
 
-def _target(jvm: Any, cmd: Any, name: str, current: tuple[str, str] | None = None) -> dict[str, Any] | None:
+def _target(cmd: Any, name: str, current: tuple[str, str] | None = None) -> dict[str, Any] | None:
     if name == "InsertIntoHadoopFsRelationCommand":
         table = _opt(cmd.catalogTable())
         fact = catalog_table(table, current) if table is not None else {}
@@ -230,7 +230,7 @@ def _target(jvm: Any, cmd: Any, name: str, current: tuple[str, str] | None = Non
             fact["format"] = fact.get("format") or str(cmd.fileFormat().shortName())
         except Exception:  # noqa: BLE001
             pass
-        fact["options"] = scala_map(jvm, cmd.options())
+        fact["options"] = scala_map(cmd.options())
         fact["mode"] = str(cmd.mode().toString())
         return fact
     if name in ("CreateDataSourceTableAsSelectCommand", "CreateHiveTableAsSelectCommand",
@@ -244,9 +244,9 @@ def _target(jvm: Any, cmd: Any, name: str, current: tuple[str, str] | None = Non
             return None
         return {"table": table_identifier(cmd.name(), current), "view": True, "format": "view"}
     if name == "InsertIntoDataSourceCommand":
-        return relation(jvm, cmd.logicalRelation(), "LogicalRelation", current)
+        return relation(cmd.logicalRelation(), "LogicalRelation", current)
     if name == "SaveIntoDataSourceCommand":
-        opts = scala_map(jvm, cmd.options())
+        opts = scala_map(cmd.options())
         provider = str(cmd.dataSource().getClass().getSimpleName())
         if "url" in opts and ("dbtable" in opts or "query" in opts):
             return {"jdbc": {"url": opts["url"], "table": opts.get("dbtable") or opts.get("query")},
@@ -256,7 +256,7 @@ def _target(jvm: Any, cmd: Any, name: str, current: tuple[str, str] | None = Non
         return {"node": provider, "format": provider, "options": opts}
     if name in ("AppendData", "OverwriteByExpression", "OverwritePartitionsDynamic", "ReplaceData",
                 "WriteDelta"):
-        return relation(jvm, cmd.table(), "DataSourceV2Relation", current)
+        return relation(cmd.table(), "DataSourceV2Relation", current)
     if name in ("CreateTableAsSelect", "ReplaceTableAsSelect"):
         resolved = cmd.name()
         ident = resolved.identifier()

@@ -91,7 +91,7 @@ def enable(spark: Any, store: str | os.PathLike | None = None, **options: Any) -
             return existing
         _ensure_callbacks(spark)
         options.setdefault("defer_reads", True)  # callbacks arrive on Spark's listener bus
-        capture = Capture(store, jvm=spark._jvm, **options)
+        capture = Capture(store, **options)
         listener = PlanListener(capture)
         spark._jsparkSession.listenerManager().register(listener)
         handle = CaptureHandle(spark, capture, listener, key)

@@ -51,12 +51,12 @@ class _Marker:
 class Capture:
     """Owns the capture thread and the store writer for one store file."""
 
-    def __init__(self, store: str | os.PathLike, *, jvm: Any = None, batch_interval: float = 0.25,
+    def __init__(self, store: str | os.PathLike, *, batch_interval: float = 0.25,
                  max_batch_rows: int = 20_000, lock_timeout: float = 10.0, defer_reads: bool = False) -> None:
         """``defer_reads``: read the ``QueryExecution`` on the capture thread instead of the
         callback's thread (use it when the callback runs on Spark's listener bus)."""
         self.store = str(Path(store).expanduser().absolute())
-        self.reader = Reader(jvm)
+        self.reader = Reader()
         self.writer = StoreWriter(self.store, lock_timeout=lock_timeout)
         self.recorder = Recorder()
         self.batch_interval = batch_interval
