@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+import duckdb
+
 
 def _write_queries(got):
     return [q for q in got.queries if q["target_dataset"] is not None]
@@ -29,6 +31,12 @@ def test_save_as_table_is_one_logical_write(lineage, spark, people):
     assert writes[0]["target_dataset"] == "spark_catalog.default.t_saved"
     assert Counter((e.target_column, e.source_column) for e in got.edges) == {("id", "id"): 1, ("uname", "name"): 1}
     assert {e.target_dataset for e in got.edges} == {"spark_catalog.default.t_saved"}
+    with duckdb.connect(str(lineage.store), read_only=True) as con:
+        table = con.execute("SELECT kind, location FROM datasets WHERE dataset = 'spark_catalog.default.t_saved'").fetchone()
+        paths = con.execute("SELECT count(*) FROM datasets WHERE dataset = ?", [table[1]]).fetchone()[0]
+        columns = con.execute("SELECT count(*) FROM dataset_columns WHERE dataset = ?", [table[1]]).fetchone()[0]
+    assert table[0] == "table" and table[1].endswith("/t_saved")
+    assert (paths, columns) == (0, 0), "the table's location is not a second dataset"
 
 
 def test_ctas_and_create_table_using_as(lineage, spark, people):

@@ -148,7 +148,7 @@ class Recorder:
             for (dataset, column), attr in result.columns.items():
                 if dataset == target.name:
                     batch.add("dataset_columns", (dataset, column, _dtype(attr.data_type), attr.nullable, now, now))
-            batch.add("retarget", (inner.query_id, target.name))
+            batch.add("retarget", (inner.query_id, target.name, inner.target_dataset))
         return True
 
     def end_run(self, run: dict, ended: datetime) -> Batch:

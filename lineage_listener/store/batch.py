@@ -15,8 +15,9 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "column_lineage": ("query_id", "run_id", "target_dataset", "target_column", "source_dataset",
                        "source_column", "transform", "kind", "expression", "masking", "captured_at"),
     "capture_errors": ("captured_at", "run_id", "query_id", "stage", "error"),
-    # Not a table: (query_id, target_dataset) to set on already captured edges of a query.
-    "retarget": ("query_id", "target_dataset"),
+    # Not a table: edges of query_id written to the path of a table (a CTAS/saveAsTable's
+    # nested write) now name the table; the path dataset goes if nothing else uses it.
+    "retarget": ("query_id", "target_dataset", "previous_target"),
 }
 
 #: Primary key of the tables written as upserts (the rest are appended).

@@ -85,12 +85,26 @@ def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> None:
             if table in _MERGE:
                 sql += f" ON CONFLICT ({', '.join(KEYS[table])}) DO UPDATE SET {_MERGE[table]}"
             con.execute(sql, [list(column) for column in zip(*rows)])
-        for query_id, target in batch.rows.get("retarget", []):
+        for query_id, target, previous in batch.rows.get("retarget", []):
             con.execute("UPDATE column_lineage SET target_dataset = ? WHERE query_id = ?", [target, query_id])
+            if previous:
+                _forget_unused_path(con, previous)
         con.execute("COMMIT")
     except Exception:
         con.execute("ROLLBACK")
         raise
+
+
+def _forget_unused_path(con: duckdb.DuckDBPyConnection, dataset: str) -> None:
+    """Drop a ``path`` dataset no edge or query names any more (a table's location seen first)."""
+    unused = con.execute(
+        "SELECT count(*) = 0 FROM column_lineage WHERE source_dataset = $1 OR target_dataset = $1", [dataset]
+    ).fetchone()[0] and con.execute(
+        "SELECT count(*) = 0 FROM queries WHERE target_dataset = $1", [dataset]).fetchone()[0]
+    if unused:
+        con.execute("DELETE FROM dataset_columns WHERE dataset = $1 AND EXISTS "
+                    "(SELECT 1 FROM datasets WHERE dataset = $1 AND kind = 'path')", [dataset])
+        con.execute("DELETE FROM datasets WHERE dataset = $1 AND kind = 'path'", [dataset])
 
 
 class StoreWriter:
