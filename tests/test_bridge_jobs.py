@@ -8,7 +8,6 @@ import os
 import re
 import subprocess
 import sys
-import textwrap
 import time
 import venv
 from pathlib import Path
@@ -395,10 +394,10 @@ def test_two_jobs_at_once_share_one_store(tmp_path: Path) -> None:
         d.mkdir()
         outs = [d / "out1", d / "out2"]
         procs[name] = (d, outs, submit([*capture_args(store), *pyspark_job(d, f"concurrent_{name}", outs)], d))
-    for name, (d, outs, proc) in procs.items():
+    for _d, _outs, proc in procs.values():
         rc, _, err = finish(proc)
         assert rc == 0, err[-3000:]
-    for name, (d, outs, _) in procs.items():
+    for d, outs, _ in procs.values():
         for o in outs:
             assert edges(store, f"file:{o}") == pyspark_edges(orders_csv(d)), o
     runs = ended_runs(store)

@@ -14,7 +14,7 @@ def test_dataframe_save_parquet_csv_json(lineage, spark, people, tmp_path):
     for fmt in ("parquet", "csv", "json"):
         out = tmp_path / f"out_{fmt}"
         df = spark.table("people").selectExpr("name", "amount * 2 AS double_amount")
-        got = lineage.run(lambda: getattr(df.write.mode("overwrite"), fmt)(str(out)))
+        got = lineage.run(lambda df=df, fmt=fmt, out=out: getattr(df.write.mode("overwrite"), fmt)(str(out)))
         assert [q["target_dataset"] for q in got.queries] == [f"file:{out}"]
         assert got.simple() == {("name", "name", "identity"), ("double_amount", "amount", "derived")}
         assert {e.target_dataset for e in got.edges} == {f"file:{out}"}

@@ -65,7 +65,6 @@ class Capture:
         self._queue: queue.SimpleQueue[Envelope | _Event | _Marker] = queue.SimpleQueue()
         self._pending = Batch()
         self._closed = False
-        self.received = 0
         self._thread = threading.Thread(target=self._loop, name="lineage-listener-capture", daemon=True)
         self._thread.start()
         _live.add(self)
@@ -91,7 +90,6 @@ class Capture:
             log.warning("lineage-listener: could not read a %s action: %s", func_name, exc)
             return
         if env is not None:
-            self.received += 1
             self._queue.put(env)
 
     # -- control -------------------------------------------------------------------
@@ -163,8 +161,6 @@ class Capture:
         except Exception as exc:  # noqa: BLE001
             log.warning("lineage-listener: could not read a %s action: %s", event.func_name, exc)
             return None
-        if env is not None:
-            self.received += 1
         return env
 
     def _write(self) -> bool:

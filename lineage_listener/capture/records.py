@@ -96,7 +96,7 @@ class Recorder:
             except Exception as exc:  # noqa: BLE001 - an odd plan must not stop capture
                 status = "lineage_error" if not env.error else status
                 error = (error + "\n" if error else "") + f"lineage: {type(exc).__name__}: {exc}"
-                if env.root not in self._lineage_errors:
+                if (env.root or "?") not in self._lineage_errors:  # log once per plan root class
                     self._lineage_errors.add(env.root or "?")
                     log.warning("lineage-listener: could not compute lineage of a %s plan: %s\n%s",
                                 env.root, exc, traceback.format_exc(limit=5))

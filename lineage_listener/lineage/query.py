@@ -97,7 +97,7 @@ def lineage(root: Node, leaves: Mapping[int, Mapping[str, Any]] | None = None,
         final = names if names and len(names) == len(outputs) else [a.name for a in outputs]
         schema = _schema(target.get("schema"))
         for name, a in zip(final, outputs):
-            dtype, nullable = schema.get(name, (a.data_type, a.nullable))
-            for col, dtype, nullable in flatten(name, dtype, nullable):
+            written_type, written_nullable = schema.get(name, (a.data_type, a.nullable))
+            for col, dtype, nullable in flatten(name, written_type, written_nullable):
                 columns[(target_ds.name, col)] = Attribute(a.expr_id, col, dtype, nullable)
     return QueryLineage(target_ds, edges_of(w, outputs, names), datasets, columns, frozenset(w.fallbacks))
