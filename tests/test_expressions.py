@@ -60,4 +60,4 @@ def test_python_udf_is_derived_from_its_arguments(lineage, spark, people):
 
 def test_window_aggregate_and_lag(lineage, people):
     got = lineage.run("SELECT lag(amount) OVER (PARTITION BY dept ORDER BY id) AS prev FROM people")
-    assert got.simple() == {("prev", "amount", "aggregate"), ("prev", "dept", "window"), ("prev", "id", "window")}
+    assert got.simple() == {("prev", "amount", "derived"), ("prev", "dept", "window"), ("prev", "id", "window")}

@@ -19,7 +19,7 @@ def column_edges(name: str, origin: Origin) -> list[Edge]:
     out = []
     for f in origin.flows:
         transform = copy_kind(name, f.source.name) if f.transform == Transform.COPY else f.transform
-        expression = text if transform not in (Transform.IDENTITY,) else f.source.name
+        expression = f.source.name if transform == Transform.IDENTITY else text or f.expression
         out.append(Edge(name, f.source, transform, "direct", expression, f.masking))
     for i in origin.influences:
         out.append(Edge(name, i.source, i.transform, "indirect", i.expression, False))

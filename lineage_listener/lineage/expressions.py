@@ -33,6 +33,8 @@ MASKING = {"Md5", "Sha1", "Sha2", "Crc32", "Murmur3Hash", "XxHash64", "Mask", "H
 
 #: Window functions whose value is a position in the window, not a value of any column.
 RANKING = {"Rank", "DenseRank", "PercentRank", "CumeDist", "RowNumber", "NTile"}
+#: Offset window functions copy one value from another row: ``derived``, not ``aggregate``.
+OFFSET = {"Lag", "Lead", "NthValue"}
 MAX_SQL_SIZE = 400  # above this many nodes an intermediate expression is shown by its alias
 _logged: set[str] = set()
 BUILTIN = "org.apache.spark.sql.catalyst.expressions."
@@ -184,7 +186,7 @@ def window(node: Node, walk: "Walk") -> Origin:
         value = Origin(sql=sqltext.call(sqltext.function_name(fn.name), []))
     else:
         value = evaluate(fn, walk)
-    if fn.name != "AggregateExpression" and fn.name not in RANKING:  # rank(), lag(x), ...: computed over the window's rows
+    if fn.name != "AggregateExpression" and fn.name not in RANKING | OFFSET:  # computed over the window's rows
         value = combine([value], Transform.AGGREGATE, value.sql, masking=fn.name in MASKING)
     keys = [evaluate(c, walk) for c in spec.children if c.name != "SpecifiedWindowFrame"
             and not c.name.endswith("Frame")]
@@ -208,27 +210,47 @@ def case_when(node: Node, walk: "Walk") -> Origin:
     default = parts[-1] if len(parts) % 2 else None
     values = [v for _, v in pairs] + ([default] if default else [])
     sql = sqltext.case([(sql_of(c), sql_of(v)) for c, v in pairs], sql_of(default) if default else None)
+    return choice(values, [c for c, _ in pairs], sql)
+
+
+def choice(values: list[Origin], conditions: list[Origin], sql: exp.Expression,
+           text: str | None = None) -> Origin:
+    """A value picked by conditions: values are ``derived``, conditions ``conditional``.
+
+    When no value reads a column (``CASE WHEN x = 1 THEN 'a' ELSE 'b' END``), the
+    value is computed from the conditions alone: they are its direct sources.
+    """
     out = combine(values, Transform.DERIVED, sql)
+    if not out.flows:
+        return combine([out, *conditions], Transform.DERIVED, sql)
     influences = set(out.influences)
-    for cond, _ in pairs:
-        influences |= as_influences(cond, Transform.CONDITIONAL)
+    for cond in conditions:
+        influences |= as_influences(cond, Transform.CONDITIONAL, text)
     return _origin(out.flows, influences, sql)
 
 
 @rule("If")
 def if_(node: Node, walk: "Walk") -> Origin:
     cond, yes, no = children_of(node, walk)
-    sql = sqltext.call("if", [sql_of(cond), sql_of(yes), sql_of(no)])
-    out = combine([yes, no], Transform.DERIVED, sql)
-    return _origin(out.flows, set(out.influences) | as_influences(cond, Transform.CONDITIONAL), sql)
+    return choice([yes, no], [cond], sqltext.call("if", [sql_of(cond), sql_of(yes), sql_of(no)]))
 
 
-@rule("Coalesce", "Nvl", "Nvl2", "IfNull", "NullIf")
+@rule("Nvl2")
+def nvl2(node: Node, walk: "Walk") -> Origin:
+    """``nvl2(a, b, c)``: ``a`` decides the branch, ``b`` and ``c`` are the values."""
+    args = [evaluate(t, walk) for key in ("expr1", "expr2", "expr3") for t in node.trees(key)]
+    if len(args) != 3:  # only the replacement ``if(a IS NOT NULL, b, c)`` was written
+        return evaluate(node.children[0], walk) if node.children else Origin()
+    sql = sqltext.call("nvl2", [sql_of(a) for a in args])
+    return choice(args[1:], args[:1], sql, sqltext.render(sql))
+
+
+@rule("Coalesce", "Nvl", "IfNull", "NullIf")
 def null_choice(node: Node, walk: "Walk") -> Origin:
     """COALESCE/NVL/NULLIF: values are derived; every argument decides which one wins."""
-    if node.name in ("NullIf", "Nvl", "IfNull", "Nvl2") and node.trees("left"):
-        args = [evaluate(t, walk) for key in ("left", "right", "expr1", "expr2", "expr3") for t in node.trees(key)]
-        values = args[:1] if node.name == "NullIf" else args[1:] if node.name == "Nvl2" else args
+    if node.name in ("NullIf", "Nvl", "IfNull") and node.trees("left"):
+        args = [evaluate(t, walk) for key in ("left", "right") for t in node.trees(key)]
+        values = args[:1] if node.name == "NullIf" else args
     else:
         args = children_of(node, walk)
         values = args

@@ -51,6 +51,8 @@ class Flow:
     source: Column
     transform: Transform
     masking: bool = False
+    #: This flow's own defining expression, when it differs from the column's (a UNION branch).
+    expression: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

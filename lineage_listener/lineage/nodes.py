@@ -73,12 +73,24 @@ def define_items(walk: Walk, items: tuple[Node, ...]) -> list[Attribute]:
 # -- pass-through nodes ----------------------------------------------------------------
 
 
-@handler("SubqueryAlias", "Distinct", "GlobalLimit", "LocalLimit", "Limit", "Offset", "Tail",
+@handler("SubqueryAlias", "GlobalLimit", "LocalLimit", "Limit", "Offset", "Tail",
          "Repartition", "RepartitionByExpression", "RebalancePartitions", "Sample", "ResolvedHint",
-         "Deduplicate", "DeduplicateWithinWatermark", "Subquery", "CollectMetrics", "EventTimeWatermark",
+         "Subquery", "CollectMetrics", "EventTimeWatermark",
          "UnresolvedHint", "Project_passthrough", "IdentityRelation", "Hint")
 def passthrough(node: Node, walk: Walk) -> list[Attribute]:
     return children(node, walk)
+
+
+@handler("Distinct", "Deduplicate", "DeduplicateWithinWatermark")
+def distinct(node: Node, walk: Walk) -> list[Attribute]:
+    """DISTINCT / dropDuplicates keep one row per distinct key: the keys group rows (``group_by``)."""
+    out = children(node, walk)
+    keys = {k.expr_id for k in node.trees("keys")} or {a.expr_id for a in out}
+    for a in out:
+        if a.expr_id in keys and a.expr_id in walk.env:
+            origin = walk.lookup(Node("AttributeReference", {"exprId": {"id": a.expr_id}, "name": a.name}))
+            walk.influences.extend(sorted(as_influences(origin, Transform.GROUP_BY), key=str))
+    return out
 
 
 @handler("Project")
@@ -156,10 +168,20 @@ def union(node: Node, walk: Walk) -> list[Attribute]:
     for i, attr in enumerate(first):
         parts = [walk.env.get(b[i].expr_id, Origin()) for b in branches if i < len(b)]
         merged = combine(parts, Transform.COPY, None)
-        texts = {p.text() for p in parts}
-        sql = parts[0].sql if len(texts) == 1 and parts else None
-        walk.define(attr.expr_id, Origin(merged.flows, merged.influences, sql, parts[0].size if sql else 1))
+        texts = [p.text() for p in parts]
+        sql = parts[0].sql if len(set(texts)) == 1 and parts else None
+        flows = merged.flows if sql is not None else branch_flows(parts, texts)
+        walk.define(attr.expr_id, Origin(flows, merged.influences, sql, parts[0].size if sql else 1))
     return first
+
+
+def branch_flows(parts: list[Origin], texts: list[str | None]) -> frozenset[Flow]:
+    """A UNION output's flows, each naming the branch (1-based) and expression it came from."""
+    out: dict[Flow, Flow] = {}
+    for n, (part, text) in enumerate(zip(parts, texts), 1):
+        for f in part.flows:
+            out.setdefault(f, Flow(f.source, f.transform, f.masking, f"UNION branch {n}: {text or f.source.name}"))
+    return frozenset(out.values())
 
 
 @handler("Generate")

@@ -58,11 +58,16 @@ def _schema(text: Any) -> dict[str, tuple[Any, bool]]:
 
 
 def output_names(root: Node) -> list[str] | None:
-    """A write command's target column names (``outputColumnNames`` is a printed Seq)."""
+    """A write command's target column names (``outputColumnNames`` is a printed Seq).
+
+    Names are data: spaces are kept (``"order count "``); a name containing ``", "``
+    makes the split count differ from the query's outputs, and the caller then falls
+    back to the query's own names.
+    """
     raw = root.get("outputColumnNames")
     if isinstance(raw, str) and raw.startswith("[") and raw.endswith("]"):
         inner = raw[1:-1]
-        return [n.strip() for n in inner.split(", ")] if inner else []
+        return inner.split(", ") if inner else []
     if isinstance(raw, tuple) and all(isinstance(n, str) for n in raw):
         return list(raw)
     return None
