@@ -1,6 +1,8 @@
 """Accuracy round 2 (issue 7): each reproduction with its exact edges, on real Spark."""
 from __future__ import annotations
 
+import duckdb
+
 
 def test_nvl2_only_first_argument_decides(lineage, people):
     got = lineage.run("SELECT nvl2(email, name, dept) AS n FROM people")
@@ -46,3 +48,36 @@ def test_target_column_names_keep_spaces(lineage, spark, people):
     got = lineage.run(lambda: spark.sql("CREATE TABLE t_spaces USING parquet AS "
                                         "SELECT id AS `order count `, name AS ` lead` FROM people"))
     assert got.simple() == {("order count ", "id", "rename"), (" lead", "name", "rename")}
+
+
+def test_cte_read_twice_once_inside_union_keeps_its_origin(lineage, people, depts):
+    got = lineage.run("WITH c AS (SELECT name FROM people) "
+                      "SELECT name AS v FROM c UNION ALL SELECT title AS v FROM depts "
+                      "UNION ALL SELECT upper(name) AS v FROM c")
+    assert got.simple() == {("v", "name", "rename"), ("v", "title", "rename"), ("v", "name", "derived")}
+    joined = lineage.run("WITH c AS (SELECT name FROM people) "
+                         "SELECT u.v, c2.name AS second FROM (SELECT name AS v FROM c UNION ALL SELECT title FROM depts) u "
+                         "JOIN c c2 ON u.v = c2.name")
+    assert joined.simple("direct") == {("v", "name", "rename"), ("v", "title", "rename"),
+                                       ("second", "name", "rename")}
+
+
+def test_create_view_with_column_list_names_view_columns(lineage, spark, people):
+    spark.sql("CREATE TABLE IF NOT EXISTS t_view_src USING parquet AS SELECT id, name FROM people")
+    got = lineage.run(lambda: spark.sql("CREATE OR REPLACE VIEW v_cols (x, y) AS SELECT id, name FROM t_view_src"))
+    assert got.simple() == {("x", "id", "rename"), ("y", "name", "rename")}
+
+
+def test_outer_reference_in_scalar_subquery(lineage, spark, people):
+    spark.sql("CREATE TABLE IF NOT EXISTS t_outer (s DOUBLE) USING parquet")
+    got = lineage.run(lambda: spark.sql("INSERT INTO t_outer SELECT (SELECT amount + id AS r) AS s FROM people"))
+    assert got.simple() == {("s", "amount", "derived"), ("s", "id", "derived")}
+
+
+def test_rollup_over_union(lineage, people, depts):
+    got = lineage.run("SELECT k, sum(v) AS s FROM (SELECT dept AS k, amount AS v FROM people "
+                      "UNION ALL SELECT dept AS k, 1.0D AS v FROM depts) z GROUP BY ROLLUP(k)")
+    assert got.simple("direct") == {("k", "dept", "rename"), ("s", "amount", "aggregate")}
+    with duckdb.connect(str(got.store), read_only=True) as con:
+        errors = con.execute("SELECT error FROM capture_errors WHERE stage = 'plan'").fetchall()
+    assert errors and "Expand.projections was null" in errors[0][0]

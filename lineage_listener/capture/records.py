@@ -101,6 +101,8 @@ class Recorder:
                     log.warning("lineage-listener: could not compute lineage of a %s plan: %s\n%s",
                                 env.root, exc, traceback.format_exc(limit=5))
                 batch.add("capture_errors", (now, run_id, query_id, "walk", error[:4000]))
+        for problem in result.problems if result is not None else ():
+            batch.add("capture_errors", (now, run_id, query_id, "plan", problem))
         if env.read_error:
             batch.add("capture_errors", (now, run_id, query_id, "listener", env.read_error))
         target = result.target.name if result is not None and result.target is not None else None

@@ -101,8 +101,9 @@ def sql_of(o: Origin) -> exp.Expression:
 
 @rule("AttributeReference", "PrettyAttribute", "OuterReference", "OuterScopeReference")
 def attribute(node: Node, walk: "Walk") -> Origin:
-    if node.name.startswith("Outer") and node.children:
-        return evaluate(node.children[0], walk)
+    inner = node.children or node.trees("e")  # OuterReference holds its attribute in field ``e``
+    if node.name.startswith("Outer") and inner:
+        return evaluate(inner[0], walk)
     return walk.lookup(node)
 
 

@@ -197,13 +197,34 @@ def generate(node: Node, walk: Walk) -> list[Attribute]:
 
 @handler("Expand")
 def expand(node: Node, walk: Walk) -> list[Attribute]:
-    children(node, walk)
+    inputs = children(node, walk)
     outs = attributes(node.trees("output"))
-    projections = node.get("projections") or ()
+    projections = node.get("projections")
+    if projections is None:
+        return expand_by_position(node, walk, inputs, outs)
     for i, a in enumerate(outs):
         parts = [walk.expression(p[i]) for p in projections if isinstance(p, tuple) and i < len(p)
                  and isinstance(p[i], Node)]
         walk.define(a.expr_id, combine(parts, Transform.COPY, parts[0].sql if parts else None))
+    return outs
+
+
+def expand_by_position(node: Node, walk: Walk, inputs: list[Attribute], outs: list[Attribute]) -> list[Attribute]:
+    """Expand whose ``projections`` Spark wrote as null (a Scala ``Vector`` field: ``TreeNode``
+    only converts ``Seq`` fields that are ``List``/``Stream``-like to JSON).
+
+    Grouping sets lay out ``child.output ++ groupByAttrs :+ spark_grouping_id``: the first
+    outputs copy the child's by position, the grouping attributes copy the child's alias of
+    the same name, the grouping id reads no column. Recorded as a walk problem.
+    """
+    walk.problem(f"{node.name}.projections was null in the plan JSON: outputs read by position from the child")
+    for i, a in enumerate(outs):
+        if i < len(inputs):
+            src: Attribute | None = inputs[i]
+        else:
+            src = next((c for c in reversed(inputs) if c.name == a.name), None)
+        if src is not None and src.expr_id in walk.env:
+            walk.define(a.expr_id, walk.env[src.expr_id])
     return outs
 
 

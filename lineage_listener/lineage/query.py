@@ -45,6 +45,7 @@ class QueryLineage:
     datasets: dict[str, Dataset] = field(default_factory=dict)
     columns: dict[tuple[str, str], Attribute] = field(default_factory=dict)
     fallbacks: frozenset[str] = frozenset()
+    problems: tuple[str, ...] = ()  # plan fields read another way; recorded as capture errors
 
 
 def _schema(text: Any) -> dict[str, tuple[Any, bool]]:
@@ -105,4 +106,5 @@ def lineage(root: Node, leaves: Mapping[int, Mapping[str, Any]] | None = None,
             written_type, written_nullable = schema.get(name, (a.data_type, a.nullable))
             for col, dtype, nullable in flatten(name, written_type, written_nullable):
                 columns[(target_ds.name, col)] = Attribute(a.expr_id, col, dtype, nullable)
-    return QueryLineage(target_ds, edges_of(w, outputs, names), datasets, columns, frozenset(w.fallbacks))
+    return QueryLineage(target_ds, edges_of(w, outputs, names), datasets, columns, frozenset(w.fallbacks),
+                        tuple(w.problems))

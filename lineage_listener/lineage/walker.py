@@ -19,6 +19,7 @@ from lineage_listener.lineage.model import Influence, Origin
 from lineage_listener.plan.tree import Node
 
 log = logging.getLogger(__name__)
+_logged_problems: set[str] = set()
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,15 @@ class Walk:
     columns: dict[tuple[str, str], Attribute] = field(default_factory=dict)
     ctes: dict[Any, list[Attribute]] = field(default_factory=dict)
     fallbacks: set[str] = field(default_factory=set)
+    problems: list[str] = field(default_factory=list)  # plan fields read another way (recorded)
+
+    def problem(self, message: str) -> None:
+        """A plan field that matters was unusable: log it once per message, record it per query."""
+        if message not in self.problems:
+            self.problems.append(message)
+            if message not in _logged_problems:
+                _logged_problems.add(message)
+                log.warning("lineage-listener: %s", message)
 
     # -- expressions ---------------------------------------------------------------
     def lookup(self, attr: Node) -> Origin:
