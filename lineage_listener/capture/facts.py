@@ -218,6 +218,15 @@ def target(cmd: Any, name: str, current: tuple[str, str] | None = None) -> dict[
     return fact
 
 
+def view_columns(cmd: Any) -> list[str] | None:
+    """``CREATE VIEW v (x, y) AS ...``: the user's column names (the plan JSON prints them as None)."""
+    try:
+        cols = cmd.userSpecifiedColumns()
+        return [str(cols.apply(i)._1()) for i in range(cols.size())] or None
+    except Exception:  # noqa: BLE001 - AlterViewAsCommand has none
+        return None
+
+
 def _target(cmd: Any, name: str, current: tuple[str, str] | None = None) -> dict[str, Any] | None:
     if name == "InsertIntoHadoopFsRelationCommand":
         table = _opt(cmd.catalogTable())
@@ -242,7 +251,11 @@ def _target(cmd: Any, name: str, current: tuple[str, str] | None = None) -> dict
     if name in ("CreateViewCommand", "AlterViewAsCommand"):
         if name == "CreateViewCommand" and "Persisted" not in str(cmd.viewType().toString()):
             return None
-        return {"table": table_identifier(cmd.name(), current), "view": True, "format": "view"}
+        fact = {"table": table_identifier(cmd.name(), current), "view": True, "format": "view"}
+        names = view_columns(cmd)
+        if names:
+            fact["output_columns"] = names
+        return fact
     if name == "InsertIntoDataSourceCommand":
         return relation(cmd.logicalRelation(), "LogicalRelation", current)
     if name == "SaveIntoDataSourceCommand":

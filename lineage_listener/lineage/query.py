@@ -95,6 +95,8 @@ def lineage(root: Node, leaves: Mapping[int, Mapping[str, Any]] | None = None,
         return QueryLineage(None, [])
     w, outputs = walk(query, leaves, scope)
     names = output_names(root) if is_write(root) else None
+    if not names and target and isinstance(target.get("output_columns"), list):
+        names = list(target["output_columns"])  # CREATE VIEW v (x, y): read from the command
     target_ds = datasets_of(target)[0] if target else None
     datasets = dict(w.datasets)
     columns = dict(w.columns)
