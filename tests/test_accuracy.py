@@ -81,3 +81,16 @@ def test_rollup_over_union(lineage, people, depts):
     with duckdb.connect(str(got.store), read_only=True) as con:
         errors = con.execute("SELECT error FROM capture_errors WHERE stage = 'plan'").fetchall()
     assert errors and "Expand.projections was null" in errors[0][0]
+
+
+def test_in_memory_leaves_are_named_by_their_content(lineage, spark):
+    a, b = spark.range(1, 11), spark.range(5, 16)
+    got = lineage.run(a.join(b, a.id == b.id).select(a.id.alias("x"), b.id.alias("y")).collect)
+    x, y = got.edge("x", "id").source_dataset, got.edge("y", "id").source_dataset
+    assert x != y and x.startswith("local:") and y.startswith("local:")
+    again = lineage.run(spark.range(1, 11).select("id").collect)
+    assert again.edge("id", "id").source_dataset == x  # the same code names the same dataset
+    one = lineage.run(spark.createDataFrame([(1,)], ["v"]).crossJoin(spark.createDataFrame([(2,)], ["w"]))
+                      .select("v").collect)
+    two = lineage.run(spark.createDataFrame([(3,)], ["v"]).select("v").collect)
+    assert one.edge("v", "v").source_dataset != two.edge("v", "v").source_dataset

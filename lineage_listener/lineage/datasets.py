@@ -53,9 +53,14 @@ def jdbc_name(url: str, table: str) -> str:
     return f"{clean if clean.startswith('jdbc:') else 'jdbc:' + clean}/{table}"
 
 
-def local_name(node: str, columns: list[str], scope: str | None = None) -> str:
-    """A stable name for in-memory data: ``local:<scope>/<node>/<hash of columns>``."""
-    digest = hashlib.sha1(",".join(columns).encode()).hexdigest()[:8]
+def local_name(node: str, columns: list[str], scope: str | None = None, content: str = "") -> str:
+    """A name for in-memory data: ``local:<scope>/<node>/<hash of columns and content>``.
+
+    ``content`` is what tells two leaves apart and stays the same when the same code runs
+    again (a Range's start/end/step, a LocalRelation's rows), so names are unique per
+    query and stable across re-runs where Spark writes such content.
+    """
+    digest = hashlib.sha1((",".join(columns) + ("\0" + content if content else "")).encode()).hexdigest()[:8]
     return f"local:{scope + '/' if scope else ''}{node}/{digest}"
 
 
@@ -79,5 +84,6 @@ def datasets_of(fact: Mapping[str, Any]) -> list[Dataset]:
     paths = [p for p in fact.get("paths") or [] if p]
     if paths:
         return [Dataset(p.rstrip("/") if len(p) > 1 else p, "path", fmt, p, props) for p in paths]
-    return [Dataset(local_name(fact.get("node", "relation"), fact.get("columns", []), fact.get("scope")),
+    return [Dataset(local_name(fact.get("node", "relation"), fact.get("columns", []), fact.get("scope"),
+                               fact.get("content") or ""),
                     "local", fmt or fact.get("node"), None, props)]

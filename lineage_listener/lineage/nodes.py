@@ -8,6 +8,7 @@ every new output is derived from every input it references, logged once per clas
 """
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -336,7 +337,24 @@ def json_fact(node: Node, outs: list[Attribute], scope: str | None) -> dict[str,
         if isinstance(table, dict) and isinstance(table.get("identifier"), dict):
             return {"table": table["identifier"], "format": table.get("provider")}
     return {"node": node.name, "columns": [a.name for a in outs], "scope": scope,
+            "content": leaf_content(node) + (f"#{outs[0].expr_id}" if node.name in UNNAMED_CONTENT else ""),
             "format": {"LogicalRDD": "rdd", "LocalRelation": "local", "Range": "range"}.get(node.name)}
+
+
+#: Fields that say nothing about a leaf's content (its attributes carry per-run exprIds).
+_NOT_CONTENT = ("output", "isStreaming", "stream", "outputOrdering", "producedAttributes")
+
+
+#: Leaves whose plan JSON holds nothing of their data (``rdd`` is written as null): named by
+#: their first attribute's exprId, unique per JVM but not stable across re-runs.
+UNNAMED_CONTENT = ("LogicalRDD", "ExternalRDD")
+
+
+def leaf_content(node: Node) -> str:
+    """The leaf's own fields (Range start/end/step, LocalRelation rows...) as stable text."""
+    fields = {k: v for k, v in node.fields.items() if k not in _NOT_CONTENT and not isinstance(v, Node)
+              and not (isinstance(v, tuple) and any(isinstance(t, Node) for t in v))}
+    return json.dumps(fields, sort_keys=True, default=str)
 
 
 # -- opaque nodes ------------------------------------------------------------------------
