@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from lineage_listener.capture import facts
-from lineage_listener.lineage.query import WRITE_COMMANDS
+from lineage_listener.plan.classes import WRITE_COMMANDS
 
 log = logging.getLogger(__name__)
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lineage_listener.lineage.datasets import table_name
+from lineage_listener.plan.classes import SOURCE_LEAVES
 
 log = logging.getLogger(__name__)
 
@@ -122,9 +123,6 @@ def relation(leaf: Any, name: str, current: tuple[str, str] | None = None) -> di
     return fact
 
 
-#: Leaf classes whose dataset the plan JSON alone cannot always name.
-SOURCE_LEAVES = frozenset({"LogicalRelation", "HiveTableRelation", "DataSourceV2Relation",
-                           "DataSourceV2ScanRelation"})
 
 
 @dataclass

@@ -14,7 +14,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
 from lineage_listener.capture.envelope import Envelope
-from lineage_listener.lineage.query import WRAPPER_COMMANDS, QueryLineage, lineage
+from lineage_listener.lineage.query import QueryLineage, lineage
+from lineage_listener.plan.classes import WRAPPER_COMMANDS
 from lineage_listener.plan.tree import parse
 from lineage_listener.store.batch import Batch
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 import sqlglot.expressions as exp
 
@@ -88,3 +89,13 @@ class Edge:
     kind: str  # direct | indirect
     expression: str | None
     masking: bool = False
+
+
+@dataclass(frozen=True)
+class Attribute:
+    """An output attribute of a plan node."""
+
+    expr_id: int
+    name: str
+    data_type: Any = None
+    nullable: bool = True

@@ -18,6 +18,7 @@ from lineage_listener.lineage.datasets import datasets_of, table_name
 from lineage_listener.lineage.expressions import as_influences, combine
 from lineage_listener.lineage.model import Column, Flow, Origin, Transform
 from lineage_listener.lineage.walker import Attribute, Walk, attributes
+from lineage_listener.plan.classes import LEAVES
 from lineage_listener.plan.tree import Node
 
 log = logging.getLogger(__name__)
@@ -289,12 +290,6 @@ def _view_output(node: Node) -> list[Attribute]:
 
 
 # -- leaves ----------------------------------------------------------------------------
-
-LEAVES = ("LogicalRelation", "HiveTableRelation", "DataSourceV2Relation", "DataSourceV2ScanRelation",
-          "LocalRelation", "Range", "LogicalRDD", "OneRowRelation", "InMemoryRelation", "StreamingRelation",
-          "StreamingRelationV2", "StreamingDataSourceV2Relation", "ExternalRDD", "LogicalQueryStage",
-          "ResolvedDataSourceScan", "StreamingExecutionRelation", "UnresolvedCatalogRelation")
-
 
 @handler(*LEAVES)
 def leaf(node: Node, walk: Walk) -> list[Attribute]:

@@ -16,24 +16,8 @@ from lineage_listener.lineage.edges import edges as edges_of
 from lineage_listener.lineage.model import Edge
 from lineage_listener.lineage.nodes import flatten
 from lineage_listener.lineage.walker import Attribute, walk
+from lineage_listener.plan.classes import WRITE_COMMANDS
 from lineage_listener.plan.tree import Node
-
-#: Commands that write data somewhere; anything else with funcName "command" is DDL/utility.
-WRITE_COMMANDS = frozenset({
-    "InsertIntoHadoopFsRelationCommand", "InsertIntoHiveTable", "InsertIntoHiveDirCommand",
-    "InsertIntoDataSourceCommand", "InsertIntoDataSourceDirCommand", "SaveIntoDataSourceCommand",
-    "CreateDataSourceTableAsSelectCommand", "CreateHiveTableAsSelectCommand",
-    "OptimizedCreateHiveTableAsSelectCommand", "SaveAsV1TableCommand", "CreateViewCommand",
-    "AlterViewAsCommand", "AppendData", "OverwriteByExpression", "OverwritePartitionsDynamic",
-    "CreateTableAsSelect", "ReplaceTableAsSelect", "ReplaceData", "WriteDelta", "MergeIntoTable",
-})
-
-#: Commands that wrap a nested write of the same logical operation (they fire after it).
-WRAPPER_COMMANDS = frozenset({
-    "CreateDataSourceTableAsSelectCommand", "CreateHiveTableAsSelectCommand",
-    "OptimizedCreateHiveTableAsSelectCommand", "SaveAsV1TableCommand", "CreateTableAsSelect",
-    "ReplaceTableAsSelect",
-})
 
 
 @dataclass(frozen=True)

@@ -15,21 +15,11 @@ from typing import Any
 from lineage_listener.lineage import sqltext
 from lineage_listener.lineage.datasets import Dataset
 from lineage_listener.lineage.expressions import MAX_SQL_SIZE, evaluate
-from lineage_listener.lineage.model import Influence, Origin
+from lineage_listener.lineage.model import Attribute, Influence, Origin
 from lineage_listener.plan.tree import Node
 
 log = logging.getLogger(__name__)
 _logged_problems: set[str] = set()
-
-
-@dataclass(frozen=True)
-class Attribute:
-    """An output attribute of a plan node."""
-
-    expr_id: int
-    name: str
-    data_type: Any = None
-    nullable: bool = True
 
 
 @dataclass

@@ -1,0 +1,29 @@
+"""Families of Spark plan classes, each listed once (walker, fact readers and writers share them)."""
+from __future__ import annotations
+
+#: Leaves that read a data source the capture names from the JVM (tables, files, DSv2).
+SOURCE_LEAVES = frozenset({"LogicalRelation", "HiveTableRelation", "DataSourceV2Relation",
+                           "DataSourceV2ScanRelation"})
+
+#: Every leaf the walker treats as a dataset (the source leaves plus in-memory and streaming ones).
+LEAVES = tuple(sorted(SOURCE_LEAVES)) + (
+    "LocalRelation", "Range", "LogicalRDD", "OneRowRelation", "InMemoryRelation", "StreamingRelation",
+    "StreamingRelationV2", "StreamingDataSourceV2Relation", "ExternalRDD", "LogicalQueryStage",
+    "ResolvedDataSourceScan", "StreamingExecutionRelation", "UnresolvedCatalogRelation")
+
+#: Commands that write data somewhere; anything else with funcName "command" is DDL/utility.
+WRITE_COMMANDS = frozenset({
+    "InsertIntoHadoopFsRelationCommand", "InsertIntoHiveTable", "InsertIntoHiveDirCommand",
+    "InsertIntoDataSourceCommand", "InsertIntoDataSourceDirCommand", "SaveIntoDataSourceCommand",
+    "CreateDataSourceTableAsSelectCommand", "CreateHiveTableAsSelectCommand",
+    "OptimizedCreateHiveTableAsSelectCommand", "SaveAsV1TableCommand", "CreateViewCommand",
+    "AlterViewAsCommand", "AppendData", "OverwriteByExpression", "OverwritePartitionsDynamic",
+    "CreateTableAsSelect", "ReplaceTableAsSelect", "ReplaceData", "WriteDelta", "MergeIntoTable",
+})
+
+#: Commands that wrap a nested write of the same logical operation (they fire after it).
+WRAPPER_COMMANDS = frozenset({
+    "CreateDataSourceTableAsSelectCommand", "CreateHiveTableAsSelectCommand",
+    "OptimizedCreateHiveTableAsSelectCommand", "SaveAsV1TableCommand", "CreateTableAsSelect",
+    "ReplaceTableAsSelect",
+})
