@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from lineage_listener.capture import stages
 from lineage_listener.capture.envelope import Envelope, Reader
 from lineage_listener.capture.records import Recorder
 from lineage_listener.store.batch import Batch
@@ -140,12 +141,14 @@ class Capture:
                     return
                 continue
             if isinstance(item, _Event):
-                item = self._read(item)
+                with stages.timed("read"):
+                    item = self._read(item)
             if isinstance(item, Envelope):
                 if not len(self._pending):
                     next_write = time.monotonic() + self.batch_interval
                 try:
-                    self._pending.extend(self.recorder.record(item))
+                    with stages.timed("record"):
+                        self._pending.extend(self.recorder.record(item))
                 except Exception:  # noqa: BLE001
                     log.exception("lineage-listener: could not record an action")
             now = time.monotonic()
@@ -168,7 +171,8 @@ class Capture:
         if not len(batch) and not self.writer.spooled():
             return True
         try:
-            return self.writer.write(batch)
+            with stages.timed("store"):
+                return self.writer.write(batch)
         except Exception:  # noqa: BLE001 - StoreWriter should not raise; belt and braces
             log.exception("lineage-listener: store write failed")
             return False
