@@ -69,7 +69,7 @@ class Reader:
         err_text = _error_text(error) if error is not None else None
         try:
             qe_id = int(qe.id())
-        except Exception:  # noqa: BLE001
+        except Py4JError:
             qe_id = None
         try:
             plan = qe.analyzed()
@@ -128,7 +128,7 @@ def _current(qe: Any) -> tuple[str, str] | None:
     try:
         cat = qe.sparkSession().catalog()
         return str(cat.currentCatalog()), str(cat.currentDatabase())
-    except Exception:  # noqa: BLE001
+    except Py4JError:
         return None
 
 
