@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from lineage_listener.capture import facts
+from py4j.protocol import Py4JError
+
+from lineage_listener.capture import facts, stages
 from lineage_listener.plan.classes import WRITE_COMMANDS
 
 log = logging.getLogger(__name__)
@@ -67,7 +69,7 @@ class Reader:
         err_text = _error_text(error) if error is not None else None
         try:
             qe_id = int(qe.id())
-        except Exception:  # noqa: BLE001
+        except Py4JError:
             qe_id = None
         try:
             plan = qe.analyzed()
@@ -85,11 +87,17 @@ class Reader:
             pass
         plan_json, leaves, target, read_error = None, {}, None, None
         try:
-            plan_json = str(plan.toJSON())
+            with stages.timed("tojson+transfer"):
+                plan_json = str(plan.toJSON())
+            if stages.enabled():
+                stages.add("transfer", _transfer_time(len(plan_json)))
             current = _current(qe) if root in _NEEDS_CURRENT else None
-            leaves = facts.leaves(plan, json.loads(plan_json), current, self._facts)
-            if root in WRITE_COMMANDS:
-                target = facts.target(plan, root, current)
+            with stages.timed("decode"):
+                items = json.loads(plan_json)
+            with stages.timed("facts"):
+                leaves = facts.leaves(plan, items, current, self._facts)
+                if root in WRITE_COMMANDS:
+                    target = facts.target(plan, root, current)
                 if target is None and root == "CreateViewCommand":
                     return None  # a temp view: not a dataset, nothing written
         except Exception as exc:  # noqa: BLE001
@@ -98,11 +106,29 @@ class Reader:
                         leaves, target, read_error, duration_ns)
 
 
+def _transfer_time(chars: int) -> float:
+    """Benchmark only: py4j time to move a string of ``chars`` characters from the JVM
+    (``StringUtils.repeat`` costs the JVM next to nothing: this is the transfer share of toJSON)."""
+    import time
+
+    from pyspark import SparkContext
+
+    jvm = SparkContext._jvm
+    if jvm is None:
+        return 0.0
+    start = time.perf_counter()
+    try:
+        jvm.org.apache.commons.lang3.StringUtils.repeat("x", chars)
+    except Py4JError:
+        return 0.0
+    return time.perf_counter() - start
+
+
 def _current(qe: Any) -> tuple[str, str] | None:
     try:
         cat = qe.sparkSession().catalog()
         return str(cat.currentCatalog()), str(cat.currentDatabase())
-    except Exception:  # noqa: BLE001
+    except Py4JError:
         return None
 
 

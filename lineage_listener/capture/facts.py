@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from py4j.protocol import Py4JError
+
 from lineage_listener.lineage.datasets import table_name
 from lineage_listener.plan.classes import SOURCE_LEAVES
 
@@ -23,14 +25,14 @@ def _opt(option: Any) -> Any:
     """A Scala ``Option``'s value, or None."""
     try:
         return option.get() if option is not None and option.isDefined() else None
-    except Exception:  # noqa: BLE001
+    except Py4JError:
         return None
 
 
 def _seq(seq: Any) -> list[Any]:
     try:
         return [seq.apply(i) for i in range(seq.length())]
-    except Exception:  # noqa: BLE001
+    except Py4JError:
         return []
 
 

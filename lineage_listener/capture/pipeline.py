@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from lineage_listener.capture import overflow, stages
 from lineage_listener.capture.envelope import Envelope, Reader
 from lineage_listener.capture.records import Recorder
 from lineage_listener.store.batch import Batch
@@ -52,9 +53,11 @@ class Capture:
     """Owns the capture thread and the store writer for one store file."""
 
     def __init__(self, store: str | os.PathLike, *, batch_interval: float = 0.25,
-                 max_batch_rows: int = 20_000, lock_timeout: float = 10.0, defer_reads: bool = False) -> None:
+                 max_batch_rows: int = 20_000, lock_timeout: float = 10.0, defer_reads: bool = False,
+                 max_queue: int = 10_000) -> None:
         """``defer_reads``: read the ``QueryExecution`` on the capture thread instead of the
-        callback's thread (use it when the callback runs on Spark's listener bus)."""
+        callback's thread (use it when the callback runs on Spark's listener bus).
+        ``max_queue``: at most this many deferred actions wait; more are recorded as lineage_error."""
         self.store = str(Path(store).expanduser().absolute())
         self.reader = Reader()
         self.writer = StoreWriter(self.store, lock_timeout=lock_timeout)
@@ -62,6 +65,9 @@ class Capture:
         self.batch_interval = batch_interval
         self.max_batch_rows = max_batch_rows
         self.defer_reads = defer_reads
+        self.max_queue = max_queue
+        self._waiting = 0  # deferred events queued, not read yet
+        self._waiting_lock = threading.Lock()
         self._queue: queue.SimpleQueue[Envelope | _Event | _Marker] = queue.SimpleQueue()
         self._pending = Batch()
         self._closed = False
@@ -82,7 +88,13 @@ class Capture:
             return
         now = datetime.now(timezone.utc).replace(tzinfo=None)
         if self.defer_reads:  # keep only a reference: the QueryExecution stays alive until read
-            self._queue.put(_Event(str(func_name), qe, duration_ns, error, now))
+            with self._waiting_lock:
+                full = self._waiting >= self.max_queue
+                self._waiting += not full
+            if full:  # never block the listener bus, never hold more plans: record the overflow
+                self._queue.put(overflow.Dropped(str(func_name), duration_ns, _text(error), now, self.max_queue))
+            else:
+                self._queue.put(_Event(str(func_name), qe, duration_ns, error, now))
             return
         try:
             env = self.reader.read(str(func_name), qe, duration_ns, error, now)
@@ -139,13 +151,21 @@ class Capture:
                 if item.kind == "stop":
                     return
                 continue
+            if isinstance(item, overflow.Dropped):
+                if not len(self._pending):
+                    next_write = time.monotonic() + self.batch_interval
+                self._pending.extend(overflow.rows(item, self.reader.runs()))
             if isinstance(item, _Event):
-                item = self._read(item)
+                with self._waiting_lock:
+                    self._waiting -= 1
+                with stages.timed("read"):
+                    item = self._read(item)
             if isinstance(item, Envelope):
                 if not len(self._pending):
                     next_write = time.monotonic() + self.batch_interval
                 try:
-                    self._pending.extend(self.recorder.record(item))
+                    with stages.timed("record"):
+                        self._pending.extend(self.recorder.record(item))
                 except Exception:  # noqa: BLE001
                     log.exception("lineage-listener: could not record an action")
             now = time.monotonic()
@@ -168,10 +188,15 @@ class Capture:
         if not len(batch) and not self.writer.spooled():
             return True
         try:
-            return self.writer.write(batch)
+            with stages.timed("store"):
+                return self.writer.write(batch)
         except Exception:  # noqa: BLE001 - StoreWriter should not raise; belt and braces
             log.exception("lineage-listener: store write failed")
             return False
+
+
+def _text(error: Any) -> str | None:
+    return None if error is None else str(error)[:4000]
 
 
 _live: "weakref.WeakSet[Capture]" = weakref.WeakSet()

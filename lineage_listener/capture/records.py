@@ -7,12 +7,14 @@ the wrappers upgrade the inner write's ``queries`` row instead of adding rows.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import traceback
 import uuid
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
+from lineage_listener.capture import stages
 from lineage_listener.capture.envelope import Envelope
 from lineage_listener.lineage.query import QueryLineage, lineage
 from lineage_listener.plan.classes import WRAPPER_COMMANDS
@@ -93,7 +95,12 @@ class Recorder:
         result: QueryLineage | None = None
         if env.plan_json is not None:
             try:
-                result = lineage(parse(env.plan_json), env.leaves, env.target, scope=env.run.get("app_name"))
+                with stages.timed("decode.walker"):
+                    items = json.loads(env.plan_json)
+                with stages.timed("tree"):
+                    root = parse(items)
+                with stages.timed("walk"):
+                    result = lineage(root, env.leaves, env.target, scope=env.run.get("app_name"))
             except Exception as exc:  # noqa: BLE001 - an odd plan must not stop capture
                 status = "lineage_error" if not env.error else status
                 error = (error + "\n" if error else "") + f"lineage: {type(exc).__name__}: {exc}"

