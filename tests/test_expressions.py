@@ -61,3 +61,27 @@ def test_python_udf_is_derived_from_its_arguments(lineage, spark, people):
 def test_window_aggregate_and_lag(lineage, people):
     got = lineage.run("SELECT lag(amount) OVER (PARTITION BY dept ORDER BY id) AS prev FROM people")
     assert got.simple() == {("prev", "amount", "derived"), ("prev", "dept", "window"), ("prev", "id", "window")}
+
+
+def test_between_interval_grouping_read_as_written(lineage, people):
+    """Spark 4 analyzes BETWEEN as With(common_expression...), day intervals as microseconds,
+    grouping() as bit arithmetic on the grouping-set id: edges show what the user wrote."""
+    got = lineage.run("SELECT name, amount BETWEEN id AND 100 AS inr FROM people WHERE id BETWEEN 1 AND 2")
+    assert got.simple() == {("name", "name", "identity"), ("inr", "amount", "derived"), ("inr", "id", "derived"),
+                            (None, "id", "filter")}
+    assert got.edge("inr", "amount").expression == "amount BETWEEN id AND 100"
+    assert got.edge(None, "id").expression == "id BETWEEN 1 AND 2"
+
+    got = lineage.run("SELECT date_add(current_date(), id) + INTERVAL '14' DAY AS d, "
+                      "current_date() - INTERVAL '3' DAY AS c FROM people")
+    assert got.simple() == {("d", "id", "derived")}
+    assert got.edge("d", "id").expression == "date_add(current_date(), id) + INTERVAL '14' DAY"
+
+    got = lineage.run("SELECT dept, name, grouping(dept) AS g, grouping_id(dept, name) AS gid, sum(amount) AS s "
+                      "FROM people GROUP BY ROLLUP(dept, name)")
+    assert got.simple() == {
+        ("dept", "dept", "identity"), ("name", "name", "identity"), ("s", "amount", "aggregate"),
+        ("g", "dept", "derived"), ("gid", "dept", "derived"), ("gid", "name", "derived"),
+        (None, "dept", "group_by"), (None, "name", "group_by")}
+    assert got.edge("g", "dept").expression == "grouping(dept)"
+    assert got.edge("gid", "name").expression == "grouping_id(dept, name)"

@@ -38,6 +38,8 @@ def test_tpcds_query_lineage(spark, tpcds_tables, name):
     output = [f.name() for f in qe.analyzed().schema().fields()]
     direct_targets = {e.target_column for e in result.edges if e.kind == "direct"}
     assert direct_targets <= set(output)
+    # Expressions read as SQL a person writes: no Spark internals, no direct edge without one.
+    assert tpcds.unreadable(result.edges) == []
     # Every filter/join edge names a real column of a TPC-DS table.
     for e in result.edges:
         assert e.source.name and e.transform.value in {

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 from typing import Any
 
@@ -34,3 +35,21 @@ def create_tables(spark: Any, database: str = DATABASE) -> None:
         body = "\n".join(line for line in statement.splitlines() if not line.strip().startswith("--"))
         if body.strip():
             spark.sql(body)
+
+
+#: Spark-internal names that must never reach an edge's ``expression``: Spark 4's BETWEEN
+#: (``With``/``CommonExpressionDef``/``CommonExpressionRef``), day intervals as microseconds,
+#: ``grouping()`` as bit arithmetic on the grouping-set id.
+INTERNAL = re.compile(r"common_expression|\bwith\(|extract_ansi_interval|shift_right\(|spark_grouping_id"
+                      r"|\b\d+000000\b")
+
+
+def unreadable(edges: Any) -> list[str]:
+    """Edges whose expression shows Spark internals, or direct edges without an expression."""
+    bad = []
+    for e in edges:
+        if e.kind == "direct" and e.expression is None:
+            bad.append(f"{e.target_column} <- {e.source.name}: NULL expression")
+        elif e.expression and INTERNAL.search(e.expression):
+            bad.append(f"{e.target_column} <- {e.source.name}: {e.expression[:160]}")
+    return bad

@@ -104,6 +104,8 @@ def attribute(node: Node, walk: "Walk") -> Origin:
     inner = node.children or node.trees("e")  # OuterReference holds its attribute in field ``e``
     if node.name.startswith("Outer") and inner:
         return evaluate(inner[0], walk)
+    if node.expr_id in walk.grouping_ids:  # grouping_id(a, b) reads Spark's grouping-set bitmask
+        return grouping_call("grouping_id", list(walk.grouping_ids[node.expr_id]), walk)
     return walk.lookup(node)
 
 
@@ -116,11 +118,16 @@ def passthrough(node: Node, walk: "Walk") -> Origin:
 @rule("Literal")
 def literal(node: Node, walk: "Walk") -> Origin:
     dt = node.get("dataType")
+    if isinstance(dt, str) and dt.startswith("interval") and node.get("value") is not None:
+        return Origin(sql=sqltext.interval(node.get("value"), dt))  # micros or months as INTERVAL '14' DAY
     return Origin(sql=sqltext.literal(node.get("value"), dt if isinstance(dt, str) else None))
 
 
 @rule("Cast", "AnsiCast", "TryCast")
 def cast(node: Node, walk: "Walk") -> Origin:
+    column = grouping_column(node, walk)
+    if column is not None:
+        return grouping_call("grouping", [column], walk)
     child = evaluate(node.children[0], walk)
     dt = node.get("dataType")
     if node.children[0].name == "Literal" or (dt is not None and node.children[0].get("dataType") == dt):
@@ -325,3 +332,89 @@ def subquery_select(*outputs: Origin) -> exp.Select:
                       | {i.source.dataset for o in outputs for i in o.influences})
     select = exp.select(*[sql_of(o) for o in outputs] or [exp.Literal.number(1)])
     return select.from_(exp.Var(this=datasets[0]), copy=False) if datasets else select
+
+
+# -- Spark's internal forms, shown as a person writes them ------------------------------
+
+
+@rule("Between")
+def between(node: Node, walk: "Walk") -> Origin:
+    """``x BETWEEN a AND b`` (Spark 4 replaces it by ``With(x >= a AND x <= b)`` over a common ``x``)."""
+    parts = [evaluate(t, walk) for key in ("input", "lower", "upper") for t in node.trees(key)]
+    if len(parts) != 3:
+        return evaluate(node.children[0], walk) if node.children else Origin()
+    return combine(parts, Transform.DERIVED, exp.Between(this=sql_of(parts[0]), low=sql_of(parts[1]),
+                                                         high=sql_of(parts[2])))
+
+
+@rule("With")
+def with_(node: Node, walk: "Walk") -> Origin:
+    """``With(child, defs)``: ``child`` reads each common expression of ``defs`` by reference."""
+    defs = [evaluate(d, walk) for d in node.children[1:]]
+    walk.common.append(defs)
+    try:
+        return evaluate(node.children[0], walk) if node.children else Origin()
+    finally:
+        walk.common.pop()
+
+
+@rule("CommonExpressionRef")
+def common_ref(node: Node, walk: "Walk") -> Origin:
+    """The common expression a ``With`` defines (JSON drops the ids: one def, or the one of its type)."""
+    defs = walk.common[-1] if walk.common else []
+    if len(defs) == 1:
+        return defs[0]
+    return combine(defs, Transform.COPY, None) if defs else Origin()
+
+
+@rule("ExtractANSIIntervalDays", "ExtractANSIIntervalMonths", "CommonExpressionDef")
+def inner_value(node: Node, walk: "Walk") -> Origin:
+    """Wrappers the analyzer adds around a value the user wrote (``d + INTERVAL '14' DAY``)."""
+    return evaluate(node.children[0], walk) if node.children else Origin()
+
+
+@rule("DateAdd", "DateSub")
+def date_add(node: Node, walk: "Walk") -> Origin:
+    """``d + INTERVAL '14' DAY`` is analyzed as ``date_add(d, extract_ansi_interval_days(...))``."""
+    days = node.children[1] if len(node.children) == 2 else None
+    if days is None or days.name != "ExtractANSIIntervalDays":
+        return derived_function(node, walk)
+    start, amount = children_of(node, walk)
+    op = exp.Sub if node.name == "DateSub" else exp.Add
+    value = sql_of(amount)
+    if isinstance(value, exp.Neg):  # d - INTERVAL: date_add(d, extract_ansi_interval_days(-INTERVAL))
+        op, value = (exp.Add if op is exp.Sub else exp.Sub), value.this
+    return combine([start, amount], Transform.DERIVED, op(this=sql_of(start), expression=value))
+
+
+@rule("UnaryMinus")
+def unary_minus(node: Node, walk: "Walk") -> Origin:
+    child = evaluate(node.children[0], walk)
+    return combine([child], Transform.DERIVED, exp.Neg(this=sqltext.wrap(sql_of(child))))
+
+
+#: Spark's name for the grouping-set bitmask column an ``Expand`` adds.
+GROUPING_ID = "spark_grouping_id"
+
+
+def grouping_column(node: Node, walk: "Walk") -> Node | None:
+    """The column of ``grouping(col)``, which Spark lowers to
+    ``CAST((shift_right(spark_grouping_id, n) & 1) AS TINYINT)``; None for any other cast."""
+    inner = node.children[0] if node.children else None
+    if inner is None or inner.name != "BitwiseAnd" or len(inner.children) != 2:
+        return None
+    shift, one = inner.children
+    if shift.name != "ShiftRight" or one.name != "Literal" or str(one.get("value")) != "1":
+        return None
+    gid, bit = shift.children if len(shift.children) == 2 else (None, None)
+    columns = walk.grouping_ids.get(gid.expr_id) if gid is not None else None
+    if columns is None or bit is None or bit.name != "Literal":
+        return None
+    index = len(columns) - 1 - int(str(bit.get("value")))  # bit 0 is the last grouping column
+    return columns[index] if 0 <= index < len(columns) else None
+
+
+def grouping_call(name: str, columns: list[Node], walk: "Walk") -> Origin:
+    """``grouping(col)`` / ``grouping_id(a, b)``: computed from which grouping columns a row rolls up."""
+    parts = [evaluate(c, walk) for c in columns]
+    return combine(parts, Transform.DERIVED, sqltext.call(name, [sql_of(p) for p in parts]))

@@ -15,7 +15,7 @@ from typing import Any
 
 from lineage_listener.lineage import sqltext
 from lineage_listener.lineage.datasets import datasets_of, table_name
-from lineage_listener.lineage.expressions import as_influences, combine
+from lineage_listener.lineage.expressions import GROUPING_ID, as_influences, combine
 from lineage_listener.lineage.model import Column, Flow, Origin, Transform
 from lineage_listener.lineage.walker import Attribute, Walk, attributes
 from lineage_listener.plan.classes import LEAVES
@@ -118,7 +118,11 @@ def sort(node: Node, walk: Walk) -> list[Attribute]:
 @handler("Aggregate")
 def aggregate(node: Node, walk: Walk) -> list[Attribute]:
     children(node, walk)
-    add_influences(walk, node.trees("groupingExpressions"), Transform.GROUP_BY)
+    keys = node.trees("groupingExpressions")
+    if keys and keys[-1].get("name") == GROUPING_ID and keys[-1].expr_id is not None:  # grouping sets
+        walk.grouping_ids[keys[-1].expr_id] = keys[:-1]
+        keys = keys[:-1]
+    add_influences(walk, keys, Transform.GROUP_BY)
     return define_items(walk, node.trees("aggregateExpressions"))
 
 

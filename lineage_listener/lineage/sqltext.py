@@ -25,6 +25,9 @@ BINARY = {
     "GreaterThan": exp.GT, "GreaterThanOrEqual": exp.GTE, "LessThan": exp.LT,
     "LessThanOrEqual": exp.LTE, "And": exp.And, "Or": exp.Or,
     "BitwiseAnd": exp.BitwiseAnd, "BitwiseOr": exp.BitwiseOr, "BitwiseXor": exp.BitwiseXor,
+    # datetime +/- interval: Spark's analyzed classes for ``ts + INTERVAL '1' HOUR`` and friends
+    "TimeAdd": exp.Add, "TimestampAddInterval": exp.Add, "DateAddInterval": exp.Add,
+    "DateAddYMInterval": exp.Add, "TimestampAddYMInterval": exp.Add,
 }
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -68,10 +71,13 @@ def call(name: str, args: Sequence[exp.Expression]) -> exp.Expression:
 
 def binary(cls_name: str, left: exp.Expression, right: exp.Expression) -> exp.Expression | None:
     builder = BINARY.get(cls_name)
-    return builder(this=_wrap(left), expression=_wrap(right)) if builder else None
+    if builder is exp.Add and isinstance(right, exp.Neg) and isinstance(right.this, exp.Interval):
+        builder, right = exp.Sub, right.this  # ts - INTERVAL is analyzed as ts + (-INTERVAL)
+    return builder(this=wrap(left), expression=wrap(right)) if builder else None
 
 
-def _wrap(e: exp.Expression) -> exp.Expression:
+def wrap(e: exp.Expression) -> exp.Expression:
+    """Parenthesize an operator operand: ``(a + b) * 2``."""
     return exp.Paren(this=e) if isinstance(e, exp.Binary) else e
 
 
@@ -103,3 +109,47 @@ def size(e: exp.Expression) -> int:
 
 def render(e: exp.Expression | None) -> str | None:
     return None if e is None else e.sql(dialect="spark", normalize_functions="lower")
+
+
+_DAY_TIME_UNITS = ("DAY", "HOUR", "MINUTE", "SECOND")
+_MICROS = {"DAY": 86_400_000_000, "HOUR": 3_600_000_000, "MINUTE": 60_000_000, "SECOND": 1_000_000}
+
+
+def interval(value: object, data_type: str) -> exp.Expression:
+    """An ANSI interval literal as a person writes it; Spark's JSON holds micros or months.
+
+    >>> render(interval("1209600000000", "interval day"))
+    "INTERVAL '14' DAY"
+    >>> render(interval("-93784500000", "interval day to second"))
+    "INTERVAL '-1 02:03:04.500000' DAY TO SECOND"
+    >>> render(interval("27", "interval year to month"))
+    "INTERVAL '2-3' YEAR TO MONTH"
+    >>> render(interval("3", "interval month"))
+    "INTERVAL '3' MONTH"
+    """
+    fields = data_type.upper().split()[1:]  # "interval day to second" -> ["DAY", "TO", "SECOND"]
+    start, end = fields[0] if fields else "", fields[-1] if fields else ""
+    try:
+        number = int(str(value))
+    except ValueError:  # a legacy CalendarInterval prints its own text ("14 days")
+        return exp.Interval(this=exp.Literal.string(str(value)))
+    sign, number = ("-" if number < 0 else ""), abs(number)
+    unit = start if start == end else f"{start} TO {end}"
+    if start in ("YEAR", "MONTH"):
+        text = f"{number // 12}-{number % 12}" if start != end else str(number // 12 if start == "YEAR" else number)
+        return exp.Interval(this=exp.Literal.string(sign + text), unit=exp.Var(this=unit))
+    if start not in _DAY_TIME_UNITS or end not in _DAY_TIME_UNITS:
+        return exp.Interval(this=exp.Literal.string(sign + str(number)), unit=exp.Var(this="MICROSECOND"))
+    used = _DAY_TIME_UNITS[_DAY_TIME_UNITS.index(start):_DAY_TIME_UNITS.index(end) + 1]
+    text, rest = "", number
+    for i, field in enumerate(used):
+        amount, rest = divmod(rest, _MICROS[field]) if field != end else (rest, 0)
+        if field == "SECOND":
+            part = f"{amount / 1e6:.6f}" if (amount % 1_000_000 or len(used) > 1) else str(amount // 1_000_000)
+        else:
+            part = str(amount // _MICROS[field] if field == end else amount)
+        if i:
+            text += (" " if used[i - 1] == "DAY" else ":") + part.zfill(9 if field == "SECOND" else 2)
+        else:
+            text = part
+    return exp.Interval(this=exp.Literal.string(sign + text), unit=exp.Var(this=unit))

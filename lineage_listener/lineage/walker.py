@@ -39,6 +39,8 @@ class Walk:
     ctes: dict[Any, list[Attribute]] = field(default_factory=dict)
     fallbacks: set[str] = field(default_factory=set)
     problems: list[str] = field(default_factory=list)  # plan fields read another way (recorded)
+    common: list[list[Origin]] = field(default_factory=list)  # common expressions of enclosing ``With``s
+    grouping_ids: dict[int, tuple[Node, ...]] = field(default_factory=dict)  # grouping-set id -> its columns
 
     def problem(self, message: str) -> None:
         """A plan field that matters was unusable: log it once per message, record it per query."""
