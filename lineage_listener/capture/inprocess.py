@@ -7,6 +7,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from lineage_listener.capture import run_end
 from lineage_listener.capture.listener import PlanListener
 from lineage_listener.capture.pipeline import Capture
 
@@ -117,6 +118,8 @@ def disable(spark: Any, timeout: float = 30.0) -> None:
         log.debug("unregister failed: %s", exc)
     if not _alive(spark):
         handle.capture.end_run()
+    else:  # the application goes on without capture: its end is written when the process exits
+        run_end.later(handle.capture.store, handle.capture.reader.runs())
     handle.capture.close(timeout)
 
 
