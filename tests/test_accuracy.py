@@ -62,6 +62,37 @@ def test_cte_read_twice_once_inside_union_keeps_its_origin(lineage, people, dept
                                        ("second", "name", "rename")}
 
 
+def test_cte_first_reference_unaliased_in_union_then_read_again(lineage, people, depts):
+    """The first reference of a CTE shares the definition's exprIds; a UNION over it gives its
+    output those ids a new meaning, which must not leak into a later reference of the CTE."""
+    joined = lineage.run("WITH c AS (SELECT name, dept FROM people) "
+                         "SELECT x.name, c2.name AS second FROM (SELECT name, dept FROM c "
+                         "UNION ALL SELECT title, dept FROM depts) x JOIN c c2 ON x.dept = c2.dept")
+    assert joined.simple("direct") == {("name", "name", "identity"), ("name", "title", "rename"),
+                                       ("second", "name", "rename")}
+    assert {(e.source_dataset, e.source_column) for e in joined.edges if e.target_column == "second"} == {
+        (people, "name")}
+    scalar = lineage.run("WITH c AS (SELECT name FROM people) "
+                         "SELECT name, (SELECT max(name) FROM c) AS m FROM (SELECT name FROM c "
+                         "UNION ALL SELECT title FROM depts)")
+    assert scalar.simple("direct") == {("name", "name", "identity"), ("name", "title", "rename"),
+                                       ("m", "name", "aggregate")}
+    nested = lineage.run("WITH c AS (SELECT name, dept FROM people), "
+                         "d AS (SELECT name, dept FROM c UNION ALL SELECT title, dept FROM depts) "
+                         "SELECT d.name, c.name AS cn FROM d JOIN c ON d.dept = c.dept")
+    assert nested.simple("direct") == {("name", "name", "identity"), ("name", "title", "rename"),
+                                       ("cn", "name", "rename")}
+
+
+def test_dataframe_self_union_then_join(lineage, spark, people, depts):
+    names = spark.table("people").select("name", "dept")
+    both = names.union(spark.table("depts").select("title", "dept"))
+    df = both.join(names.withColumnRenamed("name", "again"), "dept")
+    got = lineage.run(df.collect)
+    assert got.simple("direct") == {("dept", "dept", "identity"), ("name", "name", "identity"),
+                                    ("name", "title", "rename"), ("again", "name", "rename")}
+
+
 def test_create_view_with_column_list_names_view_columns(lineage, spark, people):
     spark.sql("CREATE TABLE IF NOT EXISTS t_view_src USING parquet AS SELECT id, name FROM people")
     got = lineage.run(lambda: spark.sql("CREATE OR REPLACE VIEW v_cols (x, y) AS SELECT id, name FROM t_view_src"))

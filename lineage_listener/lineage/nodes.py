@@ -250,18 +250,19 @@ def with_cte(node: Node, walk: Walk) -> list[Attribute]:
 
 @handler("CTERelationDef")
 def cte_def(node: Node, walk: Walk) -> list[Attribute]:
+    """A CTE's outputs and their origins as defined here: the first reference shares the
+    definition's exprIds, so a node above it (a UNION) may redefine them for its own parents."""
     out = children(node, walk)
-    walk.ctes[node.get("id")] = out
+    walk.ctes[node.get("id")] = [(a, walk.env.get(a.expr_id)) for a in out]
     return out
 
 
 @handler("CTERelationRef")
 def cte_ref(node: Node, walk: Walk) -> list[Attribute]:
     outs = attributes(node.trees("output"))
-    defined = walk.ctes.get(node.get("cteId"), [])
-    for a, d in zip(outs, defined):
-        if d.expr_id in walk.env:
-            walk.define(a.expr_id, walk.env[d.expr_id])
+    for a, (_, origin) in zip(outs, walk.ctes.get(node.get("cteId"), [])):
+        if origin is not None:
+            walk.define(a.expr_id, origin)
     return outs
 
 

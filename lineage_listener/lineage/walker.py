@@ -36,7 +36,7 @@ class Walk:
     influences: list[Influence] = field(default_factory=list)
     datasets: dict[str, Dataset] = field(default_factory=dict)
     columns: dict[tuple[str, str], Attribute] = field(default_factory=dict)
-    ctes: dict[Any, list[Attribute]] = field(default_factory=dict)
+    ctes: dict[Any, list[tuple[Attribute, Origin | None]]] = field(default_factory=dict)  # as defined
     fallbacks: set[str] = field(default_factory=set)
     problems: list[str] = field(default_factory=list)  # plan fields read another way (recorded)
     common: list[list[Origin]] = field(default_factory=list)  # common expressions of enclosing ``With``s
