@@ -9,23 +9,13 @@ children (``derived``), and logged once.
 """
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
-
 import sqlglot.expressions as exp
 
 from lineage_listener.lineage import sqltext
-from lineage_listener.lineage.model import Column, Flow, Influence, Origin, Transform, stronger
+from lineage_listener.lineage.model import (Column, Flow, Influence, Origin, Transform, as_influences, combine,
+                                            origin)
+from lineage_listener.lineage.walker import DEFAULT, Walk, rule
 from lineage_listener.plan.tree import Node
-
-if TYPE_CHECKING:  # pragma: no cover
-    from lineage_listener.lineage.walker import Walk
-
-log = logging.getLogger(__name__)
-
-Rule = Callable[[Node, "Walk"], Origin]
-RULES: dict[str, Rule] = {}
 
 #: Functions whose output hides the input value: a path through them is ``masking``.
 MASKING = {"Md5", "Sha1", "Sha2", "Crc32", "Murmur3Hash", "XxHash64", "Mask", "HiveHash",
@@ -35,61 +25,15 @@ MASKING = {"Md5", "Sha1", "Sha2", "Crc32", "Murmur3Hash", "XxHash64", "Mask", "H
 RANKING = {"Rank", "DenseRank", "PercentRank", "CumeDist", "RowNumber", "NTile"}
 #: Offset window functions copy one value from another row: ``derived``, not ``aggregate``.
 OFFSET = {"Lag", "Lead", "NthValue"}
-MAX_SQL_SIZE = 400  # above this many nodes an intermediate expression is shown by its alias
-_logged: set[str] = set()
-BUILTIN = "org.apache.spark.sql.catalyst.expressions."
 
 
-def rule(*names: str) -> Callable[[Rule], Rule]:
-    def register(fn: Rule) -> Rule:
-        for n in names:
-            RULES[n] = fn
-        return fn
-    return register
+def evaluate(node: Node, walk: Walk) -> Origin:
+    """The :class:`Origin` of an expression's value (the walk dispatches on its class)."""
+    return walk.expression(node)
 
 
-def evaluate(node: Node, walk: "Walk") -> Origin:
-    """The :class:`Origin` of an expression's value."""
-    fn = RULES.get(node.name)
-    if fn is None:
-        if node.name not in _logged:
-            _logged.add(node.name)
-            # Built-in catalyst functions are row-by-row by construction; others are worth a note.
-            level = logging.DEBUG if node.cls.startswith(BUILTIN) else logging.INFO
-            log.log(level, "no specific rule for expression %s: treating it as derived from its inputs", node.name)
-        fn = derived_function
-    return fn(node, walk)
-
-
-# -- combinators -------------------------------------------------------------------
-
-
-def combine(parts: Iterable[Origin], transform: Transform, sql: exp.Expression | None,
-            masking: bool = False) -> Origin:
-    """Flows of ``parts`` raised to at least ``transform``; influences kept."""
-    flows: set[Flow] = set()
-    influences: set[Influence] = set()
-    for p in parts:
-        influences |= p.influences
-        for f in p.flows:
-            flows.add(Flow(f.source, stronger(f.transform, transform), f.masking or masking))
-    return _origin(flows, influences, sql)
-
-
-def as_influences(origin: Origin, transform: Transform, expression: str | None = None) -> set[Influence]:
-    """Every column ``origin`` reads, as influences of type ``transform``."""
-    text = expression if expression is not None else (origin.text() or "")
-    out = {Influence(f.source, transform, text) for f in origin.flows}
-    out |= {Influence(i.source, transform, text) for i in origin.influences}
-    return out
-
-
-def _origin(flows: Iterable[Flow], influences: Iterable[Influence], sql: exp.Expression | None) -> Origin:
-    return Origin(frozenset(flows), frozenset(influences), sql, sqltext.size(sql) if sql is not None else 1)
-
-
-def children_of(node: Node, walk: "Walk") -> list[Origin]:
-    return [evaluate(c, walk) for c in node.children]
+def children_of(node: Node, walk: Walk) -> list[Origin]:
+    return [walk.expression(c) for c in node.children]
 
 
 def sql_of(o: Origin) -> exp.Expression:
@@ -100,7 +44,7 @@ def sql_of(o: Origin) -> exp.Expression:
 
 
 @rule("AttributeReference", "PrettyAttribute", "OuterReference", "OuterScopeReference")
-def attribute(node: Node, walk: "Walk") -> Origin:
+def attribute(node: Node, walk: Walk) -> Origin:
     inner = node.children or node.trees("e")  # OuterReference holds its attribute in field ``e``
     if node.name.startswith("Outer") and inner:
         return evaluate(inner[0], walk)
@@ -111,12 +55,12 @@ def attribute(node: Node, walk: "Walk") -> Origin:
 
 @rule("Alias", "SortOrder", "KnownNotNull", "KnownFloatingPointNormalized", "PromotePrecision",
       "CheckOverflow", "NormalizeNaNAndZero", "Unevaluable", "AssertNotNull", "UpCast")
-def passthrough(node: Node, walk: "Walk") -> Origin:
+def passthrough(node: Node, walk: Walk) -> Origin:
     return evaluate(node.children[0], walk) if node.children else Origin()
 
 
 @rule("Literal")
-def literal(node: Node, walk: "Walk") -> Origin:
+def literal(node: Node, walk: Walk) -> Origin:
     dt = node.get("dataType")
     if isinstance(dt, str) and dt.startswith("interval") and node.get("value") is not None:
         return Origin(sql=sqltext.interval(node.get("value"), dt))  # micros or months as INTERVAL '14' DAY
@@ -124,7 +68,7 @@ def literal(node: Node, walk: "Walk") -> Origin:
 
 
 @rule("Cast", "AnsiCast", "TryCast")
-def cast(node: Node, walk: "Walk") -> Origin:
+def cast(node: Node, walk: Walk) -> Origin:
     column = grouping_column(node, walk)
     if column is not None:
         return grouping_call("grouping", [column], walk)
@@ -135,7 +79,8 @@ def cast(node: Node, walk: "Walk") -> Origin:
     return combine([child], Transform.DERIVED, sqltext.cast(sql_of(child), dt if isinstance(dt, str) else None))
 
 
-def derived_function(node: Node, walk: "Walk") -> Origin:
+@rule(DEFAULT)
+def derived_function(node: Node, walk: Walk) -> Origin:
     """Default: a row-by-row function of all children (operators, functions, UDFs)."""
     parts = children_of(node, walk)
     sql = None
@@ -149,27 +94,27 @@ def derived_function(node: Node, walk: "Walk") -> Origin:
 
 
 @rule("Not")
-def not_(node: Node, walk: "Walk") -> Origin:
+def not_(node: Node, walk: Walk) -> Origin:
     child = evaluate(node.children[0], walk)
     return combine([child], Transform.DERIVED, exp.Not(this=sql_of(child)))
 
 
 @rule("IsNull", "IsNotNull")
-def is_null(node: Node, walk: "Walk") -> Origin:
+def is_null(node: Node, walk: Walk) -> Origin:
     child = evaluate(node.children[0], walk)
     sql = exp.Is(this=sql_of(child), expression=exp.null())
     return combine([child], Transform.DERIVED, exp.Not(this=sql) if node.name == "IsNotNull" else sql)
 
 
 @rule("In", "InSet")
-def in_list(node: Node, walk: "Walk") -> Origin:
+def in_list(node: Node, walk: Walk) -> Origin:
     parts = children_of(node, walk)
     sql = exp.In(this=sql_of(parts[0]), expressions=[sql_of(p) for p in parts[1:]]) if parts else None
     return combine(parts, Transform.DERIVED, sql)
 
 
 @rule("AggregateExpression")
-def aggregate(node: Node, walk: "Walk") -> Origin:
+def aggregate(node: Node, walk: Walk) -> Origin:
     fn = node.children[0]
     parts = children_of(fn, walk)
     name = sqltext.function_name(fn.name)
@@ -188,7 +133,7 @@ def aggregate(node: Node, walk: "Walk") -> Origin:
 
 
 @rule("WindowExpression")
-def window(node: Node, walk: "Walk") -> Origin:
+def window(node: Node, walk: Walk) -> Origin:
     fn, spec = node.children[0], node.children[1]
     if fn.name in RANKING:  # their children are the window's own ORDER BY keys: no value flows
         value = Origin(sql=sqltext.call(sqltext.function_name(fn.name), []))
@@ -208,11 +153,11 @@ def window(node: Node, walk: "Walk") -> Origin:
     influences = set(value.influences)
     for k in keys:
         influences |= as_influences(k, Transform.WINDOW, text)
-    return _origin(value.flows, influences, spec_sql)
+    return origin(value.flows, influences, spec_sql)
 
 
 @rule("CaseWhen")
-def case_when(node: Node, walk: "Walk") -> Origin:
+def case_when(node: Node, walk: Walk) -> Origin:
     parts = children_of(node, walk)
     pairs = [(parts[i], parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
     default = parts[-1] if len(parts) % 2 else None
@@ -234,17 +179,17 @@ def choice(values: list[Origin], conditions: list[Origin], sql: exp.Expression,
     influences = set(out.influences)
     for cond in conditions:
         influences |= as_influences(cond, Transform.CONDITIONAL, text)
-    return _origin(out.flows, influences, sql)
+    return origin(out.flows, influences, sql)
 
 
 @rule("If")
-def if_(node: Node, walk: "Walk") -> Origin:
+def if_(node: Node, walk: Walk) -> Origin:
     cond, yes, no = children_of(node, walk)
     return choice([yes, no], [cond], sqltext.call("if", [sql_of(cond), sql_of(yes), sql_of(no)]))
 
 
 @rule("Nvl2")
-def nvl2(node: Node, walk: "Walk") -> Origin:
+def nvl2(node: Node, walk: Walk) -> Origin:
     """``nvl2(a, b, c)``: ``a`` decides the branch, ``b`` and ``c`` are the values."""
     args = [evaluate(t, walk) for key in ("expr1", "expr2", "expr3") for t in node.trees(key)]
     if len(args) != 3:  # only the replacement ``if(a IS NOT NULL, b, c)`` was written
@@ -254,7 +199,7 @@ def nvl2(node: Node, walk: "Walk") -> Origin:
 
 
 @rule("Coalesce", "Nvl", "IfNull", "NullIf")
-def null_choice(node: Node, walk: "Walk") -> Origin:
+def null_choice(node: Node, walk: Walk) -> Origin:
     """COALESCE/NVL/NULLIF: values are derived; every argument decides which one wins."""
     if node.name in ("NullIf", "Nvl", "IfNull") and node.trees("left"):
         args = [evaluate(t, walk) for key in ("left", "right") for t in node.trees(key)]
@@ -267,22 +212,22 @@ def null_choice(node: Node, walk: "Walk") -> Origin:
     influences = set(out.influences)
     for a in args:
         influences |= as_influences(a, Transform.CONDITIONAL, sqltext.render(sql))
-    return _origin(out.flows, influences, sql)
+    return origin(out.flows, influences, sql)
 
 
 @rule("GetStructField")
-def struct_field(node: Node, walk: "Walk") -> Origin:
+def struct_field(node: Node, walk: Walk) -> Origin:
     """``address.city``: a copy of a struct column's field is a copy of ``address.city``."""
     child = evaluate(node.children[0], walk)
     name = node.get("name") or str(node.get("ordinal"))
     sql = exp.Dot(this=sql_of(child), expression=exp.to_identifier(name))
     flows = {Flow(Column(f.source.dataset, f"{f.source.name}.{name}"), f.transform, f.masking)
              if f.transform in (Transform.COPY,) else f for f in child.flows}
-    return _origin(flows, child.influences, sql)
+    return origin(flows, child.influences, sql)
 
 
 @rule("ScalarSubquery", "LateralSubquery")
-def scalar_subquery(node: Node, walk: "Walk") -> Origin:
+def scalar_subquery(node: Node, walk: Walk) -> Origin:
     """The value of a scalar subquery: its single output column, computed inside it."""
     sub = walk.subquery(node)
     if sub is None:
@@ -291,12 +236,12 @@ def scalar_subquery(node: Node, walk: "Walk") -> Origin:
     value = outputs[0] if outputs else Origin()
     sql = exp.Subquery(this=subquery_select(value))
     out = combine([value], Transform.COPY, sql)
-    return _origin(out.flows, set(out.influences) | {Influence(i.source, Transform.CONDITIONAL, i.expression)
+    return origin(out.flows, set(out.influences) | {Influence(i.source, Transform.CONDITIONAL, i.expression)
                                                      for i in influences}, sql)
 
 
 @rule("ListQuery", "Exists", "InSubquery")
-def predicate_subquery(node: Node, walk: "Walk") -> Origin:
+def predicate_subquery(node: Node, walk: Walk) -> Origin:
     """IN / EXISTS subqueries: every column they read decides which rows pass."""
     parts: list[Origin] = [evaluate(c, walk) for c in node.children]
     for t in node.trees("values"):
@@ -338,7 +283,7 @@ def subquery_select(*outputs: Origin) -> exp.Select:
 
 
 @rule("Between")
-def between(node: Node, walk: "Walk") -> Origin:
+def between(node: Node, walk: Walk) -> Origin:
     """``x BETWEEN a AND b`` (Spark 4 replaces it by ``With(x >= a AND x <= b)`` over a common ``x``)."""
     parts = [evaluate(t, walk) for key in ("input", "lower", "upper") for t in node.trees(key)]
     if len(parts) != 3:
@@ -348,7 +293,7 @@ def between(node: Node, walk: "Walk") -> Origin:
 
 
 @rule("With")
-def with_(node: Node, walk: "Walk") -> Origin:
+def with_(node: Node, walk: Walk) -> Origin:
     """``With(child, defs)``: ``child`` reads each common expression of ``defs`` by reference."""
     defs = [evaluate(d, walk) for d in node.children[1:]]
     walk.common.append(defs)
@@ -359,7 +304,7 @@ def with_(node: Node, walk: "Walk") -> Origin:
 
 
 @rule("CommonExpressionRef")
-def common_ref(node: Node, walk: "Walk") -> Origin:
+def common_ref(node: Node, walk: Walk) -> Origin:
     """The common expression a ``With`` defines (JSON drops the ids: one def, or the one of its type)."""
     defs = walk.common[-1] if walk.common else []
     if len(defs) == 1:
@@ -368,13 +313,13 @@ def common_ref(node: Node, walk: "Walk") -> Origin:
 
 
 @rule("ExtractANSIIntervalDays", "ExtractANSIIntervalMonths", "CommonExpressionDef")
-def inner_value(node: Node, walk: "Walk") -> Origin:
+def inner_value(node: Node, walk: Walk) -> Origin:
     """Wrappers the analyzer adds around a value the user wrote (``d + INTERVAL '14' DAY``)."""
     return evaluate(node.children[0], walk) if node.children else Origin()
 
 
 @rule("DateAdd", "DateSub")
-def date_add(node: Node, walk: "Walk") -> Origin:
+def date_add(node: Node, walk: Walk) -> Origin:
     """``d + INTERVAL '14' DAY`` is analyzed as ``date_add(d, extract_ansi_interval_days(...))``."""
     days = node.children[1] if len(node.children) == 2 else None
     if days is None or days.name != "ExtractANSIIntervalDays":
@@ -388,16 +333,12 @@ def date_add(node: Node, walk: "Walk") -> Origin:
 
 
 @rule("UnaryMinus")
-def unary_minus(node: Node, walk: "Walk") -> Origin:
+def unary_minus(node: Node, walk: Walk) -> Origin:
     child = evaluate(node.children[0], walk)
     return combine([child], Transform.DERIVED, exp.Neg(this=sqltext.wrap(sql_of(child))))
 
 
-#: Spark's name for the grouping-set bitmask column an ``Expand`` adds.
-GROUPING_ID = "spark_grouping_id"
-
-
-def grouping_column(node: Node, walk: "Walk") -> Node | None:
+def grouping_column(node: Node, walk: Walk) -> Node | None:
     """The column of ``grouping(col)``, which Spark lowers to
     ``CAST((shift_right(spark_grouping_id, n) & 1) AS TINYINT)``; None for any other cast."""
     inner = node.children[0] if node.children else None
@@ -414,7 +355,7 @@ def grouping_column(node: Node, walk: "Walk") -> Node | None:
     return columns[index] if 0 <= index < len(columns) else None
 
 
-def grouping_call(name: str, columns: list[Node], walk: "Walk") -> Origin:
+def grouping_call(name: str, columns: list[Node], walk: Walk) -> Origin:
     """``grouping(col)`` / ``grouping_id(a, b)``: computed from which grouping columns a row rolls up."""
     parts = [evaluate(c, walk) for c in columns]
     return combine(parts, Transform.DERIVED, sqltext.call(name, [sql_of(p) for p in parts]))

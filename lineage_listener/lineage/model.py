@@ -1,11 +1,14 @@
 """The values the walker computes: columns, flows, influences, origins, edges."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
 import sqlglot.expressions as exp
+
+from lineage_listener.lineage import sqltext
 
 
 class Transform(str, Enum):
@@ -33,7 +36,11 @@ STRENGTH = {Transform.COPY: 0, Transform.IDENTITY: 0, Transform.RENAME: 0,
 
 
 def stronger(a: Transform, b: Transform) -> Transform:
-    """The stronger of two direct transforms (``aggregate`` > ``derived`` > copy)."""
+    """The stronger of two direct transforms (``aggregate`` > ``derived`` > copy).
+
+    >>> stronger(Transform.DERIVED, Transform.AGGREGATE), stronger(Transform.COPY, Transform.DERIVED)
+    (<Transform.AGGREGATE: 'aggregate'>, <Transform.DERIVED: 'derived'>)
+    """
     return a if STRENGTH[a] >= STRENGTH[b] else b
 
 
@@ -99,3 +106,42 @@ class Attribute:
     name: str
     data_type: Any = None
     nullable: bool = True
+
+
+# -- combinators over origins (used by plan handlers and expression rules) ---------------
+
+
+def origin(flows: Iterable[Flow], influences: Iterable[Influence], sql: exp.Expression | None) -> Origin:
+    """An :class:`Origin`, its SQL size counted."""
+    return Origin(frozenset(flows), frozenset(influences), sql, sqltext.size(sql) if sql is not None else 1)
+
+
+def combine(parts: Iterable[Origin], transform: Transform, sql: exp.Expression | None,
+            masking: bool = False) -> Origin:
+    """Flows of ``parts`` raised to at least ``transform``; influences kept.
+
+    >>> a = Origin(frozenset({Flow(Column("t", "a"), Transform.COPY)}))
+    >>> b = Origin(frozenset({Flow(Column("t", "b"), Transform.AGGREGATE)}))
+    >>> sorted((f.source.name, f.transform.value) for f in combine([a, b], Transform.DERIVED, None).flows)
+    [('a', 'derived'), ('b', 'aggregate')]
+    """
+    flows: set[Flow] = set()
+    influences: set[Influence] = set()
+    for p in parts:
+        influences |= p.influences
+        for f in p.flows:
+            flows.add(Flow(f.source, stronger(f.transform, transform), f.masking or masking))
+    return origin(flows, influences, sql)
+
+
+def as_influences(value: Origin, transform: Transform, expression: str | None = None) -> set[Influence]:
+    """Every column ``value`` reads, as influences of type ``transform``.
+
+    >>> cond = Origin(frozenset({Flow(Column("t", "b"), Transform.COPY)}), sql=sqltext.column("b"))
+    >>> as_influences(cond, Transform.FILTER)
+    {Influence(source=Column(dataset='t', name='b'), transform=<Transform.FILTER: 'filter'>, expression='b')}
+    """
+    text = expression if expression is not None else (value.text() or "")
+    out = {Influence(f.source, transform, text) for f in value.flows}
+    out |= {Influence(i.source, transform, text) for i in value.influences}
+    return out

@@ -10,42 +10,16 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
 from typing import Any
 
 from lineage_listener.lineage import sqltext
-from lineage_listener.lineage.datasets import datasets_of, table_name
-from lineage_listener.lineage.expressions import GROUPING_ID, as_influences, combine
-from lineage_listener.lineage.model import Column, Flow, Origin, Transform
-from lineage_listener.lineage.walker import Attribute, Walk, attributes
-from lineage_listener.plan.classes import LEAVES
+from lineage_listener.lineage.datasets import datasets_of
+from lineage_listener.lineage.model import Attribute, Column, Flow, Origin, Transform, as_influences, combine
+from lineage_listener.lineage.walker import DEFAULT, HANDLERS, Walk, attributes, handler
+from lineage_listener.plan.classes import GROUPING_ID, LEAVES
 from lineage_listener.plan.tree import Node
 
 log = logging.getLogger(__name__)
-
-Handler = Callable[[Node, Walk], list[Attribute]]
-HANDLERS: dict[str, Handler] = {}
-_warned: set[str] = set()
-
-
-def handler(*names: str) -> Callable[[Handler], Handler]:
-    def register(fn: Handler) -> Handler:
-        for n in names:
-            HANDLERS[n] = fn
-        return fn
-    return register
-
-
-def handler_for(node: Node, walk: Walk) -> Handler:
-    fn = HANDLERS.get(node.name)
-    if fn is None:
-        walk.fallbacks.add(node.name)
-        if node.name not in _warned:
-            _warned.add(node.name)
-            log.warning("unknown plan node %s: every output is treated as derived from every input it "
-                        "references", node.name)
-        return fallback
-    return fn
 
 
 def children(node: Node, walk: Walk) -> list[Attribute]:
@@ -376,6 +350,7 @@ def opaque(node: Node, walk: Walk) -> list[Attribute]:
 # -- fallback --------------------------------------------------------------------------
 
 
+@handler(DEFAULT)
 def fallback(node: Node, walk: Walk) -> list[Attribute]:
     """Unknown node: new outputs derive from what the node references, else from all inputs."""
     inputs = children(node, walk)
@@ -405,4 +380,4 @@ def fallback(node: Node, walk: Walk) -> list[Attribute]:
     return outs
 
 
-__all__ = ["HANDLERS", "handler", "handler_for", "table_name"]
+__all__ = ["HANDLERS", "handler"]

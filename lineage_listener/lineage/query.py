@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lineage_listener.lineage import expressions, nodes
 from lineage_listener.lineage.datasets import Dataset, datasets_of
 from lineage_listener.lineage.edges import edges as edges_of
-from lineage_listener.lineage.model import Edge
-from lineage_listener.lineage.nodes import flatten
-from lineage_listener.lineage.walker import Attribute, walk
+from lineage_listener.lineage.model import Attribute, Edge
+from lineage_listener.lineage.walker import RULES, Walk
 from lineage_listener.plan.classes import WRITE_COMMANDS
 from lineage_listener.plan.tree import Node
 
@@ -71,6 +71,14 @@ def is_write(root: Node) -> bool:
     return root.name in WRITE_COMMANDS
 
 
+def walk(plan: Node, leaves: Mapping[int, Mapping[str, Any]] | None = None,
+         scope: str | None = None) -> tuple[Walk, list[Attribute]]:
+    """Walk ``plan`` with every handler and rule; return the finished walk and the plan's outputs."""
+    assert expressions.derived_function is RULES[expressions.DEFAULT], "expression rules not registered"
+    w = Walk(leaves=leaves or {}, scope=scope)
+    return w, w.plan(plan)
+
+
 def lineage(root: Node, leaves: Mapping[int, Mapping[str, Any]] | None = None,
             target: Mapping[str, Any] | None = None, scope: str | None = None) -> QueryLineage:
     """Lineage of one action. ``target`` is the write target's relation fact (None: driver)."""
@@ -90,7 +98,7 @@ def lineage(root: Node, leaves: Mapping[int, Mapping[str, Any]] | None = None,
         schema = _schema(target.get("schema"))
         for name, a in zip(final, outputs):
             written_type, written_nullable = schema.get(name, (a.data_type, a.nullable))
-            for col, dtype, nullable in flatten(name, written_type, written_nullable):
+            for col, dtype, nullable in nodes.flatten(name, written_type, written_nullable):
                 columns[(target_ds.name, col)] = Attribute(a.expr_id, col, dtype, nullable)
     return QueryLineage(target_ds, edges_of(w, outputs, names), datasets, columns, frozenset(w.fallbacks),
                         tuple(w.problems))

@@ -1,25 +1,72 @@
-"""Walk an analyzed logical plan bottom-up and compute each output column's origin.
+"""The walk: its state and the dispatch tables that plan handlers and expression rules fill.
+
+This module owns one walk's state (:class:`Walk`: attribute origins by exprId, row
+influences, datasets seen) and the two tables keyed by Spark class name:
+:data:`HANDLERS` for plan nodes (:mod:`~lineage_listener.lineage.nodes`) and
+:data:`RULES` for expressions (:mod:`~lineage_listener.lineage.expressions`). Those
+modules import this one and register themselves with :func:`handler` / :func:`rule`;
+this module imports neither (:func:`lineage_listener.lineage.query.lineage` loads both).
 
 >>> from lineage_listener.plan.tree import parse
->>> w, outputs = walk(parse(plan_json), leaves)   # doctest: +SKIP
->>> w.env[outputs[0].expr_id].flows               # doctest: +SKIP
-frozenset({Flow(source=Column(dataset='file:/data/users', name='name'), transform=<Transform.DERIVED: 'derived'>)})
+>>> @rule("Example")
+... def example(node, walk):
+...     return Origin(sql=sqltext.column("x"))
+>>> Walk().expression(parse('[{"class": "a.Example", "num-children": 0}]')).text()
+'x'
+>>> _ = RULES.pop("Example")
 """
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from lineage_listener.lineage import sqltext
 from lineage_listener.lineage.datasets import Dataset
-from lineage_listener.lineage.expressions import MAX_SQL_SIZE, evaluate
 from lineage_listener.lineage.model import Attribute, Influence, Origin
 from lineage_listener.plan.tree import Node
 
 log = logging.getLogger(__name__)
-_logged_problems: set[str] = set()
+
+Handler = Callable[[Node, "Walk"], list[Attribute]]
+Rule = Callable[[Node, "Walk"], Origin]
+
+#: Plan node handlers by short class name; ``DEFAULT`` handles classes without one.
+HANDLERS: dict[str, Handler] = {}
+#: Expression rules by short class name; ``DEFAULT`` handles classes without one.
+RULES: dict[str, Rule] = {}
+DEFAULT = "*"
+
+#: Above this many nodes an intermediate expression is shown by its alias.
+MAX_SQL_SIZE = 400
+BUILTIN = "org.apache.spark.sql.catalyst.expressions."
+
+_logged: set[str] = set()
+
+
+def handler(*names: str) -> Callable[[Handler], Handler]:
+    """Register a plan node handler for Spark classes ``names``."""
+    def register(fn: Handler) -> Handler:
+        for n in names:
+            HANDLERS[n] = fn
+        return fn
+    return register
+
+
+def rule(*names: str) -> Callable[[Rule], Rule]:
+    """Register an expression rule for Spark classes ``names``."""
+    def register(fn: Rule) -> Rule:
+        for n in names:
+            RULES[n] = fn
+        return fn
+    return register
+
+
+def _once(key: str, level: int, message: str, *args: Any) -> None:
+    if key not in _logged:
+        _logged.add(key)
+        log.log(level, message, *args)
 
 
 @dataclass
@@ -46,11 +93,19 @@ class Walk:
         """A plan field that matters was unusable: log it once per message, record it per query."""
         if message not in self.problems:
             self.problems.append(message)
-            if message not in _logged_problems:
-                _logged_problems.add(message)
-                log.warning("lineage-listener: %s", message)
+            _once(message, logging.WARNING, "lineage-listener: %s", message)
 
     # -- expressions ---------------------------------------------------------------
+    def expression(self, node: Node) -> Origin:
+        """The :class:`Origin` of an expression's value, by the rule for its class."""
+        fn = RULES.get(node.name)
+        if fn is None:
+            # Built-in catalyst functions are row-by-row by construction; others are worth a note.
+            _once(node.name, logging.DEBUG if node.cls.startswith(BUILTIN) else logging.INFO,
+                  "no specific rule for expression %s: treating it as derived from its inputs", node.name)
+            fn = RULES[DEFAULT]
+        return fn(node, self)
+
     def lookup(self, attr: Node) -> Origin:
         """The origin of an attribute reference; an unknown one is an opaque column."""
         origin = self.env.get(attr.expr_id) if attr.expr_id is not None else None
@@ -61,9 +116,6 @@ class Walk:
             return Origin(origin.flows, origin.influences, sqltext.column(name), 1)
         return origin
 
-    def expression(self, node: Node) -> Origin:
-        return evaluate(node, self)
-
     def define(self, expr_id: int | None, origin: Origin) -> None:
         if expr_id is not None:
             self.env[expr_id] = origin
@@ -71,9 +123,13 @@ class Walk:
     # -- plans ---------------------------------------------------------------------
     def plan(self, node: Node) -> list[Attribute]:
         """Walk ``node`` and return its output attributes (origins are in ``env``)."""
-        from lineage_listener.lineage.nodes import handler_for
-
-        return handler_for(node, self)(node, self)
+        fn = HANDLERS.get(node.name)
+        if fn is None:
+            self.fallbacks.add(node.name)
+            _once("plan:" + node.name, logging.WARNING, "unknown plan node %s: every output is treated as "
+                  "derived from every input it references", node.name)
+            fn = HANDLERS[DEFAULT]
+        return fn(node, self)
 
     def subquery(self, node: Node) -> tuple[list[Origin], list[Influence]] | None:
         """Walk the plan inside a subquery expression: its outputs' origins and row influences."""
@@ -99,12 +155,4 @@ def attributes(nodes: tuple[Node, ...] | Any) -> list[Attribute]:
     return out
 
 
-def walk(plan: Node, leaves: Mapping[int, Mapping[str, Any]] | None = None,
-         scope: str | None = None) -> tuple[Walk, list[Attribute]]:
-    """Walk ``plan``; return the finished :class:`Walk` and the plan's output attributes."""
-    w = Walk(leaves=leaves or {}, scope=scope)
-    outputs = w.plan(plan)
-    return w, outputs
-
-
-__all__ = ["Attribute", "Walk", "walk", "attributes"]
+__all__ = ["Attribute", "Walk", "HANDLERS", "RULES", "DEFAULT", "handler", "rule", "attributes"]

@@ -27,3 +27,6 @@ WRAPPER_COMMANDS = frozenset({
     "OptimizedCreateHiveTableAsSelectCommand", "SaveAsV1TableCommand", "CreateTableAsSelect",
     "ReplaceTableAsSelect",
 })
+
+#: The grouping-set bitmask column an ``Expand`` adds for GROUPING SETS / ROLLUP / CUBE.
+GROUPING_ID = "spark_grouping_id"

@@ -1,0 +1,53 @@
+"""The package has no import circles: each module's imports (lazy ones included) form a DAG."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import networkx as nx
+
+PACKAGE = Path(__file__).resolve().parents[1] / "lineage_listener"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path, modules: set[str]) -> set[str]:
+    """Package modules ``path`` imports anywhere, except under ``if TYPE_CHECKING:``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+            for n in ast.walk(node)}
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found |= {f"{node.module}.{a.name}" for a in node.names} | {node.module}
+    return {m for m in found if m in modules}
+
+
+def import_graph() -> nx.DiGraph:
+    files = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph = nx.DiGraph()
+    for name, path in files.items():
+        graph.add_node(name)
+        for target in imports(path, set(files)):
+            if target != name and not name.startswith(target + "."):  # a module's own package
+                graph.add_edge(name, target)
+    return graph
+
+
+def test_no_import_circles():
+    graph = import_graph()
+    assert graph.has_edge("lineage_listener.lineage.nodes", "lineage_listener.lineage.walker")
+    assert list(nx.simple_cycles(graph)) == []
+
+
+def test_walker_imports_no_handlers_or_rules():
+    graph = import_graph()
+    walker = set(graph.successors("lineage_listener.lineage.walker"))
+    assert not walker & {"lineage_listener.lineage.nodes", "lineage_listener.lineage.expressions"}
