@@ -3,12 +3,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lineage_listener.lineage.model import Edge, Origin, Transform
-from lineage_listener.lineage.walker import Attribute, Walk
+from lineage_listener.lineage.model import Attribute, Edge, Origin, Transform
+from lineage_listener.lineage.walker import Walk
 
 
 def copy_kind(target: str, source: str) -> Transform:
-    """A copied value keeps its name (identity) or gets a new one (rename)."""
+    """A copied value keeps its name (identity) or gets a new one (rename).
+
+    >>> copy_kind("ID", "id").value, copy_kind("city", "address.city").value, copy_kind("b", "a").value
+    ('identity', 'identity', 'rename')
+    """
     same = target.lower() in (source.lower(), source.rsplit(".", 1)[-1].lower())
     return Transform.IDENTITY if same else Transform.RENAME
 
@@ -41,7 +45,9 @@ def edges(walk: Walk, outputs: Sequence[Attribute], names: Sequence[str] | None 
     for name, attr in zip(names, outputs):
         origin = walk.env.get(attr.expr_id)
         if origin is not None:
-            for e in sorted(column_edges(name, origin), key=lambda e: (e.kind, e.source, e.transform)):
+            # Ties on (source, transform) keep the first expression in text order: the same on every run.
+            for e in sorted(column_edges(name, origin), key=lambda e: (e.kind, e.source, e.transform,
+                                                                       e.expression or "")):
                 add(e)
     for i in walk.influences:
         add(Edge(None, i.source, i.transform, "indirect", i.expression, False))

@@ -34,14 +34,22 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
 def function_name(cls_name: str) -> str:
-    """Spark SQL function name for an expression class: ``ConcatWs`` -> ``concat_ws``."""
+    """Spark SQL function name for an expression class.
+
+    >>> function_name("ConcatWs"), function_name("Murmur3Hash"), function_name("MakeDTInterval")
+    ('concat_ws', 'hash', 'make_dt_interval')
+    """
     if cls_name in FUNCTION_NAMES:
         return FUNCTION_NAMES[cls_name]
     return _CAMEL.sub("_", cls_name).lower()
 
 
 def column(name: str) -> exp.Expression:
-    """A column reference; dotted struct paths stay one quoted-if-needed identifier chain."""
+    """A column reference; dotted struct paths stay one quoted-if-needed identifier chain.
+
+    >>> render(column("address.city")), render(column("order count "))
+    ('address.city', '`order count `')
+    """
     parts = name.split(".")
     return exp.column(parts[-1], table=None) if len(parts) == 1 else exp.Dot.build(
         [exp.column(parts[0])] + [exp.to_identifier(p) for p in parts[1:]])
