@@ -40,6 +40,8 @@ class Envelope:
     target: Mapping[str, Any] | None = None
     read_error: str | None = None  # the listener could not read everything it wanted
     duration_ns: int | None = None
+    #: ``plan_json`` decoded once by the reader (it needs the leaves); the walk reuses it.
+    plan_items: Any = field(default=None, compare=False, repr=False)
 
 
 class Reader:
@@ -85,7 +87,7 @@ class Reader:
             sql_text = str(sql_text) if sql_text is not None else None
         except Exception:  # noqa: BLE001
             pass
-        plan_json, leaves, target, read_error = None, {}, None, None
+        plan_json, items, leaves, target, read_error = None, None, {}, None, None
         try:
             with stages.timed("tojson+transfer"):
                 plan_json = str(plan.toJSON())
@@ -103,7 +105,7 @@ class Reader:
         except Exception as exc:  # noqa: BLE001
             read_error = f"{type(exc).__name__}: {str(exc)[:500]}"
         return Envelope(func_name, now, run, qe_id, root, plan_json, sql_text, duration_ms, err_text,
-                        leaves, target, read_error, duration_ns)
+                        leaves, target, read_error, duration_ns, items)
 
 
 def _transfer_time(chars: int) -> float:

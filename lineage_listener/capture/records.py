@@ -95,8 +95,10 @@ class Recorder:
         result: QueryLineage | None = None
         if env.plan_json is not None:
             try:
-                with stages.timed("decode.walker"):
-                    items = json.loads(env.plan_json)
+                items = env.plan_items
+                if items is None:  # an envelope made elsewhere (a replay): decode here
+                    with stages.timed("decode.walker"):
+                        items = json.loads(env.plan_json)
                 with stages.timed("tree"):
                     root = parse(items)
                 with stages.timed("walk"):
