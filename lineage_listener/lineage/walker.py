@@ -45,22 +45,22 @@ BUILTIN = "org.apache.spark.sql.catalyst.expressions."
 _logged: set[str] = set()
 
 
-def handler(*names: str) -> Callable[[Handler], Handler]:
-    """Register a plan node handler for Spark classes ``names``."""
-    def register(fn: Handler) -> Handler:
+def _register(table: dict[str, Any], names: tuple[str, ...]) -> Callable[[Any], Any]:
+    def register(fn: Any) -> Any:
         for n in names:
-            HANDLERS[n] = fn
+            table[n] = fn
         return fn
     return register
+
+
+def handler(*names: str) -> Callable[[Handler], Handler]:
+    """Register a plan node handler for Spark classes ``names``."""
+    return _register(HANDLERS, names)
 
 
 def rule(*names: str) -> Callable[[Rule], Rule]:
     """Register an expression rule for Spark classes ``names``."""
-    def register(fn: Rule) -> Rule:
-        for n in names:
-            RULES[n] = fn
-        return fn
-    return register
+    return _register(RULES, names)
 
 
 def _once(key: str, level: int, message: str, *args: Any) -> None:
