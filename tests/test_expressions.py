@@ -73,9 +73,12 @@ def test_between_interval_grouping_read_as_written(lineage, people):
     assert got.edge(None, "id").expression == "id BETWEEN 1 AND 2"
 
     got = lineage.run("SELECT date_add(current_date(), id) + INTERVAL '14' DAY AS d, "
-                      "current_date() - INTERVAL '3' DAY AS c FROM people")
-    assert got.simple() == {("d", "id", "derived")}
+                      "date_add(current_date(), id) - INTERVAL '3' DAY AS m, current_date() - INTERVAL '3' DAY AS c, "
+                      "name LIKE 'a%' AS l FROM people")
+    assert got.simple() == {("d", "id", "derived"), ("m", "id", "derived"), ("l", "name", "derived")}
     assert got.edge("d", "id").expression == "date_add(current_date(), id) + INTERVAL '14' DAY"
+    assert got.edge("m", "id").expression == "date_add(current_date(), id) - INTERVAL '3' DAY"
+    assert got.edge("l", "name").expression == "name LIKE 'a%'"
 
     got = lineage.run("SELECT dept, name, grouping(dept) AS g, grouping_id(dept, name) AS gid, sum(amount) AS s "
                       "FROM people GROUP BY ROLLUP(dept, name)")

@@ -320,15 +320,18 @@ def inner_value(node: Node, walk: Walk) -> Origin:
 
 @rule("DateAdd", "DateSub")
 def date_add(node: Node, walk: Walk) -> Origin:
-    """``d + INTERVAL '14' DAY`` is analyzed as ``date_add(d, extract_ansi_interval_days(...))``."""
+    """``d + INTERVAL '14' DAY`` is analyzed as ``date_add(d, extract_ansi_interval_days(...))``,
+    ``d - INTERVAL ...`` with a ``-`` around either of them."""
     days = node.children[1] if len(node.children) == 2 else None
-    if days is None or days.name != "ExtractANSIIntervalDays":
+    inner = days.children[0] if days is not None and days.name == "UnaryMinus" and days.children else days
+    if inner is None or inner.name != "ExtractANSIIntervalDays":
         return derived_function(node, walk)
     start, amount = children_of(node, walk)
-    op = exp.Sub if node.name == "DateSub" else exp.Add
     value = sql_of(amount)
-    if isinstance(value, exp.Neg):  # d - INTERVAL: date_add(d, extract_ansi_interval_days(-INTERVAL))
-        op, value = (exp.Add if op is exp.Sub else exp.Sub), value.this
+    subtract = node.name == "DateSub"
+    while isinstance(value, exp.Neg):
+        subtract, value = not subtract, value.this
+    op = exp.Sub if subtract else exp.Add
     return combine([start, amount], Transform.DERIVED, op(this=sql_of(start), expression=value))
 
 

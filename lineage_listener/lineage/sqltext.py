@@ -28,6 +28,7 @@ BINARY = {
     # datetime +/- interval: Spark's analyzed classes for ``ts + INTERVAL '1' HOUR`` and friends
     "TimeAdd": exp.Add, "TimestampAddInterval": exp.Add, "DateAddInterval": exp.Add,
     "DateAddYMInterval": exp.Add, "TimestampAddYMInterval": exp.Add,
+    "Like": exp.Like, "RLike": exp.RegexpLike,
 }
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
