@@ -16,8 +16,10 @@ def test_burst_with_slow_capture_is_bounded_and_complete(spark, tmp_path):
     cap = handle.capture
     slow_read, peak = cap._read, [0]
 
-    def read(event):  # a slowed capture thread: 20 ms per plan
-        time.sleep(0.02)
+    gate = threading.Event()
+
+    def read(event):  # a stalled capture thread: nothing is read until the burst is over
+        gate.wait(120)
         return slow_read(event)
     cap._read = read
 
@@ -34,6 +36,8 @@ def test_burst_with_slow_capture_is_bounded_and_complete(spark, tmp_path):
         for _ in range(n):
             df.collect()
         assert inprocess.wait_for_listener_bus(spark, 120)
+        gate.set()
+        assert inprocess.wait_for_listener_bus(spark, 120)
         assert handle.flush(120)
     finally:
         stop.set()
@@ -46,4 +50,4 @@ def test_burst_with_slow_capture_is_bounded_and_complete(spark, tmp_path):
         reasons = {r[0] for r in con.execute("SELECT error FROM queries WHERE status = 'lineage_error'").fetchall()}
     assert status.get("succeeded", 0) + status.get("lineage_error", 0) == n, status
     assert status.get("lineage_error", 0) > 0, status  # the burst did overflow the bound
-    assert reasons == {"capture queue full (20 actions waiting): lineage not read (spark.lineage.maxQueue)"}
+    assert reasons == {"capture queue full (20 actions waiting): lineage not read (raise enable(max_queue=...))"}

@@ -37,12 +37,14 @@ def test_unwritable_store_spools_and_job_succeeds(spark, people, tmp_path, caplo
 def test_locked_store_edges_arrive_after_release(spark, people, tmp_path):
     store = tmp_path / "locked.duckdb"
     duckdb.connect(str(store)).close()
-    ready = tmp_path / "locked.ready"
+    ready, release = tmp_path / "locked.ready", tmp_path / "locked.release"
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import duckdb, time, pathlib
         con = duckdb.connect({str(store)!r})
         pathlib.Path({str(ready)!r}).write_text("x")
-        time.sleep(4)
+        deadline = time.monotonic() + 120  # held until the test says so (or two minutes)
+        while not pathlib.Path({str(release)!r}).exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
     """)])
     try:
         deadline = time.monotonic() + 30
@@ -51,6 +53,7 @@ def test_locked_store_edges_arrive_after_release(spark, people, tmp_path):
         handle = lineage_listener.enable(spark, store=str(store), lock_timeout=0.5)
         spark.sql("SELECT upper(name) AS u FROM people").collect()
         assert handle.flush(60) is False  # locked by the other process: spooled
+        release.write_text("x")
         assert holder.wait(30) == 0
         assert handle.flush(60) is True  # released: the spool is ingested first
     finally:

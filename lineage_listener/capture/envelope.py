@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -14,7 +15,7 @@ from typing import Any
 
 from py4j.protocol import Py4JError
 
-from lineage_listener.capture import facts, stages
+from lineage_listener.capture import facts, nodelay, stages
 from lineage_listener.plan.classes import WRITE_COMMANDS
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,7 @@ class Reader:
     def __init__(self) -> None:
         self._runs: dict[str, dict[str, Any]] = {}
         self._facts = facts.FactCache()
+        self._nodelay_threads: set[int] = set()
 
     def runs(self) -> dict[str, dict[str, Any]]:
         """Facts of every application seen so far, by app id."""
@@ -88,6 +90,9 @@ class Reader:
         except Exception:  # noqa: BLE001
             pass
         plan_json, items, leaves, target, read_error = None, None, {}, None, None
+        if threading.get_ident() not in self._nodelay_threads:  # before the first big reply
+            self._nodelay_threads.add(threading.get_ident())
+            nodelay.disable_nagle(plan)
         try:
             with stages.timed("tojson+transfer"):
                 plan_json = str(plan.toJSON())

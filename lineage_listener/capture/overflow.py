@@ -13,7 +13,7 @@ from typing import Any
 from lineage_listener.capture.records import iso
 from lineage_listener.store.batch import Batch
 
-REASON = "capture queue full ({limit} actions waiting): lineage not read (spark.lineage.maxQueue)"
+REASON = "capture queue full ({limit} actions waiting): lineage not read (raise enable(max_queue=...))"
 
 
 @dataclass(frozen=True)

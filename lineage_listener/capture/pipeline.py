@@ -27,6 +27,9 @@ from lineage_listener.store.writer import StoreWriter
 
 log = logging.getLogger(__name__)
 
+#: A batch waits at least this many times the last store write's duration after it (see _next_write_at).
+WRITE_SPACING = 4.0
+
 
 @dataclass(frozen=True)
 class _Event:
@@ -63,6 +66,8 @@ class Capture:
         self.writer = StoreWriter(self.store, lock_timeout=lock_timeout)
         self.recorder = Recorder()
         self.batch_interval = batch_interval
+        self._last_write_end = 0.0
+        self._last_write_cost = 0.0
         self.max_batch_rows = max_batch_rows
         self.defer_reads = defer_reads
         self.max_queue = max_queue
@@ -153,7 +158,7 @@ class Capture:
                 continue
             if isinstance(item, overflow.Dropped):
                 if not len(self._pending):
-                    next_write = time.monotonic() + self.batch_interval
+                    next_write = self._next_write_at()
                 self._pending.extend(overflow.rows(item, self.reader.runs()))
             if isinstance(item, _Event):
                 with self._waiting_lock:
@@ -162,7 +167,7 @@ class Capture:
                     item = self._read(item)
             if isinstance(item, Envelope):
                 if not len(self._pending):
-                    next_write = time.monotonic() + self.batch_interval
+                    next_write = self._next_write_at()
                 try:
                     with stages.timed("record"):
                         self._pending.extend(self.recorder.record(item))
@@ -183,16 +188,31 @@ class Capture:
             return None
         return env
 
+    def _next_write_at(self) -> float:
+        """When to write a batch whose first rows just arrived.
+
+        ``batch_interval`` from now, and never sooner than ``WRITE_SPACING`` times the last
+        write's duration after it ended: a store write costs about the same for one query or
+        fifty (open, schema check, commit, checkpoint), so when actions come faster than
+        that, batches grow instead of the store taking the driver's CPU.
+        """
+        return max(time.monotonic() + self.batch_interval,
+                   self._last_write_end + WRITE_SPACING * self._last_write_cost)
+
     def _write(self) -> bool:
         batch, self._pending = self._pending, Batch()
         if not len(batch) and not self.writer.spooled():
             return True
+        start = time.monotonic()
         try:
             with stages.timed("store"):
                 return self.writer.write(batch)
         except Exception:  # noqa: BLE001 - StoreWriter should not raise; belt and braces
             log.exception("lineage-listener: store write failed")
             return False
+        finally:
+            self._last_write_end = time.monotonic()
+            self._last_write_cost = min(self._last_write_end - start, 1.0)
 
 
 def _text(error: Any) -> str | None:

@@ -58,6 +58,17 @@ def _dedupe(table: str, rows: list[tuple]) -> list[tuple]:
     return list(out.values())
 
 
+_TYPES: dict[str, dict[str, str]] = {}
+
+
+def _column_types(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, str]:
+    """SQL types of ``table``'s columns, read once per process (the schema is fixed per version)."""
+    if table not in _TYPES:
+        _TYPES[table] = dict(con.execute("SELECT column_name, data_type FROM information_schema.columns "
+                                         "WHERE table_name = ?", [table]).fetchall())
+    return _TYPES[table]
+
+
 def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> None:
     """Write ``batch`` in one transaction; idempotent: writing it twice adds no edge twice.
 
@@ -78,8 +89,7 @@ def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> None:
             if not rows or table == "retarget":
                 continue
             # Column-wise: one statement per table, each column bound as a list and unnested.
-            types = dict(con.execute("SELECT column_name, data_type FROM information_schema.columns "
-                                     "WHERE table_name = ?", [table]).fetchall())
+            types = _column_types(con, table)
             values = ", ".join(f"CAST(unnest(${i + 1}) AS {types[c]})" for i, c in enumerate(cols))
             sql = f"INSERT INTO {table} ({', '.join(cols)}) SELECT {values}"
             if table in _MERGE:

@@ -1,0 +1,42 @@
+"""The capture thread's py4j connection sends big replies without Nagle's 40 ms stalls."""
+from __future__ import annotations
+
+import threading
+
+from lineage_listener.capture import nodelay
+
+
+def _jvm_sockets(spark):
+    """(port, TCP_NODELAY) of every JVM-side py4j connection socket."""
+    server_field = spark._jvm.java.lang.Class.forName("py4j.GatewayServer").getDeclaredField("connections")
+    server_field.setAccessible(True)
+    server = spark.sparkContext._gateway.java_gateway_server
+    out = {}
+    for conn in list(server_field.get(server)):
+        out[conn.getClass().getName() + str(id(conn))] = nodelay._declared_field(conn, "socket")
+    return {s.getPort(): s.getTcpNoDelay() for s in out.values()}
+
+
+def test_only_the_calling_threads_socket_is_changed(spark):
+    jobj = spark._jsparkSession
+    result: dict[str, object] = {}
+
+    def capture_thread() -> None:
+        jobj.version()  # this thread's own py4j connection now exists
+        result["ports"] = nodelay._local_ports(jobj._gateway_client)
+        result["first"] = nodelay.disable_nagle(jobj)
+        result["second"] = nodelay.disable_nagle(jobj)
+
+    t = threading.Thread(target=capture_thread)
+    t.start()
+    t.join(60)
+    sockets = _jvm_sockets(spark)
+    ours = result["ports"]
+    assert ours and all(sockets[p] for p in ours if p in sockets)
+    assert result["first"] >= 1 and result["second"] == 0  # set once, then nothing left to change
+    main_ports = nodelay._local_ports(jobj._gateway_client)  # this (test) thread's connection
+    assert any(not sockets[p] for p in main_ports - ours if p in sockets)
+
+
+def test_a_foreign_object_changes_nothing_and_does_not_raise():
+    assert nodelay.disable_nagle(object()) == 0
