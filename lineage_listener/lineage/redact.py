@@ -47,7 +47,8 @@ _USERINFO = re.compile(
     _SCHEME + r"(?P<userinfo>[^\s/?#\"'<>]*@|[^\s/?#@:\"'<>]*:(?!\d*[/?#\s\"'<>]|\d*$)[^\s@\"'<>]*?@)")
 #: ``key=value``, ``key -> value``, ``"key": "value"``, ``key 'value'`` (SQL OPTIONS) where the
 #: key holds a trigger word; :func:`is_secret_key` has the last word (``monkey=`` is not a key).
-_TRIGGER = "|".join(_SECRET_PARTS + tuple(_SECRET_WORDS))
+_TRIGGERS = _SECRET_PARTS + tuple(sorted(_SECRET_WORDS))
+_TRIGGER = "|".join(_TRIGGERS)
 _QUOTED = r"\"(?:[^\"\\]|\\.)*\"|'[^']*'"
 _KEY_VALUE = re.compile(
     rf"(?P<key>\b[\w.\-]*(?i:{_TRIGGER})[\w.\-]*)"
@@ -79,7 +80,9 @@ def _value(m: re.Match[str]) -> str:
 
 def _secret_values(text: str) -> str:
     if "=" in text or "->" in text or '"' in text or "'" in text:
-        return _KEY_VALUE.sub(_value, text)
+        low = text.lower()
+        if any(word in low for word in _TRIGGERS):  # cheap test first: most text holds none
+            return _KEY_VALUE.sub(_value, text)
     return text
 
 
