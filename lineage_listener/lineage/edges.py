@@ -3,13 +3,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from lineage_listener.lineage import column_path
 from lineage_listener.lineage.model import Edge, Origin, Transform
 from lineage_listener.lineage.walker import Attribute, Walk
 
 
 def copy_kind(target: str, source: str) -> Transform:
-    """A copied value keeps its name (identity) or gets a new one (rename)."""
-    same = target.lower() in (source.lower(), source.rsplit(".", 1)[-1].lower())
+    """A copied value keeps its name (identity) or gets a new one (rename); names as stored."""
+    same = target.lower() in (source.lower(), column_path.quote(column_path.last(source)).lower())
     return Transform.IDENTITY if same else Transform.RENAME
 
 
@@ -41,7 +42,8 @@ def edges(walk: Walk, outputs: Sequence[Attribute], names: Sequence[str] | None 
     for name, attr in zip(names, outputs):
         origin = walk.env.get(attr.expr_id)
         if origin is not None:
-            for e in sorted(column_edges(name, origin), key=lambda e: (e.kind, e.source, e.transform)):
+            stored = column_path.quote(name)
+            for e in sorted(column_edges(stored, origin), key=lambda e: (e.kind, e.source, e.transform)):
                 add(e)
     for i in walk.influences:
         add(Edge(None, i.source, i.transform, "indirect", i.expression, False))

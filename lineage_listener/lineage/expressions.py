@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import sqlglot.expressions as exp
 
-from lineage_listener.lineage import sqltext
+from lineage_listener.lineage import column_path, sqltext
 from lineage_listener.lineage.model import Column, Flow, Influence, Origin, Transform, stronger
 from lineage_listener.plan.tree import Node
 
@@ -269,7 +269,7 @@ def struct_field(node: Node, walk: "Walk") -> Origin:
     child = evaluate(node.children[0], walk)
     name = node.get("name") or str(node.get("ordinal"))
     sql = exp.Dot(this=sql_of(child), expression=exp.to_identifier(name))
-    flows = {Flow(Column(f.source.dataset, f"{f.source.name}.{name}"), f.transform, f.masking)
+    flows = {Flow(Column(f.source.dataset, column_path.child(f.source.name, name)), f.transform, f.masking)
              if f.transform in (Transform.COPY,) else f for f in child.flows}
     return _origin(flows, child.influences, sql)
 
