@@ -30,6 +30,8 @@ def test_top_level_dotted_name_and_struct_field_are_distinct(lineage, spark, dot
     assert {(e.target_column, e.source_column, e.transform) for e in got.edges} == {
         ("from_top", "`s.x`", "rename"), ("from_field", "s.x", "rename"), ("pq", "s.`p.q`", "rename"),
         ("`t.v`", "a", "derived")}
+    assert {e.target_column: e.expression for e in got.edges} == {
+        "from_top": "`s.x`", "from_field": "s.x", "pq": "s.`p.q`", "`t.v`": "a + 1"}
     with duckdb.connect(str(lineage.store), read_only=True) as con:
         cols = {r[0] for r in con.execute("SELECT column_name FROM dataset_columns WHERE dataset = ?",
                                           [dotted]).fetchall()}
