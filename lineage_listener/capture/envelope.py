@@ -6,7 +6,6 @@ from this plain, immutable record.
 from __future__ import annotations
 
 import json
-import logging
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -17,8 +16,9 @@ from py4j.protocol import Py4JError
 
 from lineage_listener.capture import facts, nodelay, stages
 from lineage_listener.plan.classes import WRITE_COMMANDS
+from lineage_listener.lineage import redact
 
-log = logging.getLogger(__name__)
+log = redact.logger(__name__)
 
 #: Commands whose target is named relative to the session's current database.
 _NEEDS_CURRENT = frozenset({"SaveAsV1TableCommand", "CreateViewCommand", "AlterViewAsCommand"})

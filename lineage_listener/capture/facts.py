@@ -8,7 +8,6 @@ swallows its own errors: a fact that cannot be read is simply absent.
 """
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,8 +16,9 @@ from py4j.protocol import Py4JError
 
 from lineage_listener.lineage.datasets import table_name
 from lineage_listener.plan.classes import SOURCE_LEAVES
+from lineage_listener.lineage import redact
 
-log = logging.getLogger(__name__)
+log = redact.logger(__name__)
 
 
 def _opt(option: Any) -> Any:

@@ -1,7 +1,6 @@
 """``enable(spark)`` / ``disable(spark)``: capture on a live PySpark session via its py4j gateway."""
 from __future__ import annotations
 
-import logging
 import os
 import threading
 from dataclasses import dataclass
@@ -10,8 +9,9 @@ from typing import Any
 from lineage_listener.capture import run_end
 from lineage_listener.capture.listener import PlanListener
 from lineage_listener.capture.pipeline import Capture
+from lineage_listener.lineage import redact
 
-log = logging.getLogger(__name__)
+log = redact.logger(__name__)
 
 STORE_CONF = "spark.lineage.store"
 DEFAULT_STORE = "lineage.duckdb"

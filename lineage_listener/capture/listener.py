@@ -5,13 +5,13 @@ it to the capture thread, and never lets an exception escape into Spark.
 """
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING, Any
+from lineage_listener.lineage import redact
 
 if TYPE_CHECKING:  # pragma: no cover
     from lineage_listener.capture.pipeline import Capture
 
-log = logging.getLogger(__name__)
+log = redact.logger(__name__)
 
 
 class PlanListener:

@@ -8,7 +8,6 @@ True
 from __future__ import annotations
 
 import atexit
-import logging
 import os
 import queue
 import threading
@@ -24,8 +23,9 @@ from lineage_listener.capture.envelope import Envelope, Reader
 from lineage_listener.capture.records import Recorder
 from lineage_listener.store.batch import Batch
 from lineage_listener.store.writer import StoreWriter
+from lineage_listener.lineage import redact
 
-log = logging.getLogger(__name__)
+log = redact.logger(__name__)
 
 #: A batch waits at least this many times the last store write's duration after it (see _next_write_at).
 WRITE_SPACING = 4.0

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import traceback
 import uuid
 from dataclasses import dataclass, replace
@@ -20,8 +19,9 @@ from lineage_listener.lineage.query import QueryLineage, lineage
 from lineage_listener.plan.classes import WRAPPER_COMMANDS
 from lineage_listener.plan.tree import parse
 from lineage_listener.store.batch import Batch
+from lineage_listener.lineage import redact
 
-log = logging.getLogger(__name__)
+log = redact.logger(__name__)
 
 
 def _dtype(data_type: object) -> str | None:

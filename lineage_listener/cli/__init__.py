@@ -2,6 +2,11 @@
 
 Each sub-command lives in its own module exposing ``register(subparsers)``,
 which adds its parser and sets ``func`` (``args -> exit code``).
+
+Every failure is one line on stderr and a non-zero exit, never a traceback
+(``-v`` adds the traceback of an unexpected error): 2 for a bad argument or an
+unknown name, 1 for a store that cannot answer (missing, corrupt, no lineage
+tables yet, another version's schema) or anything unexpected.
 """
 from __future__ import annotations
 
@@ -9,6 +14,10 @@ import argparse
 import importlib
 import logging
 import sys
+import traceback
+from typing import NoReturn
+
+import duckdb
 
 from lineage_listener.store.connection import StoreError
 
@@ -24,8 +33,15 @@ COMMAND_MODULES = (
 )
 
 
+class _Parser(argparse.ArgumentParser):
+    """Bad arguments are one line too (argparse would print the usage first)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="lineage-listener",
         description="Column-level lineage for Apache Spark, captured into DuckDB.",
     )
@@ -47,10 +63,53 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except (CliError, StoreError) as exc:
-        print(f"lineage-listener: {exc}", file=sys.stderr)
-        return 2
+        return _fail(str(exc), 2)
     except KeyboardInterrupt:
         return 130
+    except duckdb.Error as exc:
+        return _fail(_store_problem(exc, getattr(args, "store", None)), 1)
+    except Exception as exc:  # noqa: BLE001 - the one place that turns any failure into one line
+        if args.verbose:
+            traceback.print_exc()
+        return _fail(f"unexpected {type(exc).__name__}: {_first_line(str(exc))} (-v shows the traceback)", 1)
+
+
+def _first_line(text: str) -> str:
+    """The first non-empty line, plus DuckDB's "Did you mean" hint when it gives one."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    hint = next((line for line in lines[1:] if line.startswith("Did you mean")), None)
+    return " ".join(filter(None, [lines[0] if lines else "", hint]))
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"lineage-listener: {_first_line(message)}", file=sys.stderr)
+    return code
+
+
+#: The tables every lineage store has (CONTRACT section 3).
+LINEAGE_TABLES = frozenset({"runs", "queries", "datasets", "dataset_columns", "column_lineage"})
+
+
+def no_lineage_tables(store: str) -> str | None:
+    """The one-line reason when ``store`` is a DuckDB file without any lineage table, else None."""
+    try:
+        with duckdb.connect(store, read_only=True) as con:
+            tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    except duckdb.Error:
+        return None
+    if tables & LINEAGE_TABLES:
+        return None
+    return f"store {store} has no lineage tables yet: capture has not written there (check --store)"
+
+
+def _store_problem(exc: duckdb.Error, store: str | None) -> str:
+    """What a DuckDB error from a lineage command says about the store."""
+    where = f"store {store}" if store else "the store"
+    if isinstance(exc, (duckdb.CatalogException, duckdb.BinderException)) and store:
+        return no_lineage_tables(store) or (
+            f"{where} has tables of another lineage-listener version ({_first_line(str(exc))}); "
+            f"let a capture of this version open it, or check --store")
+    return f"{where}: {type(exc).__name__}: {_first_line(str(exc))}"
 
 
 class CliError(Exception):

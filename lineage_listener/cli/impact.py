@@ -21,6 +21,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     store = open_for_cli(args.store)
     report = guard(impact, store, args.dataset, args.column, since=args.since, until=args.until,
-                   depth=args.depth)
+                   depth=args.depth, include_failed=args.include_failed)
     print(to_json(report) if args.format == "json" else impact_text(report))
     return 0

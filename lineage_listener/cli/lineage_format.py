@@ -23,7 +23,9 @@ def add_common(p: argparse.ArgumentParser) -> None:
     """``--store DATASET COLUMN``: the arguments every lineage command takes."""
     p.add_argument("--store", required=True, help="path of the DuckDB store")
     p.add_argument("dataset", help="canonical dataset name, e.g. spark_catalog.shop.orders, or its path")
-    p.add_argument("column", help="column name (dotted path for nested fields)")
+    p.add_argument("column", help="column name: s.x is field x of struct s, `s.x` a column named s.x")
+    p.add_argument("--include-failed", action="store_true",
+                   help="also follow edges of writes that failed (kept for audit; their target may not exist)")
 
 
 def open_for_cli(path: str) -> LineageStore:
@@ -213,7 +215,7 @@ def register_graph_command(subparsers: argparse._SubParsersAction, direction: st
     def run(args: argparse.Namespace) -> int:
         store = open_for_cli(args.store)
         g = guard(getattr(store, direction), args.dataset, args.column, depth=args.depth, since=args.since,
-                  until=args.until, direct_only=args.direct_only)
+                  until=args.until, direct_only=args.direct_only, include_failed=args.include_failed)
         print(render_graph(g, args.format))
         return 0
 

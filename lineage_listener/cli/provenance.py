@@ -19,6 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     store = open_for_cli(args.store)
-    report = guard(provenance, store, args.dataset, args.column, direct_only=not args.include_indirect)
+    report = guard(provenance, store, args.dataset, args.column, direct_only=not args.include_indirect,
+                   include_failed=args.include_failed)
     print(to_json(report) if args.format == "json" else provenance_text(report))
     return 0

@@ -6,7 +6,7 @@ import json
 
 import duckdb
 
-from lineage_listener.cli import CliError
+from lineage_listener.cli import CliError, no_lineage_tables
 from lineage_listener.cli.render import table
 from lineage_listener.store.connection import open_readonly
 
@@ -27,7 +27,8 @@ def run(args: argparse.Namespace) -> int:
             return 0
         columns, rows = rel.columns, rel.fetchall()
     except duckdb.Error as exc:
-        raise CliError(f"SQL error: {exc}") from None
+        empty = isinstance(exc, duckdb.CatalogException) and no_lineage_tables(args.store)
+        raise CliError(empty or f"SQL error: {exc}") from None
     finally:
         con.close()
     if args.format == "json":

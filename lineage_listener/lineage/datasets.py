@@ -73,7 +73,7 @@ def datasets_of(fact: Mapping[str, Any]) -> list[Dataset]:
     """All datasets a relation fact names: one, or one per root path of a path read."""
     fmt = fact.get("format")
     props = redact_options(fact.get("options") or {})
-    location = fact.get("location")
+    location = redact_url(fact["location"]) if fact.get("location") else None
     if fact.get("table"):
         kind = "view" if fact.get("view") else "table"
         return [Dataset(table_name(fact["table"]), kind, fmt, location, props)]
@@ -81,7 +81,7 @@ def datasets_of(fact: Mapping[str, Any]) -> list[Dataset]:
         j = fact["jdbc"]
         props.pop("url", None)
         return [Dataset(jdbc_name(j["url"], j.get("table") or "?"), "jdbc", "jdbc", None, props)]
-    paths = [p for p in fact.get("paths") or [] if p]
+    paths = [redact_url(p) for p in fact.get("paths") or [] if p]
     if paths:
         return [Dataset(p.rstrip("/") if len(p) > 1 else p, "path", fmt, p, props) for p in paths]
     return [Dataset(local_name(fact.get("node", "relation"), fact.get("columns", []), fact.get("scope"),

@@ -3,17 +3,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from lineage_listener.lineage import column_path
 from lineage_listener.lineage.model import Attribute, Edge, Origin, Transform
 from lineage_listener.lineage.walker import Walk
 
 
 def copy_kind(target: str, source: str) -> Transform:
-    """A copied value keeps its name (identity) or gets a new one (rename).
+    """A copied value keeps its name (identity) or gets a new one (rename); names as stored.
 
     >>> copy_kind("ID", "id").value, copy_kind("city", "address.city").value, copy_kind("b", "a").value
     ('identity', 'identity', 'rename')
     """
-    same = target.lower() in (source.lower(), source.rsplit(".", 1)[-1].lower())
+    same = target.lower() in (source.lower(), column_path.quote(column_path.last(source)).lower())
     return Transform.IDENTITY if same else Transform.RENAME
 
 
@@ -45,9 +46,10 @@ def edges(walk: Walk, outputs: Sequence[Attribute], names: Sequence[str] | None 
     for name, attr in zip(names, outputs):
         origin = walk.env.get(attr.expr_id)
         if origin is not None:
+            stored = column_path.quote(name)
             # Ties on (source, transform) keep the first expression in text order: the same on every run.
-            for e in sorted(column_edges(name, origin), key=lambda e: (e.kind, e.source, e.transform,
-                                                                       e.expression or "")):
+            for e in sorted(column_edges(stored, origin), key=lambda e: (e.kind, e.source, e.transform,
+                                                                         e.expression or "")):
                 add(e)
     for i in walk.influences:
         add(Edge(None, i.source, i.transform, "indirect", i.expression, False))

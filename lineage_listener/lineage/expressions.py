@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sqlglot.expressions as exp
 
-from lineage_listener.lineage import sqltext
+from lineage_listener.lineage import column_path, sqltext
 from lineage_listener.lineage.model import (Column, Flow, Influence, Origin, Transform, as_influences, combine,
                                             origin)
 from lineage_listener.lineage.walker import DEFAULT, Walk, rule
@@ -221,7 +221,7 @@ def struct_field(node: Node, walk: Walk) -> Origin:
     child = evaluate(node.children[0], walk)
     name = node.get("name") or str(node.get("ordinal"))
     sql = exp.Dot(this=sql_of(child), expression=exp.to_identifier(name))
-    flows = {Flow(Column(f.source.dataset, f"{f.source.name}.{name}"), f.transform, f.masking)
+    flows = {Flow(Column(f.source.dataset, column_path.child(f.source.name, name)), f.transform, f.masking)
              if f.transform in (Transform.COPY,) else f for f in child.flows}
     return origin(flows, child.influences, sql)
 

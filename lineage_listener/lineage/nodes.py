@@ -12,7 +12,7 @@ import json
 import logging
 from typing import Any
 
-from lineage_listener.lineage import sqltext
+from lineage_listener.lineage import column_path, sqltext
 from lineage_listener.lineage.datasets import datasets_of
 from lineage_listener.lineage.model import Attribute, Column, Flow, Origin, Transform, as_influences, combine
 from lineage_listener.lineage.walker import DEFAULT, HANDLERS, Walk, attributes, handler
@@ -284,20 +284,20 @@ def define_leaf(walk: Walk, fact: dict[str, Any], outs: list[Attribute]) -> list
     for ds in datasets:
         walk.datasets.setdefault(ds.name, ds)
         for a in outs:
-            for name, dtype, nullable in flatten(a.name, a.data_type, a.nullable):
+            for name, dtype, nullable in flatten(column_path.quote(a.name), a.data_type, a.nullable):
                 walk.columns[(ds.name, name)] = Attribute(a.expr_id, name, dtype, nullable)
     for a in outs:
-        flows = frozenset(Flow(Column(ds.name, a.name), Transform.COPY) for ds in datasets)
+        flows = frozenset(Flow(Column(ds.name, column_path.quote(a.name)), Transform.COPY) for ds in datasets)
         walk.define(a.expr_id, Origin(flows, frozenset(), sqltext.column(a.name), 1))
     return outs
 
 
 def flatten(name: str, data_type: Any, nullable: bool) -> list[tuple[str, str, bool]]:
-    """A column and, for structs, its nested fields as dotted paths: ``address.city``."""
+    """A column (``name`` as stored) and, for structs, its nested fields as paths: ``address.city``."""
     if isinstance(data_type, dict) and data_type.get("type") == "struct":
         out = [(name, "struct", nullable)]
         for f in data_type.get("fields", []):
-            out += flatten(f"{name}.{f['name']}", f.get("type"), bool(f.get("nullable", True)))
+            out += flatten(column_path.child(name, f['name']), f.get("type"), bool(f.get("nullable", True)))
         return out
     if isinstance(data_type, dict):
         return [(name, str(data_type.get("type", "complex")), nullable)]

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lineage_listener.lineage import expressions, nodes
+from lineage_listener.lineage import column_path, expressions, nodes
 from lineage_listener.lineage.datasets import Dataset, datasets_of
 from lineage_listener.lineage.edges import edges as edges_of
 from lineage_listener.lineage.model import Attribute, Edge
@@ -98,7 +98,7 @@ def lineage(root: Node, leaves: Mapping[int, Mapping[str, Any]] | None = None,
         schema = _schema(target.get("schema"))
         for name, a in zip(final, outputs):
             written_type, written_nullable = schema.get(name, (a.data_type, a.nullable))
-            for col, dtype, nullable in nodes.flatten(name, written_type, written_nullable):
+            for col, dtype, nullable in nodes.flatten(column_path.quote(name), written_type, written_nullable):
                 columns[(target_ds.name, col)] = Attribute(a.expr_id, col, dtype, nullable)
     return QueryLineage(target_ds, edges_of(w, outputs, names), datasets, columns, frozenset(w.fallbacks),
                         tuple(w.problems))

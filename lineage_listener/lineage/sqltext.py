@@ -46,14 +46,13 @@ def function_name(cls_name: str) -> str:
 
 
 def column(name: str) -> exp.Expression:
-    """A column reference; dotted struct paths stay one quoted-if-needed identifier chain.
+    """A reference to the attribute named ``name``: one identifier, backticked when it holds a dot
+    (```s.x``` is a column named ``s.x``; a struct field is a ``GetStructField`` of its column).
 
-    >>> render(column("address.city")), render(column("order count "))
-    ('address.city', '`order count `')
+    >>> render(column("s.x")), render(column("order count ")), render(column("id"))
+    ('`s.x`', '`order count `', 'id')
     """
-    parts = name.split(".")
-    return exp.column(parts[-1], table=None) if len(parts) == 1 else exp.Dot.build(
-        [exp.column(parts[0])] + [exp.to_identifier(p) for p in parts[1:]])
+    return exp.column(exp.to_identifier(name))
 
 
 def literal(value: object, data_type: str | None) -> exp.Expression:

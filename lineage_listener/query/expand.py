@@ -48,13 +48,19 @@ class Edge:
     dataset_level: bool         # stored with a null target_column (applies to every column)
 
 
+#: Queries whose write Spark rejected: their edges stay in the store (for audit) but name a
+#: target that may never have been written, so graph questions leave them out by default.
+FAILED_WRITES = "SELECT query_id FROM queries WHERE status = 'failed' AND target_dataset IS NOT NULL"
+
+
 @dataclass(frozen=True)
 class Filters:
-    """Which edges count: a capture time window and direct edges only."""
+    """Which edges count: a capture time window, direct edges only, failed writes or not."""
 
     since: datetime | None = None
     until: datetime | None = None
     direct_only: bool = False
+    include_failed: bool = False
 
     def sql(self) -> tuple[str, dict]:
         parts, params = [], {}
@@ -66,6 +72,8 @@ class Filters:
             params["until"] = self.until
         if self.direct_only:
             parts.append("kind = 'direct'")
+        if not self.include_failed:
+            parts.append(f"query_id NOT IN ({FAILED_WRITES})")
         return "".join(f" AND {p}" for p in parts), params
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import networkx as nx
 
-from lineage_listener.query.expand import Node
+from lineage_listener.query.expand import FAILED_WRITES, Node
 from lineage_listener.query.graph import masking_status, origins
 from lineage_listener.query.names import Aliases
 from lineage_listener.query.store import LineageStore, TimeBound, resolve_column
@@ -25,8 +25,9 @@ def _app_names(store: LineageStore, run_ids: set[str]) -> dict[str, str | None]:
 
 
 def reads(store: LineageStore, dataset: str, column: str, since: TimeBound = None,
-          until: TimeBound = None) -> list[dict[str, Any]]:
-    """Every query that read ``dataset.column`` in the window, writes and driver reads alike.
+          until: TimeBound = None, include_failed: bool = False) -> list[dict[str, Any]]:
+    """Every query that read ``dataset.column`` in the window, writes and driver reads alike
+    (writes Spark rejected only with ``include_failed``; ``status`` tells them apart).
 
     >>> reads(store, "spark_catalog.crm.customers", "ssn", since="30d")   # doctest: +SKIP
     [{'query_id': 'app-1:4', 'run_id': 'app-1', 'app_name': 'export', 'action': 'collect',
@@ -37,8 +38,8 @@ def reads(store: LineageStore, dataset: str, column: str, since: TimeBound = Non
         aliases = Aliases(con)
         ds, col = resolve_column(con, aliases, dataset, column)
         rows = con.execute(
-            """
-            SELECT e.query_id, e.run_id, r.app_name, q.action, e.target_dataset,
+            f"""
+            SELECT e.query_id, e.run_id, r.app_name, q.action, q.status, e.target_dataset,
                    list(DISTINCT e.transform ORDER BY e.transform) AS transforms,
                    bool_or(e.masking) AS masking, min(e.captured_at) AS captured_at
             FROM column_lineage e
@@ -46,8 +47,9 @@ def reads(store: LineageStore, dataset: str, column: str, since: TimeBound = Non
             LEFT JOIN runs r ON r.run_id = e.run_id
             WHERE e.source_dataset IN (SELECT unnest($n)) AND e.source_column = $c
               AND ($lo IS NULL OR e.captured_at >= $lo) AND ($hi IS NULL OR e.captured_at <= $hi)
+              AND ($all OR e.query_id NOT IN ({FAILED_WRITES}))
             GROUP BY ALL ORDER BY captured_at, e.query_id
-            """, {"n": sorted(aliases.names(ds)), "c": col, "lo": lo, "hi": hi}).fetchall()
+            """, {"n": sorted(aliases.names(ds)), "c": col, "lo": lo, "hi": hi, "all": include_failed}).fetchall()
         names = [d[0] for d in con.description]
         out = [dict(zip(names, r)) for r in rows]
         aliases.resolve(r["target_dataset"] for r in out)
@@ -58,7 +60,7 @@ def reads(store: LineageStore, dataset: str, column: str, since: TimeBound = Non
 
 
 def impact(store: LineageStore, dataset: str, column: str, since: TimeBound = None,
-           until: TimeBound = None, depth: int | None = None) -> dict[str, Any]:
+           until: TimeBound = None, depth: int | None = None, include_failed: bool = False) -> dict[str, Any]:
     """Who read a sensitive column in a window and every column derived from it, hop by hop.
 
     Each derived column says whether its paths from the start passed through a
@@ -69,11 +71,11 @@ def impact(store: LineageStore, dataset: str, column: str, since: TimeBound = No
     >>> [(d["dataset"], d["column"], d["masking"]) for d in report["downstream"]]  # doctest: +SKIP
     [('spark_catalog.crm.customers_hashed', 'ssn_hash', 'masked')]
     """
-    g = store.downstream(dataset, column, depth=depth, since=since, until=until)
+    g = store.downstream(dataset, column, depth=depth, since=since, until=until, include_failed=include_failed)
     start: Node = g.graph["start"]
     status = masking_status(g, start)
     runs = {r for _, _, data in g.edges(data=True) for r in data["runs"]}
-    read_rows = reads(store, start[0], start[1], since, until)
+    read_rows = reads(store, start[0], start[1], since, until, include_failed)
     apps = _app_names(store, runs)
     derived = []
     for node in sorted(status, key=lambda n: (g.nodes[n]["depth"], n)):
@@ -94,7 +96,7 @@ def impact(store: LineageStore, dataset: str, column: str, since: TimeBound = No
 
 
 def provenance(store: LineageStore, dataset: str, column: str, direct_only: bool = True,
-               path_limit: int = 100) -> dict[str, Any]:
+               path_limit: int = 100, include_failed: bool = False) -> dict[str, Any]:
     """The origin columns of ``dataset.column`` and the operations applied on the way.
 
     Follows direct edges only by default (where the values came from; filter
@@ -106,7 +108,7 @@ def provenance(store: LineageStore, dataset: str, column: str, direct_only: bool
     >>> [(o["dataset"], o["column"]) for o in p["origins"]]            # doctest: +SKIP
     [('file:/data/raw/orders.csv', 'amount')]
     """
-    g = store.upstream(dataset, column, direct_only=direct_only)
+    g = store.upstream(dataset, column, direct_only=direct_only, include_failed=include_failed)
     start: Node = g.graph["start"]
     runs = {r["run_id"] for _, _, d in g.edges(data=True) for r in d["records"]}
     apps = _app_names(store, runs)

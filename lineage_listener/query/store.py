@@ -11,6 +11,7 @@ from typing import Iterator
 import duckdb
 import networkx as nx
 
+from lineage_listener.lineage.column_path import lookups
 from lineage_listener.query.expand import Direction, Filters, Node, expand
 from lineage_listener.query.names import Aliases, closest
 from lineage_listener.query.timewindow import window
@@ -56,20 +57,21 @@ class LineageStore:
 
     def upstream(self, dataset: str, column: str, depth: int | None = None,
                  since: TimeBound = None, until: TimeBound = None,
-                 direct_only: bool = False) -> nx.DiGraph:
+                 direct_only: bool = False, include_failed: bool = False) -> nx.DiGraph:
         """Columns ``dataset.column`` was computed from, ``depth`` hops back (None: all).
 
         Edges point source -> target and carry ``transform``, ``kind``,
         ``expression``, ``query_id``, ``run_id``, ``captured_at``, ``masking``
-        and ``records`` (every capture of that step).
+        and ``records`` (every capture of that step). Edges of writes that failed
+        (``queries.status = 'failed'``) are left out unless ``include_failed``.
         """
-        return self._walk("upstream", dataset, column, depth, since, until, direct_only)
+        return self._walk("upstream", dataset, column, depth, since, until, direct_only, include_failed)
 
     def downstream(self, dataset: str, column: str, depth: int | None = None,
                    since: TimeBound = None, until: TimeBound = None,
-                   direct_only: bool = False) -> nx.DiGraph:
+                   direct_only: bool = False, include_failed: bool = False) -> nx.DiGraph:
         """Columns computed from ``dataset.column`` (the impact direction); see :meth:`upstream`."""
-        return self._walk("downstream", dataset, column, depth, since, until, direct_only)
+        return self._walk("downstream", dataset, column, depth, since, until, direct_only, include_failed)
 
     def sql(self, query: str, params: object = None) -> duckdb.DuckDBPyRelation:
         """Run SQL on the store; the relation stays valid until :meth:`close`.
@@ -100,32 +102,38 @@ class LineageStore:
     # -- helpers shared by the reports ------------------------------------------------
 
     def _walk(self, direction: Direction, dataset: str, column: str, depth: int | None,
-              since: TimeBound, until: TimeBound, direct_only: bool) -> nx.DiGraph:
+              since: TimeBound, until: TimeBound, direct_only: bool, include_failed: bool = False) -> nx.DiGraph:
         if depth is not None and depth < 0:
             raise ValueError("depth must be >= 0")
         lo, hi = window(since, until)
         with self.connect() as con:
             aliases = Aliases(con)
             start = resolve_column(con, aliases, dataset, column)
-            edges = expand(con, start, direction, depth, Filters(lo, hi, direct_only), aliases)
+            edges = expand(con, start, direction, depth, Filters(lo, hi, direct_only, include_failed), aliases)
         g = build_graph(start, edges, direction)
-        g.graph.update(since=lo, until=hi, depth=depth, direct_only=direct_only)
+        g.graph.update(since=lo, until=hi, depth=depth, direct_only=direct_only, include_failed=include_failed)
         return g
 
 
 def resolve_column(con: duckdb.DuckDBPyConnection, aliases: Aliases, dataset: str, column: str) -> Node:
-    """The canonical node for user input, or :class:`UnknownNameError` with suggestions."""
+    """The canonical node for user input, or :class:`UnknownNameError` with suggestions.
+
+    ``column`` is a stored name (``s.x`` the field ``x`` of struct ``s``, ```s.x``` a
+    top-level column named ``s.x``); ``s.x`` also finds ```s.x``` when there is no field
+    ``s.x`` (:func:`~lineage_listener.lineage.column_path.lookups`).
+    """
     canonical = aliases.canonical(dataset)
     names = sorted(aliases.names(canonical))
-    found = con.execute(
-        "SELECT 1 FROM dataset_columns WHERE dataset IN (SELECT unnest($n)) AND column_name = $c LIMIT 1",
-        {"n": names, "c": column}).fetchone() or con.execute(
-        """SELECT 1 FROM column_lineage
-           WHERE (source_dataset IN (SELECT unnest($n)) AND source_column = $c)
-              OR (target_dataset IN (SELECT unnest($n)) AND target_column = $c)
-           LIMIT 1""", {"n": names, "c": column}).fetchone()
-    if found:
-        return canonical, column
+    for stored in lookups(column):
+        found = con.execute(
+            "SELECT 1 FROM dataset_columns WHERE dataset IN (SELECT unnest($n)) AND column_name = $c LIMIT 1",
+            {"n": names, "c": stored}).fetchone() or con.execute(
+            """SELECT 1 FROM column_lineage
+               WHERE (source_dataset IN (SELECT unnest($n)) AND source_column = $c)
+                  OR (target_dataset IN (SELECT unnest($n)) AND target_column = $c)
+               LIMIT 1""", {"n": names, "c": stored}).fetchone()
+        if found:
+            return canonical, stored
     known_columns = [r[0] for r in con.execute(
         """SELECT column_name FROM dataset_columns WHERE dataset IN (SELECT unnest($n))
            UNION SELECT source_column FROM column_lineage WHERE source_dataset IN (SELECT unnest($n))

@@ -1,9 +1,15 @@
-"""A batch of rows for the store's tables, in column order; JSON-able for the spool."""
+"""A batch of rows for the store's tables, in column order; JSON-able for the spool.
+
+Every row is redacted as it is added (:func:`~lineage_listener.lineage.redact.redact_row`):
+this is the one door into the store, the spool and anything sent on from a batch.
+"""
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
 from typing import Any
+
+from lineage_listener.lineage.redact import redact_row
 
 #: Column order of each table's rows in a batch (matches schema.sql).
 COLUMNS: dict[str, tuple[str, ...]] = {
@@ -34,7 +40,7 @@ class Batch:
     rows: dict[str, list[tuple[Any, ...]]] = field(default_factory=lambda: {t: [] for t in COLUMNS})
 
     def add(self, table: str, row: tuple[Any, ...]) -> None:
-        self.rows[table].append(row)
+        self.rows[table].append(redact_row(row))
 
     def extend(self, other: "Batch") -> None:
         for table, rows in other.rows.items():
@@ -50,8 +56,9 @@ class Batch:
     def from_json(cls, text: str) -> "Batch":
         b = cls()
         for table, rows in json.loads(text).items():
-            if table in b.rows:
-                b.rows[table].extend(tuple(r) for r in rows)
+            if table in b.rows:  # through add: a spool file of an older version may hold secrets
+                for r in rows:
+                    b.add(table, tuple(r))
         return b
 
     def query_ids(self) -> set[str]:

@@ -9,7 +9,6 @@ when that is unwritable); the next successful write ingests the spool first.
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 import tempfile
 import time
@@ -20,8 +19,9 @@ import duckdb
 
 from lineage_listener.store.batch import COLUMNS, KEYS, Batch
 from lineage_listener.store.connection import is_lock_error, open_writable
+from lineage_listener.lineage import redact
 
-log = logging.getLogger(__name__)
+log = redact.logger(__name__)
 
 #: On conflict, keep the earliest first_seen and never clear a known value with null.
 _MERGE = {
