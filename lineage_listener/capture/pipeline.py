@@ -30,6 +30,9 @@ log = redact.logger(__name__)
 #: A batch waits at least this many times the last store write's duration after it (see _next_write_at).
 WRITE_SPACING = 4.0
 
+#: At interpreter exit, a busy store is waited for at most this long before lineage is spooled.
+EXIT_LOCK_WAIT = 2.0
+
 
 @dataclass(frozen=True)
 class _Event:
@@ -123,6 +126,10 @@ class Capture:
         """Record ``runs.ended_at`` now for ``app_id`` (default: every run this capture saw)."""
         self._queue.put(_Marker("end", app_id))
 
+    def hurry(self) -> None:
+        """The application is ending: wait for a busy store at most ``EXIT_LOCK_WAIT``, then spool."""
+        self.writer.lock_timeout = min(self.writer.lock_timeout, EXIT_LOCK_WAIT)
+
     def close(self, timeout: float | None = 30.0) -> bool:
         """Flush, stop the thread and forget this capture. Idempotent."""
         if self._closed:
@@ -176,8 +183,8 @@ class Capture:
             now = time.monotonic()
             if len(self._pending) and (now >= next_write or len(self._pending) >= self.max_batch_rows):
                 self._write()
-            elif item is None and now >= next_spool_try and self.writer.spooled():
-                next_spool_try = now + 2.0  # the store may be free again: ingest the spool
+            elif item is None and now >= next_spool_try and self.writer.waiting():
+                next_spool_try = now + 2.0  # the store may be free again: write what waits
                 self.writer.write(Batch(), wait=0.0)
 
     def _read(self, event: "_Event") -> Envelope | None:
@@ -201,7 +208,7 @@ class Capture:
 
     def _write(self) -> bool:
         batch, self._pending = self._pending, Batch()
-        if not len(batch) and not self.writer.spooled():
+        if not len(batch) and not self.writer.waiting():
             return True
         start = time.monotonic()
         try:
@@ -238,6 +245,7 @@ def _flush_at_exit() -> None:
     """At interpreter exit, write what is queued (bounded) and mark the runs ended."""
     for cap in list(_live):
         try:
+            cap.hurry()
             cap.end_run()
             cap.close(timeout=float(os.environ.get("LINEAGE_LISTENER_EXIT_TIMEOUT", "30")))
         except Exception:  # noqa: BLE001

@@ -1,23 +1,39 @@
-"""Opening the DuckDB store file for reading or writing."""
+"""Opening the DuckDB store file for reading or writing.
+
+A new store is built in a temporary file beside its final path and moved into
+place complete (``os.link``: never over a store another process just created),
+so a full disk or a killed process never leaves a partial or 0-byte store.
+"""
 from __future__ import annotations
 
 import os
 import time
+import uuid
 from pathlib import Path
 
 import duckdb
 
-from lineage_listener.store.schema import ensure_schema
+from lineage_listener.store.schema import NewerStoreError, ensure_schema
 
 
 class StoreError(Exception):
     """The store cannot be opened: missing, not a DuckDB file, or locked."""
 
 
+class StoreNeedsAction(StoreError):
+    """Writing cannot go on until a person acts: a corrupt store, or one from a newer version."""
+
+
 def is_lock_error(exc: BaseException) -> bool:
     """True when DuckDB refused the file because another process holds it."""
     text = str(exc).lower()
     return "lock" in text or "conflicting" in text or "being used" in text
+
+
+def is_corrupt_error(exc: BaseException) -> bool:
+    """True when the file exists but is not a readable DuckDB store."""
+    text = str(exc).lower()
+    return "not a valid duckdb database" in text or "corrupt" in text or "checksum" in text
 
 
 def open_readonly(path: str | os.PathLike, retry_seconds: float = 5.0) -> duckdb.DuckDBPyConnection:
@@ -38,13 +54,57 @@ def open_readonly(path: str | os.PathLike, retry_seconds: float = 5.0) -> duckdb
 
 
 def open_writable(path: str | os.PathLike) -> duckdb.DuckDBPyConnection:
-    """Open (creating if needed) the store for writing and apply the schema. Raises duckdb.Error."""
+    """Open (creating it atomically if needed) the store for writing, at the current schema.
+
+    Raises duckdb.Error / OSError (locked, unwritable, full) or :class:`StoreNeedsAction`.
+    """
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect(str(p))
+    if not p.exists() or p.stat().st_size == 0:
+        create_atomically(p)
+    try:
+        con = duckdb.connect(str(p))
+    except duckdb.Error as exc:
+        if is_corrupt_error(exc):
+            raise StoreNeedsAction(f"{p} is not a readable DuckDB store ({str(exc).splitlines()[0][:120]})") from None
+        raise
     try:
         ensure_schema(con)
+    except NewerStoreError as exc:
+        con.close()
+        raise StoreNeedsAction(f"{p}: {exc}") from None
     except Exception:
         con.close()
         raise
     return con
+
+
+def create_atomically(path: Path) -> None:
+    """Create an empty store with the schema at ``path`` unless one appeared meanwhile.
+
+    A 0-byte file at ``path`` (left by an older version on a full disk) is replaced.
+    """
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.creating")
+    try:
+        con = duckdb.connect(str(tmp))
+        try:
+            ensure_schema(con)
+            con.execute("CHECKPOINT")
+        finally:
+            con.close()
+        if path.exists() and path.stat().st_size == 0:
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)  # fails if another process created the store first: keep theirs
+            except FileExistsError:
+                pass
+            except OSError:  # no hard links on this file system: a plain rename
+                if not path.exists():
+                    os.replace(tmp, path)
+    finally:
+        for leftover in (tmp, tmp.with_name(tmp.name + ".wal")):
+            try:
+                leftover.unlink()
+            except FileNotFoundError:
+                pass

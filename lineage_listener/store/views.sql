@@ -1,5 +1,6 @@
 -- lineage-listener conveniences for plain `duckdb lineage.duckdb` users.
--- Applied after schema.sql on every writable open: every statement is
+-- Applied after schema.sql when a store is created or migrated (bump
+-- schema.SCHEMA_VERSION when this file changes): every statement is
 -- CREATE OR REPLACE, so re-applying it is harmless.
 
 -- A catalog table and its storage location are one dataset (CONTRACT section 4).

@@ -8,17 +8,15 @@ when that is unwritable); the next successful write ingests the spool first.
 """
 from __future__ import annotations
 
-import hashlib
 import os
-import tempfile
 import time
-import uuid
 from pathlib import Path
 
 import duckdb
 
 from lineage_listener.store.batch import COLUMNS, KEYS, Batch
-from lineage_listener.store.connection import is_lock_error, open_writable
+from lineage_listener.store import spool
+from lineage_listener.store.connection import StoreNeedsAction, is_lock_error, open_writable
 from lineage_listener.lineage import redact
 
 log = redact.logger(__name__)
@@ -118,44 +116,61 @@ def _forget_unused_path(con: duckdb.DuckDBPyConnection, dataset: str) -> None:
 
 
 class StoreWriter:
-    """Writes batches to one store file; never raises to its caller."""
+    """Writes batches to one store file; never raises to its caller.
 
-    def __init__(self, path: str | os.PathLike, lock_timeout: float = 10.0) -> None:
+    Where a batch goes, in order: the store; else a spool file; else memory (at most
+    ``max_held_rows`` rows, the oldest batches dropped beyond, counted). Whatever waits
+    is written first on the next write that reaches the store, and a drop is recorded
+    there as a ``capture_errors`` row.
+    """
+
+    def __init__(self, path: str | os.PathLike, lock_timeout: float = 10.0,
+                 max_held_rows: int = 200_000) -> None:
         self.path = Path(path).expanduser().absolute()
         self.lock_timeout = lock_timeout
+        self.max_held_rows = max_held_rows
+        self._held: list[Batch] = []
+        self._dropped_rows = 0
+        self._dropped_queries = 0
         self._warned: set[str] = set()
 
     # -- spool ---------------------------------------------------------------------
     def spool_dirs(self) -> list[Path]:
-        """Where spooled batches go: beside the store, else a per-store temp folder."""
-        digest = hashlib.sha1(str(self.path).encode()).hexdigest()[:12]
-        return [self.path.with_name(self.path.name + ".spool"),
-                Path(tempfile.gettempdir()) / "lineage-listener-spool" / digest]
+        return spool.dirs(self.path)
 
     def spooled(self) -> list[Path]:
-        files: list[Path] = []
-        for d in self.spool_dirs():
-            if d.is_dir():
-                files += sorted(d.glob("*.json"))
-        return files
+        return spool.pending(self.path)
 
-    def _spool(self, batch: Batch, reason: str) -> Path | None:
-        text = batch.to_json()
-        for d in self.spool_dirs():
-            try:
-                d.mkdir(parents=True, exist_ok=True)
-                tmp = d / f".{uuid.uuid4().hex}.tmp"
-                tmp.write_text(text, encoding="utf-8")
-                final = d / f"{time.time_ns()}-{uuid.uuid4().hex[:8]}.json"
-                tmp.rename(final)
-                self._warn("spool", f"lineage store {self.path} not writable now ({reason}); "
-                                    f"spooled captured lineage to {d}, it will be written on the next successful write")
-                return final
-            except OSError:
-                continue
-        log.error("lineage-listener: cannot write store %s nor any spool folder; %d rows kept in memory",
-                  self.path, len(batch))
+    def waiting(self) -> bool:
+        """True while spooled or held lineage is not in the store yet."""
+        return bool(self._held) or bool(self.spooled())
+
+    def _spool(self, batch: Batch, reason: str, needs_action: bool = False) -> Path | None:
+        final = spool.write(self.path, batch)
+        if final is not None:
+            if needs_action:
+                self._warn("spool", f"{reason}; a person must act: run `lineage-listener doctor --store "
+                                    f"{self.path}`. Captured lineage is spooled to {final.parent} meanwhile")
+            else:
+                self._warn("spool", f"lineage store {self.path} not writable now ({reason}); spooled captured "
+                                    f"lineage to {final.parent}, it will be written when the store is writable")
+            return final
+        self._hold(batch)
         return None
+
+    def _hold(self, batch: Batch) -> None:
+        self._held.append(batch)
+        held = sum(len(b) for b in self._held)
+        while held > self.max_held_rows and len(self._held) > 1:
+            old = self._held.pop(0)
+            held -= len(old)
+            self._dropped_rows += len(old)
+            self._dropped_queries += len(old.query_ids())
+            log.error("lineage-listener: memory bound of %d rows reached with store %s and every spool folder "
+                      "unwritable: dropped %d rows of %d queries (%d rows dropped so far)", self.max_held_rows,
+                      self.path, len(old), len(old.query_ids()), self._dropped_rows)
+        self._warn("held", f"cannot write store {self.path} nor any spool folder ({', '.join(map(str, self.spool_dirs()))}); "
+                           f"holding {held} rows in memory (at most {self.max_held_rows}) and retrying")
 
     def _warn(self, key: str, message: str) -> None:
         if key not in self._warned:
@@ -175,34 +190,52 @@ class StoreWriter:
                 delay = min(delay * 2, 1.0)
 
     def write(self, batch: Batch, wait: float | None = None) -> bool:
-        """Write ``batch`` (after any spooled batches). True if it reached the store, False if spooled."""
+        """Write ``batch`` (after anything spooled or held). True if it reached the store."""
         deadline = time.monotonic() + (self.lock_timeout if wait is None else wait)
-        try:
-            con = self._connect(deadline)
-        except Exception as exc:  # noqa: BLE001 - locked past the deadline, or unwritable
-            if len(batch):
-                self._spool(batch, str(exc).splitlines()[0][:200])
-            return False
-        try:
-            self._ingest_spool(con)
-            if len(batch):
-                write_batch(con, batch)
-            self._warned.discard("spool")
-            return True
-        except Exception as exc:  # noqa: BLE001
-            log.error("lineage-listener: writing to %s failed: %s", self.path, exc)
-            if len(batch):
-                self._spool(batch, str(exc)[:200])
-            return False
-        finally:
-            con.close()
-
-    def _ingest_spool(self, con: duckdb.DuckDBPyConnection) -> None:
-        for f in self.spooled():
+        with spool.turn(self.path, deadline) as got_turn:
             try:
-                write_batch(con, Batch.from_json(f.read_text(encoding="utf-8")))
-                f.unlink()
-                log.info("lineage-listener: ingested spooled batch %s", f.name)
-            except (OSError, ValueError, duckdb.Error) as exc:
-                log.error("lineage-listener: could not ingest spooled batch %s: %s", f, exc)
-                break
+                if not got_turn:
+                    raise TimeoutError(f"other writers held {self.path} for {self.lock_timeout:.0f} s")
+                con = self._connect(deadline)
+            except StoreNeedsAction as exc:
+                self._park(batch, str(exc), needs_action=True)
+                return False
+            except Exception as exc:  # noqa: BLE001 - locked past the deadline, or unwritable
+                self._park(batch, str(exc).splitlines()[0][:200])
+                return False
+            try:
+                self._ingest_spool(con)
+                self._write_held(con)
+                if len(batch):
+                    write_batch(con, batch)
+                self._warned.difference_update({"spool", "held"})
+                return True
+            except Exception as exc:  # noqa: BLE001
+                log.error("lineage-listener: writing to %s failed: %s", self.path, exc)
+                self._park(batch, str(exc)[:200])
+                return False
+            finally:
+                con.close()
+
+    def _park(self, batch: Batch, reason: str, needs_action: bool = False) -> None:
+        """Keep ``batch`` (and anything held) for later: spool it, or hold it in memory."""
+        held, self._held = self._held, []
+        for b in [*held, batch]:
+            if len(b):
+                self._spool(b, reason, needs_action)
+
+    def _write_held(self, con: duckdb.DuckDBPyConnection) -> None:
+        while self._held:
+            write_batch(con, self._held[0])
+            self._held.pop(0)
+        if self._dropped_rows:
+            text = (f"{self._dropped_rows} captured rows of {self._dropped_queries} queries were dropped: "
+                    f"neither the store nor any spool folder was writable and {self.max_held_rows} rows "
+                    f"were already held in memory")
+            con.execute("INSERT INTO capture_errors VALUES (current_timestamp::TIMESTAMP, NULL, NULL, 'store', ?)",
+                        [text])
+            log.warning("lineage-listener: store %s writable again; recorded that %s", self.path, text)
+            self._dropped_rows = self._dropped_queries = 0
+
+    def _ingest_spool(self, con: duckdb.DuckDBPyConnection) -> int:
+        return spool.ingest(con, self.path, write_batch)
