@@ -6,7 +6,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from lineage_listener.capture import run_end
+from lineage_listener.capture import run_end, sigterm
 from lineage_listener.capture.listener import PlanListener
 from lineage_listener.capture.pipeline import Capture
 from lineage_listener.lineage import redact
@@ -97,6 +97,7 @@ def enable(spark: Any, store: str | os.PathLike | None = None, **options: Any) -
         spark._jsparkSession.listenerManager().register(listener)
         handle = CaptureHandle(spark, capture, listener, key)
         _handles[key] = handle
+        sigterm.install()
         log.info("lineage-listener: capturing lineage of session %s into %s", key, capture.store)
         return handle
 

@@ -79,6 +79,7 @@ class Capture:
         self._queue: queue.SimpleQueue[Envelope | _Event | _Marker] = queue.SimpleQueue()
         self._pending = Batch()
         self._closed = False
+        self._hurried = False
         self._thread = threading.Thread(target=self._loop, name="lineage-listener-capture", daemon=True)
         self._thread.start()
         _live.add(self)
@@ -129,6 +130,7 @@ class Capture:
     def hurry(self) -> None:
         """The application is ending: wait for a busy store at most ``EXIT_LOCK_WAIT``, then spool."""
         self.writer.lock_timeout = min(self.writer.lock_timeout, EXIT_LOCK_WAIT)
+        self._hurried = True
 
     def close(self, timeout: float | None = 30.0) -> bool:
         """Flush, stop the thread and forget this capture. Idempotent."""
@@ -153,12 +155,18 @@ class Capture:
             except queue.Empty:
                 item = None
             if isinstance(item, _Marker):
-                if item.kind == "end":
+                if item.kind == "end":  # rows only: the next flush or batch writes them
+                    if not len(self._pending):
+                        next_write = self._next_write_at()
                     now = datetime.now(timezone.utc).replace(tzinfo=None)
                     for app_id, run in list(self.reader.runs().items()):
                         if item.payload in (None, app_id):
                             self._pending.extend(self.recorder.end_run(run, now))
-                item.ok = self._write()
+                    item.ok = True
+                elif item.kind == "stop":  # close() flushed just before: write only what came since
+                    item.ok = self._write() if len(self._pending) else not self.writer.waiting()
+                else:
+                    item.ok = self._write()
                 item.done.set()
                 if item.kind == "stop":
                     return
@@ -210,6 +218,8 @@ class Capture:
         batch, self._pending = self._pending, Batch()
         if not len(batch) and not self.writer.waiting():
             return True
+        if not len(batch) and self._hurried:
+            return False  # ending: do not wait for a busy store only to retry the spool
         start = time.monotonic()
         try:
             with stages.timed("store"):
@@ -243,10 +253,18 @@ def _register_exit_hook() -> None:
 
 def _flush_at_exit() -> None:
     """At interpreter exit, write what is queued (bounded) and mark the runs ended."""
+    close_all(float(os.environ.get("LINEAGE_LISTENER_EXIT_TIMEOUT", "30")))
+
+
+def close_all(timeout: float) -> int:
+    """End the runs and close every live capture (the process is ending); the number closed."""
+    closed = 0
     for cap in list(_live):
         try:
             cap.hurry()
             cap.end_run()
-            cap.close(timeout=float(os.environ.get("LINEAGE_LISTENER_EXIT_TIMEOUT", "30")))
+            cap.close(timeout=timeout)
+            closed += 1
         except Exception:  # noqa: BLE001
             pass
+    return closed

@@ -30,7 +30,12 @@ COMMAND_MODULES = (
     "downstream",
     "impact",
     "provenance",
+    "doctor",
 )
+
+#: Commands that read a store: they first try to write what waits in its spool, and say
+#: on stderr when some still waits (their answer may miss it).
+READ_COMMANDS = frozenset({"sql", "upstream", "downstream", "impact", "provenance"})
 
 
 class _Parser(argparse.ArgumentParser):
@@ -61,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        if args.command in READ_COMMANDS and getattr(args, "store", None):
+            _write_waiting_spool(args.store)
         return int(args.func(args) or 0)
     except (CliError, StoreError) as exc:
         return _fail(str(exc), 2)
@@ -72,6 +79,24 @@ def main(argv: list[str] | None = None) -> int:
         if args.verbose:
             traceback.print_exc()
         return _fail(f"unexpected {type(exc).__name__}: {_first_line(str(exc))} (-v shows the traceback)", 1)
+
+
+def _write_waiting_spool(store: str) -> None:
+    """Ingest spooled lineage of ``store`` (waiting 1 s at most); one stderr line if some still waits."""
+    from pathlib import Path
+
+    from lineage_listener.store import spool
+    from lineage_listener.store.batch import Batch
+    from lineage_listener.store.writer import StoreWriter
+
+    path = Path(store).expanduser().absolute()
+    if not spool.pending(path) or not path.exists():
+        return
+    StoreWriter(path, lock_timeout=1.0).write(Batch())
+    left = spool.pending(path)
+    if left:
+        print(f"lineage-listener: note: {len(left)} spooled batches of captured lineage are not in this store yet, "
+              f"so this answer may miss them (run `lineage-listener doctor --store {store}`)", file=sys.stderr)
 
 
 def _first_line(text: str) -> str:

@@ -93,8 +93,9 @@ def ingest(con: Any, store: Path, write_batch: Callable[[Any, Batch], None]) -> 
 
 
 @contextlib.contextmanager
-def turn(store: Path, deadline: float, poll: float = 0.005) -> Iterator[bool]:
-    """Hold ``<store>.lock`` until the block ends; yields False if it was not free by ``deadline``.
+def turn(store: Path, deadline: Callable[[], float], poll: float = 0.005) -> Iterator[bool]:
+    """Hold ``<store>.lock`` until the block ends; yields False if it was not free by ``deadline()``
+    (a callable: the writer may shorten its wait while it waits, e.g. when the application ends).
 
     Yields True without a lock where no lock file can be made (read-only folder,
     no ``fcntl``): DuckDB's own file lock still keeps writers apart.
@@ -115,7 +116,7 @@ def turn(store: Path, deadline: float, poll: float = 0.005) -> Iterator[bool]:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except OSError:
-                if time.monotonic() >= deadline:
+                if time.monotonic() >= deadline():
                     yield False
                     return
                 time.sleep(poll)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -178,20 +179,23 @@ class StoreWriter:
             log.warning("lineage-listener: %s", message)
 
     # -- writing -------------------------------------------------------------------
-    def _connect(self, deadline: float) -> duckdb.DuckDBPyConnection:
+    def _connect(self, deadline: Callable[[], float]) -> duckdb.DuckDBPyConnection:
         delay = 0.05
         while True:
             try:
                 return open_writable(self.path)
             except (duckdb.Error, OSError) as exc:
-                if not is_lock_error(exc) or time.monotonic() + delay > deadline:
+                if not is_lock_error(exc) or time.monotonic() + delay > deadline():
                     raise
                 time.sleep(delay)
                 delay = min(delay * 2, 1.0)
 
     def write(self, batch: Batch, wait: float | None = None) -> bool:
         """Write ``batch`` (after anything spooled or held). True if it reached the store."""
-        deadline = time.monotonic() + (self.lock_timeout if wait is None else wait)
+        start = time.monotonic()
+
+        def deadline() -> float:  # read on every retry: hurry() may shorten lock_timeout meanwhile
+            return start + (self.lock_timeout if wait is None else wait)
         with spool.turn(self.path, deadline) as got_turn:
             try:
                 if not got_turn:

@@ -1,0 +1,165 @@
+"""Check a store and what waits for it; repair what can be repaired without a person.
+
+``examine(path)`` reports; ``repair(path)`` also migrates an older schema, ingests
+pending spool files, removes leftovers of interrupted writes and, when asked, moves
+a corrupt store aside so capture can start a new one. ``lineage-listener doctor``
+is its CLI skin.
+"""
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import duckdb
+
+from lineage_listener.store import spool
+from lineage_listener.store.batch import Batch
+from lineage_listener.store.connection import is_corrupt_error, is_lock_error
+from lineage_listener.store.schema import SCHEMA_VERSION, store_version
+from lineage_listener.store.writer import StoreWriter
+
+COUNTED = ("runs", "queries", "datasets", "column_lineage", "capture_errors")
+
+
+@dataclass
+class Finding:
+    """One line of the report: ``level`` is ok | note | action (a person must act)."""
+
+    level: str
+    text: str
+
+
+@dataclass
+class Report:
+    store: Path
+    findings: list[Finding] = field(default_factory=list)
+
+    def add(self, level: str, text: str) -> None:
+        self.findings.append(Finding(level, text))
+
+    @property
+    def healthy(self) -> bool:
+        return all(f.level != "action" for f in self.findings)
+
+    def lines(self) -> list[str]:
+        return [f"{f.level:<6} {f.text}" for f in self.findings]
+
+
+def examine(path: str | Path) -> Report:
+    """What state the store and its spool are in; changes nothing."""
+    store = Path(path).expanduser().absolute()
+    report = Report(store)
+    _examine_file(store, report)
+    _examine_spool(store, report)
+    return report
+
+
+def repair(path: str | Path, move_corrupt: bool = False, wait: float = 10.0) -> Report:
+    """Fix what needs no person, then report (as :func:`examine` does, after the fixes)."""
+    store = Path(path).expanduser().absolute()
+    actions: list[str] = []
+    for leftover in _leftovers(store):
+        with contextlib.suppress(OSError):
+            leftover.unlink()
+            actions.append(f"removed leftover {leftover}")
+    if move_corrupt and store.exists() and _corrupt(store):
+        aside = store.with_name(f"{store.name}.corrupt-{datetime.now():%Y%m%d%H%M%S}")
+        store.rename(aside)
+        actions.append(f"moved the unreadable store aside to {aside}")
+    before = len(spool.pending(store))
+    if store.exists() or before:
+        writer = StoreWriter(store, lock_timeout=wait)
+        if writer.write(Batch()):  # opens (migrating an older schema), ingests the spool
+            after = len(spool.pending(store))
+            if before:
+                actions.append(f"ingested {before - after} spooled batches")
+    report = examine(store)
+    report.findings[:0] = [Finding("fixed", a) for a in actions]
+    return report
+
+
+def _examine_file(store: Path, report: Report) -> None:
+    if not store.exists():
+        report.add("note", f"no store at {store} yet: the first capture creates it")
+        return
+    if store.stat().st_size == 0:
+        report.add("note", f"{store} is an empty (0-byte) file, left by an interrupted first write: "
+                           f"the next write replaces it")
+        return
+    try:
+        con = duckdb.connect(str(store), read_only=True)
+    except duckdb.Error as exc:
+        if is_lock_error(exc):
+            report.add("note", f"{store} is in use by another process right now; try again")
+        else:
+            report.add("action", f"{store} is not a readable DuckDB store ({str(exc).splitlines()[0][:120]}): "
+                                 f"run `lineage-listener doctor --store {store} --move-corrupt` to move it aside "
+                                 f"and let capture start a new store")
+        return
+    try:
+        version = store_version(con)
+        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        if version is None and "column_lineage" not in tables:
+            report.add("note", f"{store} has no lineage tables yet")
+        elif version is None or version < SCHEMA_VERSION:
+            report.add("note", f"schema version {version or 'before 2'} is older than {SCHEMA_VERSION}: "
+                               f"the next write (or `doctor`) migrates it in place")
+        elif version > SCHEMA_VERSION:
+            report.add("action", f"schema version {version} is newer than this lineage-listener's "
+                                 f"({SCHEMA_VERSION}): upgrade lineage-listener (`pip install -U lineage-listener`)")
+        else:
+            report.add("ok", f"schema version {version}")
+        counts = [f"{t} {con.execute(f'SELECT count(*) FROM {t}').fetchone()[0]}" for t in COUNTED if t in tables]
+        if counts:
+            report.add("ok", "rows: " + ", ".join(counts))
+        if "capture_errors" in tables:
+            recent = con.execute("SELECT stage, error FROM capture_errors ORDER BY captured_at DESC LIMIT 3").fetchall()
+            for stage, error in recent:
+                report.add("note", f"recent capture error ({stage}): {str(error)[:160]}")
+    finally:
+        con.close()
+
+
+def _examine_spool(store: Path, report: Report) -> None:
+    files = spool.pending(store)
+    if files:
+        rows = 0
+        for f in files:
+            with contextlib.suppress(OSError, ValueError):
+                rows += len(Batch.from_json(f.read_text(encoding="utf-8")))
+        age = time.time() - min(f.stat().st_mtime for f in files)
+        report.add("action" if _corrupt(store) else "note",
+                   f"{len(files)} spooled batches ({rows} rows, oldest {age / 60:.0f} min) wait in "
+                   f"{', '.join(sorted({str(f.parent) for f in files}))}: `lineage-listener doctor --store {store}` "
+                   f"writes them once the store is writable")
+    else:
+        report.add("ok", "no spooled lineage waiting")
+    bad = [f for d in spool.dirs(store) if d.is_dir() for f in d.glob("*.bad")]
+    if bad:
+        report.add("action", f"{len(bad)} spooled batches could not be read and were set aside as *.bad in "
+                             f"{bad[0].parent}")
+    leftovers = _leftovers(store)
+    if leftovers:
+        report.add("note", f"{len(leftovers)} leftover temporary files of interrupted writes (doctor removes them)")
+
+
+def _leftovers(store: Path) -> list[Path]:
+    found = list(store.parent.glob(f".{store.name}.*.creating*")) if store.parent.is_dir() else []
+    for d in spool.dirs(store):
+        if d.is_dir():
+            found += d.glob(".*.tmp")
+    return found
+
+
+def _corrupt(store: Path) -> bool:
+    if not store.exists() or store.stat().st_size == 0:
+        return False
+    try:
+        duckdb.connect(str(store), read_only=True).close()
+        return False
+    except duckdb.Error as exc:
+        return is_corrupt_error(exc)
+
