@@ -1,0 +1,89 @@
+"""Concurrent jobs writing one store: how many batches had to be spooled, with and without turn-taking.
+
+Each of ``--jobs`` processes writes ``--batches`` batches (one query, ``--edges`` edges each)
+through ``StoreWriter`` with the default 10 s lock timeout, pausing ``--pause`` s between
+batches, as capture threads of concurrent jobs do. Prints, per mode: batches spooled,
+edges in the store, wall time.
+
+    python bench/concurrent_writers.py --jobs 10 --batches 15
+"""
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import duckdb  # noqa: E402
+
+from lineage_listener.store import spool  # noqa: E402
+from lineage_listener.store.batch import Batch  # noqa: E402
+from lineage_listener.store.writer import StoreWriter  # noqa: E402
+
+
+def batch(job: int, n: int, edges: int) -> Batch:
+    b = Batch()
+    qid = f"bench:{job}:{n}:{uuid.uuid4().hex[:6]}"
+    now = "2026-01-01 00:00:00"
+    b.add("queries", (qid, "run", "save", "InsertIntoHadoopFsRelationCommand", None, "succeeded", None, 5, now,
+                      f"file:/out/{job}"))
+    for e in range(edges):
+        b.add("column_lineage", (qid, "run", f"file:/out/{job}", f"c{e}", "file:/in", f"c{e}", "identity",
+                                 "direct", f"c{e}", False, now))
+    return b
+
+
+def job(store: str, index: int, batches: int, edges: int, pause: float, turn: bool, out: "mp.Queue") -> None:
+    spool.TURN_LOCK = turn
+    writer = StoreWriter(store)
+    spooled = 0
+    for n in range(batches):
+        spooled += not writer.write(batch(index, n, edges))
+        time.sleep(pause)
+    out.put(spooled)
+
+
+def run(jobs: int, batches: int, edges: int, pause: float, turn: bool) -> tuple[int, int, float]:
+    folder = Path(tempfile.mkdtemp(prefix="concurrent-writers-"))
+    store = str(folder / "lineage.duckdb")
+    StoreWriter(store).write(Batch())
+    out: mp.Queue = mp.Queue()
+    start = time.perf_counter()
+    procs = [mp.Process(target=job, args=(store, i, batches, edges, pause, turn, out)) for i in range(jobs)]
+    for p in procs:
+        p.start()
+    spooled = sum(out.get() for _ in procs)
+    for p in procs:
+        p.join()
+    wall = time.perf_counter() - start
+    StoreWriter(store).write(Batch())  # ingest what was spooled: nothing may be lost
+    with duckdb.connect(store, read_only=True) as con:
+        stored = con.execute("SELECT count(*) FROM column_lineage").fetchone()[0]
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.rmtree(Path(tempfile.gettempdir()) / "lineage-listener-spool", ignore_errors=True)
+    return spooled, stored, wall
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jobs", type=int, default=10)
+    ap.add_argument("--batches", type=int, default=15)
+    ap.add_argument("--edges", type=int, default=200)
+    ap.add_argument("--pause", type=float, default=0.25)
+    args = ap.parse_args()
+    total = args.jobs * args.batches
+    print(f"{args.jobs} jobs x {args.batches} batches x {args.edges} edges, one store")
+    for turn in (True, False):
+        spooled, stored, wall = run(args.jobs, args.batches, args.edges, args.pause, turn)
+        print(f"  turn lock {'on ' if turn else 'off'}: spooled {spooled}/{total} batches, "
+              f"edges in store {stored}/{total * args.edges}, wall {wall:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
