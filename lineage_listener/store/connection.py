@@ -66,7 +66,8 @@ def open_writable(path: str | os.PathLike) -> duckdb.DuckDBPyConnection:
         con = duckdb.connect(str(p))
     except duckdb.Error as exc:
         if is_corrupt_error(exc):
-            raise StoreNeedsAction(f"{p} is not a readable DuckDB store ({str(exc).splitlines()[0][:120]})") from None
+            raise StoreNeedsAction(f"{p} is not a readable DuckDB store (not a valid DuckDB database file, "
+                                   f"or damaged)") from None
         raise
     try:
         ensure_schema(con)
