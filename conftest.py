@@ -150,3 +150,24 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 30.0) -> bool:
             return True
         time.sleep(0.1)
     return predicate()
+
+
+@pytest.fixture(scope="session")
+def demo_store(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store filled by the demo pipeline (``examples/sample_job.py``) run in this session."""
+    import importlib.util
+
+    import lineage_listener
+
+    spec = importlib.util.spec_from_file_location("sample_job", Path(__file__).parent / "examples" / "sample_job.py")
+    sample_job = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sample_job)
+    out = tmp_path_factory.mktemp("demo")
+    store = out / "lineage.duckdb"
+    handle = lineage_listener.enable(spark, store=str(store))
+    try:
+        sample_job.pipeline(spark, out)
+        assert handle.flush(120)
+    finally:
+        lineage_listener.disable(spark)
+    return store

@@ -37,12 +37,18 @@ def write_inputs(raw: Path, n_customers: int = 50, n_orders: int = 500) -> None:
 
 
 def main(out: Path) -> None:
-    raw = out / "raw"
-    write_inputs(raw)
     spark = (SparkSession.builder.appName("sample_job")
              .config("spark.sql.warehouse.dir", str(out / "warehouse"))
              .getOrCreate())
+    top = pipeline(spark, out)
+    print("top customers:", [r["name"] for r in top])
+    spark.stop()
 
+
+def pipeline(spark: SparkSession, out: Path) -> list:
+    """The job's four steps on ``spark``; returns the top customers (tests reuse it in process)."""
+    raw = out / "raw"
+    write_inputs(raw)
     customers = spark.read.option("header", True).option("inferSchema", True).csv(str(raw / "customers.csv"))
     orders = spark.read.option("header", True).option("inferSchema", True).csv(str(raw / "orders.csv"))
 
@@ -67,9 +73,7 @@ def main(out: Path) -> None:
     summary.write.mode("overwrite").saveAsTable("sales.customer_summary")
 
     # step 4: an action that returns rows to the driver
-    top = spark.table("sales.customer_summary").orderBy(F.desc("total_spend")).limit(3).collect()
-    print("top customers:", [r["name"] for r in top])
-    spark.stop()
+    return spark.table("sales.customer_summary").orderBy(F.desc("total_spend")).limit(3).collect()
 
 
 if __name__ == "__main__":

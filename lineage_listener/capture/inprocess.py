@@ -6,7 +6,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from lineage_listener.capture import run_end, sigterm
+from lineage_listener.capture import run_end, sigterm, sinks
 from lineage_listener.capture.listener import PlanListener
 from lineage_listener.capture.pipeline import Capture
 from lineage_listener.lineage import redact
@@ -14,6 +14,7 @@ from lineage_listener.lineage import redact
 log = redact.logger(__name__)
 
 STORE_CONF = "spark.lineage.store"
+OPENLINEAGE_URL_CONF = "spark.lineage.openlineage.url"
 DEFAULT_STORE = "lineage.duckdb"
 
 _lock = threading.Lock()
@@ -79,7 +80,12 @@ def _ensure_callbacks(spark: Any) -> None:
 
 
 def enable(spark: Any, store: str | os.PathLike | None = None, **options: Any) -> CaptureHandle:
-    """Register the lineage listener on ``spark``; enabling twice returns the same handle."""
+    """Register the lineage listener on ``spark``; enabling twice returns the same handle.
+
+    ``openlineage_url`` (or conf ``spark.lineage.openlineage.url``): also send each query's
+    OpenLineage events there as it is captured (token from ``LINEAGE_OPENLINEAGE_TOKEN``).
+    Other options go to :class:`~lineage_listener.capture.pipeline.Capture`.
+    """
     if store is None:
         store = spark.conf.get(STORE_CONF, None) or DEFAULT_STORE
     key = _session_key(spark)
@@ -92,6 +98,9 @@ def enable(spark: Any, store: str | os.PathLike | None = None, **options: Any) -
             return existing
         _ensure_callbacks(spark)
         options.setdefault("defer_reads", True)  # callbacks arrive on Spark's listener bus
+        ol_url = options.pop("openlineage_url", None) or spark.conf.get(OPENLINEAGE_URL_CONF, None)
+        if ol_url:
+            options.setdefault("after_write", sinks.openlineage_after_write(ol_url))
         capture = Capture(store, **options)
         listener = PlanListener(capture)
         spark._jsparkSession.listenerManager().register(listener)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+from collections.abc import Callable
 
 from lineage_listener.capture import overflow, stages
 from lineage_listener.capture.envelope import Envelope, Reader
@@ -60,15 +61,19 @@ class Capture:
 
     def __init__(self, store: str | os.PathLike, *, batch_interval: float = 0.25,
                  max_batch_rows: int = 20_000, lock_timeout: float = 10.0, defer_reads: bool = False,
-                 max_queue: int = 10_000) -> None:
+                 max_queue: int = 10_000, after_write: Callable[[Batch], Batch | None] | None = None) -> None:
         """``defer_reads``: read the ``QueryExecution`` on the capture thread instead of the
         callback's thread (use it when the callback runs on Spark's listener bus).
-        ``max_queue``: at most this many deferred actions wait; more are recorded as lineage_error."""
+        ``max_queue``: at most this many deferred actions wait; more are recorded as lineage_error.
+        ``after_write``: called on the capture thread with each batch that reached the store
+        (e.g. live OpenLineage emission); rows it returns are written with the next batch."""
+        self.after_write = after_write
         self.store = str(Path(store).expanduser().absolute())
         self.reader = Reader()
         self.writer = StoreWriter(self.store, lock_timeout=lock_timeout)
         self.recorder = Recorder()
         self.batch_interval = batch_interval
+        self._next_write = 0.0
         self._last_write_end = 0.0
         self._last_write_cost = 0.0
         self.max_batch_rows = max_batch_rows
@@ -146,10 +151,10 @@ class Capture:
 
     # -- capture thread ------------------------------------------------------------
     def _loop(self) -> None:
-        next_write = 0.0
+        self._next_write = 0.0
         next_spool_try = 0.0
         while True:
-            wait = max(0.0, next_write - time.monotonic()) if len(self._pending) else self.batch_interval
+            wait = max(0.0, self._next_write - time.monotonic()) if len(self._pending) else self.batch_interval
             try:
                 item = self._queue.get(timeout=wait)
             except queue.Empty:
@@ -157,7 +162,7 @@ class Capture:
             if isinstance(item, _Marker):
                 if item.kind == "end":  # rows only: the next flush or batch writes them
                     if not len(self._pending):
-                        next_write = self._next_write_at()
+                        self._next_write = self._next_write_at()
                     now = datetime.now(timezone.utc).replace(tzinfo=None)
                     for app_id, run in list(self.reader.runs().items()):
                         if item.payload in (None, app_id):
@@ -173,7 +178,7 @@ class Capture:
                 continue
             if isinstance(item, overflow.Dropped):
                 if not len(self._pending):
-                    next_write = self._next_write_at()
+                    self._next_write = self._next_write_at()
                 self._pending.extend(overflow.rows(item, self.reader.runs()))
             if isinstance(item, _Event):
                 with self._waiting_lock:
@@ -182,14 +187,14 @@ class Capture:
                     item = self._read(item)
             if isinstance(item, Envelope):
                 if not len(self._pending):
-                    next_write = self._next_write_at()
+                    self._next_write = self._next_write_at()
                 try:
                     with stages.timed("record"):
                         self._pending.extend(self.recorder.record(item))
                 except Exception:  # noqa: BLE001
                     log.exception("lineage-listener: could not record an action")
             now = time.monotonic()
-            if len(self._pending) and (now >= next_write or len(self._pending) >= self.max_batch_rows):
+            if len(self._pending) and (now >= self._next_write or len(self._pending) >= self.max_batch_rows):
                 self._write()
             elif item is None and now >= next_spool_try and self.writer.waiting():
                 next_spool_try = now + 2.0  # the store may be free again: write what waits
@@ -223,13 +228,24 @@ class Capture:
         start = time.monotonic()
         try:
             with stages.timed("store"):
-                return self.writer.write(batch)
+                ok = self.writer.write(batch)
         except Exception:  # noqa: BLE001 - StoreWriter should not raise; belt and braces
             log.exception("lineage-listener: store write failed")
             return False
         finally:
             self._last_write_end = time.monotonic()
             self._last_write_cost = min(self._last_write_end - start, 1.0)
+        if ok and self.after_write is not None and len(batch):
+            try:
+                extra = self.after_write(batch)
+            except Exception:  # noqa: BLE001 - a sink's bug must not stop capture
+                log.exception("lineage-listener: after-write hook failed")
+                extra = None
+            if extra is not None and len(extra):
+                if not len(self._pending):
+                    self._next_write = self._next_write_at()
+                self._pending.extend(extra)
+        return ok
 
 
 def _text(error: Any) -> str | None:

@@ -31,6 +31,8 @@ COMMAND_MODULES = (
     "impact",
     "provenance",
     "doctor",
+    "export",
+    "ingest",
 )
 
 #: Commands that read a store: they first try to write what waits in its spool, and say

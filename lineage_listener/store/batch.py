@@ -21,6 +21,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "column_lineage": ("query_id", "run_id", "target_dataset", "target_column", "source_dataset",
                        "source_column", "transform", "kind", "expression", "masking", "captured_at"),
     "capture_errors": ("captured_at", "run_id", "query_id", "stage", "error"),
+    "openlineage_sent": ("query_id", "endpoint", "sent_at"),
     # Not a table: edges of query_id written to the path of a table (a CTAS/saveAsTable's
     # nested write) now name the table; the path dataset goes if nothing else uses it.
     "retarget": ("query_id", "target_dataset", "previous_target"),
@@ -30,6 +31,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
 KEYS: dict[str, tuple[str, ...]] = {
     "runs": ("run_id",), "queries": ("query_id",), "datasets": ("dataset",),
     "dataset_columns": ("dataset", "column_name"),
+    "openlineage_sent": ("query_id", "endpoint"),
 }
 
 

@@ -77,3 +77,12 @@ CREATE TABLE IF NOT EXISTS capture_errors (
     stage       TEXT,                 -- listener | walk | store | spool
     error       TEXT
 );
+
+-- OpenLineage events delivered to an endpoint (live emission or `export openlineage --url`):
+-- a later export to the same endpoint sends only what is not here.
+CREATE TABLE IF NOT EXISTS openlineage_sent (
+    query_id TEXT,
+    endpoint TEXT,                    -- URL without credentials or query string
+    sent_at  TIMESTAMP,
+    PRIMARY KEY (query_id, endpoint)
+);

@@ -43,6 +43,7 @@ _MERGE = {
                        "nullable=excluded.nullable, "
                        "first_seen=least(dataset_columns.first_seen, excluded.first_seen), "
                        "last_seen=greatest(dataset_columns.last_seen, excluded.last_seen)",
+    "openlineage_sent": "sent_at=least(openlineage_sent.sent_at, excluded.sent_at)",
 }
 
 

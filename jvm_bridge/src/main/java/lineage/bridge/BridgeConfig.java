@@ -13,6 +13,7 @@ final class BridgeConfig {
     final int queueCapacity;
     final int workerRestarts;
     final String logLevel;
+    final String openlineageUrl;      // may be empty: no live OpenLineage emission
 
     private BridgeConfig(SparkConf conf, Map<String, String> env) {
         this.python = firstNonEmpty(
@@ -29,6 +30,7 @@ final class BridgeConfig {
         this.queueCapacity = conf.getInt("spark.lineage.queueCapacity", 10000);
         this.workerRestarts = conf.getInt("spark.lineage.workerRestarts", 1);
         this.logLevel = conf.get("spark.lineage.logLevel", "");
+        this.openlineageUrl = conf.get("spark.lineage.openlineage.url", "");
     }
 
     static BridgeConfig from(SparkConf conf) {

@@ -47,6 +47,9 @@ final class WorkerProcess {
         if (!cfg.logLevel.isEmpty()) {
             env.put("LINEAGE_LOG_LEVEL", cfg.logLevel);
         }
+        if (!cfg.openlineageUrl.isEmpty()) {
+            env.put("LINEAGE_OPENLINEAGE_URL", cfg.openlineageUrl);
+        }
         if (!cfg.pythonPath.isEmpty()) {
             String old = env.getOrDefault("PYTHONPATH", "");
             env.put("PYTHONPATH", old.isEmpty() ? cfg.pythonPath : cfg.pythonPath + File.pathSeparator + old);

@@ -1,0 +1,53 @@
+"""``lineage-listener export openlineage ...``: the store's lineage in a standard format."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from lineage_listener.cli import CliError
+from lineage_listener.cli.progress import progress_bar
+from lineage_listener.query.timewindow import parse_time
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("export", help="export lineage as OpenLineage events")
+    formats = p.add_subparsers(dest="format", metavar="FORMAT", required=True)
+    ol = formats.add_parser("openlineage", help="one OpenLineage RunEvent per captured query (NDJSON or HTTP)")
+    ol.add_argument("--store", required=True, help="path of the DuckDB store")
+    ol.add_argument("--since", help="only queries captured at or after this time (ISO date/time or 7d, 24h...)")
+    ol.add_argument("--until", help="only queries captured up to this time")
+    where = ol.add_mutually_exclusive_group(required=True)
+    where.add_argument("--out", help="write newline-delimited JSON to this file ('-': stdout)")
+    where.add_argument("--url", help="POST to this OpenLineage endpoint, e.g. http://marquez:5000/api/v1/lineage")
+    ol.add_argument("--token-env", default="LINEAGE_OPENLINEAGE_TOKEN",
+                    help="environment variable holding the endpoint's bearer token (default %(default)s)")
+    ol.add_argument("--job-namespace", default="spark", help="OpenLineage job namespace (default %(default)s)")
+    ol.add_argument("--table-namespace",
+                    help="namespace for catalog tables (default: the catalog name, spark_catalog), "
+                         "e.g. hive://metastore:9083")
+    ol.add_argument("--no-start", action="store_true", help="only COMPLETE/FAIL events, no START")
+    ol.add_argument("--resend", action="store_true", help="also send queries this endpoint already received")
+    ol.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from lineage_listener.openlineage.events import ExportOptions
+    from lineage_listener.openlineage.export import export
+
+    options = ExportOptions(since=parse_time(args.since), until=parse_time(args.until, end=True),
+                            job_namespace=args.job_namespace, table_namespace=args.table_namespace,
+                            start_events=not args.no_start)
+    try:
+        with progress_bar("exporting queries") as tick:
+            result = export(args.store, out=args.out, url=args.url, options=options, token_env=args.token_env,
+                            resend=args.resend, progress=tick)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    where = args.out if args.out else args.url
+    print(f"exported {result.events} events of {result.queries} queries to {where}"
+          + (f" ({result.skipped} queries already there)" if result.skipped else ""), file=sys.stderr)
+    if result.failed:
+        print(f"lineage-listener: {len(result.failed)} queries not delivered ({result.reasons[0]}); "
+              f"they are sent by the next export to this endpoint", file=sys.stderr)
+        return 1
+    return 0

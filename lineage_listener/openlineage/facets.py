@@ -1,0 +1,94 @@
+"""Edges <-> the ``columnLineage`` dataset facet (OpenLineage 1-2-0).
+
+identity and rename -> DIRECT/IDENTITY (a rename is an identity whose input field has
+another name, which is how it comes back), derived -> DIRECT/TRANSFORMATION,
+aggregate -> DIRECT/AGGREGATION, indirect types -> INDIRECT/<TYPE>. ``expression`` is the
+transformation's ``description``, ``masking`` its ``masking``. Indirect edges for every
+column of the target (``target_column`` NULL) go to the facet's ``dataset`` list.
+
+>>> e = Edge("orders", "amount", "total", "aggregate", "direct", "sum(amount)", False)
+>>> from_transformation(*to_transformation(e.transform, e.kind), "total", "amount")
+('aggregate', 'direct')
+>>> from_transformation("DIRECT", "IDENTITY", "customer", "name")
+('rename', 'direct')
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
+
+from openlineage.client.facet_v2 import column_lineage_dataset as cl
+
+DIRECT_SUBTYPES = {"identity": "IDENTITY", "rename": "IDENTITY", "derived": "TRANSFORMATION",
+                   "aggregate": "AGGREGATION"}
+_DIRECT_BACK = {"IDENTITY": "identity", "TRANSFORMATION": "derived", "AGGREGATION": "aggregate",
+                "MASKED": "derived"}
+INDIRECT = ("filter", "join", "group_by", "sort", "window", "conditional")
+
+
+class Edge(NamedTuple):
+    """One edge of one query, as read from ``column_lineage`` (target dataset implied)."""
+
+    source_dataset: str
+    source_column: str
+    target_column: str | None
+    transform: str
+    kind: str
+    expression: str | None
+    masking: bool | None
+
+
+def to_transformation(transform: str, kind: str) -> tuple[str, str]:
+    """(type, subtype) of one of our transforms."""
+    if kind == "direct":
+        return "DIRECT", DIRECT_SUBTYPES.get(transform, "TRANSFORMATION")
+    return "INDIRECT", transform.upper()
+
+
+def from_transformation(type_: str, subtype: str | None, target: str | None, source: str) -> tuple[str, str]:
+    """(transform, kind) for an OpenLineage transformation (the inverse of :func:`to_transformation`)."""
+    if (type_ or "").upper() == "INDIRECT":
+        sub = (subtype or "").lower()
+        return (sub if sub in INDIRECT else "filter"), "indirect"
+    transform = _DIRECT_BACK.get((subtype or "TRANSFORMATION").upper(), "derived")
+    if transform == "identity" and target is not None and target != source:
+        transform = "rename"
+    return transform, "direct"
+
+
+def column_lineage(edges: Iterable[Edge], name_of: Callable[[str], tuple[str, str]]) -> cl.ColumnLineageDatasetFacet:
+    """The facet of one output dataset from its edges; ``name_of`` maps a dataset to (namespace, name)."""
+    by_field: dict[str, list[cl.InputField]] = defaultdict(list)
+    dataset_wide: list[cl.InputField] = []
+    for e in edges:
+        type_, subtype = to_transformation(e.transform, e.kind)
+        namespace, name = name_of(e.source_dataset)
+        field = cl.InputField(namespace=namespace, name=name, field=e.source_column, transformations=[
+            cl.Transformation(type=type_, subtype=subtype, description=e.expression, masking=bool(e.masking))])
+        (by_field[e.target_column] if e.target_column is not None else dataset_wide).append(field)
+    return cl.ColumnLineageDatasetFacet(
+        fields={target: cl.Fields(inputFields=inputs) for target, inputs in sorted(by_field.items())},
+        dataset=dataset_wide)
+
+
+def edges_of(facet: dict, name_of: Callable[[str, str], str]) -> list[Edge]:
+    """Our edges from a ``columnLineage`` facet as JSON (any producer); ``name_of`` maps (namespace, name)."""
+    out: list[Edge] = []
+
+    def add(target: str | None, inputs: Iterable[dict], fallback: dict) -> None:
+        for f in inputs or []:
+            source = name_of(f["namespace"], f["name"])
+            for t in f.get("transformations") or [fallback]:
+                transform, kind = from_transformation(t.get("type"), t.get("subtype"), target, f["field"])
+                out.append(Edge(source, f["field"], target, transform, kind, t.get("description"),
+                                bool(t.get("masking", False))))
+
+    for target, spec in (facet.get("fields") or {}).items():
+        # Facets before 1-2-0 carry one transformation per output field, not per input.
+        legacy = {"type": "DIRECT", "subtype": spec.get("transformationType") or "TRANSFORMATION",
+                  "description": spec.get("transformationDescription"),
+                  "masking": spec.get("transformationType") == "MASKED"}
+        add(target, spec.get("inputFields"), legacy)
+    add(None, facet.get("dataset") or [], {"type": "INDIRECT", "subtype": "FILTER"})
+    return out

@@ -1,0 +1,167 @@
+"""OpenLineage events (ours or any producer's) -> store rows, through the ``columnLineage`` facet.
+
+One query per run (``runId``): START, RUNNING and COMPLETE events of one run merge into
+one ``queries`` row (status from the last state: FAIL -> failed, else succeeded; duration
+from START to the end) with the union of their edges. Our own export carries its ids in
+the ``lineage_listener`` run facet, so a round trip gives back the same query ids;
+others get ``openlineage:<runId>``. The Spark application (or scheduler DAG) is the
+parent run when the event names one.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import IO, Any
+
+from lineage_listener.openlineage import facets, naming
+from lineage_listener.store.batch import Batch
+
+KINDS = {"file": "path", naming.LOCAL: "local"}
+
+
+def read_events(stream: IO[str]) -> Iterator[dict]:
+    """Events from newline-delimited JSON, a JSON array, or one JSON object."""
+    text = stream.read()
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        yield from json.loads(stripped)
+        return
+    try:
+        one = json.loads(stripped)
+    except json.JSONDecodeError:
+        one = None
+    if isinstance(one, dict):
+        yield one
+        return
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"line {n} is not JSON: {exc}") from None
+
+
+def _ts(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    t = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return t.astimezone(timezone.utc).replace(tzinfo=None) if t.tzinfo else t
+
+
+def _kind(namespace: str) -> str:
+    if namespace in KINDS:
+        return KINDS[namespace]
+    scheme = namespace.partition("://")[0]
+    if "://" in namespace:
+        return "jdbc" if scheme in naming._JDBC_NAMESPACES else "path"
+    return "table"
+
+
+@dataclass
+class _Run:
+    query_id: str
+    run_id: str
+    app_name: str | None = None
+    spark_version: str | None = None
+    action: str | None = None
+    command: str | None = None
+    sql: str | None = None
+    status: str = "succeeded"
+    error: str | None = None
+    started: datetime | None = None
+    ended: datetime | None = None
+    target: str | None = None
+    datasets: dict[str, str] = field(default_factory=dict)
+    columns: dict[tuple[str, str], str | None] = field(default_factory=dict)
+    edges: dict[tuple, facets.Edge] = field(default_factory=dict)
+
+
+def to_batch(events: Iterable[dict], table_namespace: str | None = None) -> tuple[Batch, int]:
+    """(rows for the store, number of events read)."""
+    runs: dict[str, _Run] = {}
+    n = 0
+
+    def name_of(namespace: str, name: str) -> str:
+        return naming.from_openlineage(namespace, name, table_namespace)
+
+    for ev in events:
+        n += 1
+        if "run" not in ev or "job" not in ev:
+            continue  # a DatasetEvent or JobEvent: no run, no column lineage to record
+        run_facets = ev["run"].get("facets") or {}
+        ours = run_facets.get("lineage_listener") or {}
+        parent = run_facets.get("parent") or {}
+        run_id = ev["run"]["runId"]
+        r = runs.get(run_id)
+        if r is None:
+            app_run = (f"openlineage:{parent['run']['runId']}" if parent.get("run") else
+                       f"openlineage:{ev['job']['namespace']}/{ev['job']['name']}")
+            r = runs[run_id] = _Run(f"openlineage:{run_id}", app_run)
+        if ours.get("queryId"):  # our own export: our ids back (START events do not carry them)
+            r.query_id, r.run_id = ours["queryId"], ours.get("runId") or r.run_id
+        r.app_name = r.app_name or (parent.get("job") or {}).get("name") or ev["job"]["name"]
+        engine = run_facets.get("processing_engine") or {}
+        r.spark_version = r.spark_version or engine.get("version")
+        r.action = ours.get("action") or r.action or "openlineage"
+        r.command = ours.get("command") or r.command or ev["job"]["name"]
+        sql = ((ev["job"].get("facets") or {}).get("sql") or {}).get("query")
+        r.sql = sql or r.sql
+        when = _ts(ev.get("eventTime"))
+        state = (ev.get("eventType") or "").upper()
+        if state == "START":
+            r.started = when
+        elif state in ("COMPLETE", "FAIL", "ABORT"):
+            r.ended = when
+            r.status = ours.get("status") or ("succeeded" if state == "COMPLETE" else "failed")
+            err = run_facets.get("errorMessage") or {}
+            r.error = err.get("message") or r.error
+        elif r.ended is None:
+            r.ended = when
+        for ds in ev.get("inputs") or []:
+            _dataset(r, ds, name_of)
+        for ds in ev.get("outputs") or []:
+            target = _dataset(r, ds, name_of)
+            r.target = r.target or target
+            lineage = (ds.get("facets") or {}).get("columnLineage")
+            if lineage:
+                for e in facets.edges_of(lineage, name_of):
+                    r.edges[(target, *e)] = e
+    return _rows(runs.values()), n
+
+
+def _dataset(r: _Run, ds: dict, name_of) -> str:
+    name = name_of(ds["namespace"], ds["name"])
+    r.datasets[name] = _kind(ds["namespace"])
+    for f in ((ds.get("facets") or {}).get("schema") or {}).get("fields") or []:
+        r.columns[(name, f["name"])] = f.get("type")
+    return name
+
+
+def _rows(runs: Iterable[_Run]) -> Batch:
+    b = Batch()
+    for r in runs:
+        at = (r.ended or r.started or datetime.now(timezone.utc).replace(tzinfo=None)).isoformat(sep=" ")
+        duration = int((r.ended - r.started).total_seconds() * 1000) if r.started and r.ended else None
+        b.add("runs", (r.run_id, None, r.app_name, r.spark_version, None, None, None, None))
+        b.add("queries", (r.query_id, r.run_id, r.action, r.command, r.sql, r.status, r.error, duration, at,
+                          r.target))
+        for name, kind in r.datasets.items():
+            b.add("datasets", (name, kind, None, None, None, at, at))
+        for (name, column), dtype in r.columns.items():
+            b.add("dataset_columns", (name, column, dtype, None, at, at))
+        for (target, *_), e in r.edges.items():
+            b.add("column_lineage", (r.query_id, r.run_id, target, e.target_column, e.source_dataset,
+                                     e.source_column, e.transform, e.kind, e.expression, e.masking, at))
+    return b
+
+
+def ingest(store: str, stream: IO[str], table_namespace: str | None = None) -> dict[str, Any]:
+    """Write the events in ``stream`` into ``store``; counts of events, queries and edges."""
+    from lineage_listener.store.writer import StoreWriter
+
+    batch, n = to_batch(read_events(stream), table_namespace)
+    ok = StoreWriter(store).write(batch)
+    return {"events": n, "queries": len(batch.rows["queries"]), "edges": len(batch.rows["column_lineage"]),
+            "written": ok}

@@ -1,0 +1,80 @@
+"""Deliver events: newline-delimited JSON to a file, or POSTed to an OpenLineage HTTP endpoint.
+
+Both go through openlineage-python's transports. The bearer token is read from an
+environment variable named by the caller (never from argv, never logged). Delivered
+queries are recorded per endpoint in the store's ``openlineage_sent`` table.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from urllib.parse import urlsplit, urlunsplit
+
+from openlineage.client.event_v2 import RunEvent
+from openlineage.client.serde import Serde
+from openlineage.client.transport.http import ApiKeyTokenProvider, HttpConfig, HttpTransport, TokenProvider
+
+from lineage_listener.lineage.redact import redact_text
+
+log = logging.getLogger(__name__)
+
+#: Environment variable holding the endpoint's bearer token, unless the caller names another.
+TOKEN_ENV = "LINEAGE_OPENLINEAGE_TOKEN"
+
+#: Well-known endpoint paths; a URL without a path gets Marquez's.
+DEFAULT_ENDPOINT = "api/v1/lineage"
+
+
+def endpoint_id(url: str) -> str:
+    """The URL as recorded in the store: no credentials, query string or fragment.
+
+    >>> endpoint_id("http://bob:pw@marquez:5000/api/v1/lineage?x=1")
+    'http://marquez:5000/api/v1/lineage'
+    """
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def http_transport(url: str, token_env: str = TOKEN_ENV, timeout: float = 5.0, retries: int = 3) -> HttpTransport:
+    """An HTTP transport to ``url`` (path included, e.g. ``/api/v1/lineage``), bounded retries."""
+    parts = urlsplit(url)
+    base = urlunsplit((parts.scheme, parts.netloc, "/", "", ""))
+    endpoint = parts.path.lstrip("/") or DEFAULT_ENDPOINT
+    token = os.environ.get(token_env)
+    auth = ApiKeyTokenProvider({"apiKey": token}) if token else TokenProvider({})
+    return HttpTransport(HttpConfig(url=base, endpoint=endpoint, timeout=timeout, auth=auth, retry={
+        "total": retries, "read": retries, "connect": retries, "backoff_factor": 0.3,
+        "status_forcelist": [429, 500, 502, 503, 504], "allowed_methods": ["POST"]}))
+
+
+def to_file(events: Iterable[RunEvent], path: str) -> int:
+    """Write ``events`` as newline-delimited JSON (``-``: stdout); the number written."""
+    import sys
+
+    n = 0
+    out = sys.stdout if path == "-" else open(path, "w", encoding="utf-8")  # noqa: SIM115
+    try:
+        for event in events:
+            out.write(Serde.to_json(event) + "\n")
+            n += 1
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    return n
+
+
+def post(transport: HttpTransport, event: RunEvent) -> str | None:
+    """Send one event; None on success, else the reason (one line, no secrets)."""
+    try:
+        transport.emit(event)
+        return None
+    except Exception as exc:  # noqa: BLE001 - requests/urllib3 raise many types
+        return redact_text(str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__)
+
+
+def sent_row(query_id: str, url: str) -> tuple:
+    return (query_id, endpoint_id(url), datetime.now(timezone.utc).replace(tzinfo=None).isoformat(sep=" "))
