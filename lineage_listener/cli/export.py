@@ -10,7 +10,7 @@ from lineage_listener.query.timewindow import parse_time
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("export", help="export lineage as OpenLineage events")
+    p = subparsers.add_parser("export", help="export lineage as OpenLineage events or DataHub proposals")
     formats = p.add_subparsers(dest="format", metavar="FORMAT", required=True)
     ol = formats.add_parser("openlineage", help="one OpenLineage RunEvent per captured query (NDJSON or HTTP)")
     ol.add_argument("--store", required=True, help="path of the DuckDB store")
@@ -28,6 +28,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ol.add_argument("--no-start", action="store_true", help="only COMPLETE/FAIL events, no START")
     ol.add_argument("--resend", action="store_true", help="also send queries this endpoint already received")
     ol.set_defaults(func=run)
+    dh = formats.add_parser("datahub", help="DataHub MetadataChangeProposals: upstreamLineage with fine-grained "
+                                            "lineage, schemaMetadata (needs lineage-listener[datahub])")
+    dh.add_argument("--store", required=True, help="path of the DuckDB store")
+    dh.add_argument("--out", required=True, help="the MCP file to write (load it with `datahub ingest` "
+                                                 "and a file source, or `datahub put`)")
+    dh.add_argument("--platform", help="one DataHub platform for every dataset (default: from each name: "
+                                       "file, s3, hdfs, hive, postgres, ...)")
+    dh.add_argument("--env", default="PROD", help="DataHub environment (default %(default)s)")
+    dh.add_argument("--since", help="only edges captured at or after this time")
+    dh.add_argument("--until", help="only edges captured up to this time")
+    dh.set_defaults(func=run_datahub)
+
+
+def run_datahub(args: argparse.Namespace) -> int:
+    try:
+        from lineage_listener.datahub.export import DataHubOptions, export
+    except ImportError as exc:
+        raise CliError(f"DataHub support is not installed ({exc}): pip install 'lineage-listener[datahub]'") from None
+    n = export(args.store, args.out, DataHubOptions(env=args.env, platform=args.platform,
+                                                    since=parse_time(args.since),
+                                                    until=parse_time(args.until, end=True)))
+    print(f"wrote {n} metadata change proposals to {args.out}", file=sys.stderr)
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
