@@ -15,6 +15,8 @@ log = redact.logger(__name__)
 
 STORE_CONF = "spark.lineage.store"
 OPENLINEAGE_URL_CONF = "spark.lineage.openlineage.url"
+SERVER_URL_CONF = "spark.lineage.url"
+SERVER_TOKEN_CONF = "spark.lineage.token"
 DEFAULT_STORE = "lineage.duckdb"
 
 _lock = threading.Lock()
@@ -84,6 +86,8 @@ def enable(spark: Any, store: str | os.PathLike | None = None, **options: Any) -
 
     ``openlineage_url`` (or conf ``spark.lineage.openlineage.url``): also send each query's
     OpenLineage events there as it is captured (token from ``LINEAGE_OPENLINEAGE_TOKEN``).
+    ``url`` (or conf ``spark.lineage.url``): send lineage to a lineage server instead of
+    ``store``; ``token`` (or conf ``spark.lineage.token``, or env ``LINEAGE_TOKEN``).
     Other options go to :class:`~lineage_listener.capture.pipeline.Capture`.
     """
     if store is None:
@@ -92,7 +96,7 @@ def enable(spark: Any, store: str | os.PathLike | None = None, **options: Any) -
     with _lock:
         existing = _handles.get(key)
         if existing is not None:
-            if os.path.abspath(os.fspath(store)) != existing.store:
+            if not options.get("url") and os.path.abspath(os.fspath(store)) != existing.store:
                 log.warning("lineage-listener: already enabled on this session with store %s; keeping it",
                             existing.store)
             return existing
@@ -101,6 +105,10 @@ def enable(spark: Any, store: str | os.PathLike | None = None, **options: Any) -
         ol_url = options.pop("openlineage_url", None) or spark.conf.get(OPENLINEAGE_URL_CONF, None)
         if ol_url:
             options.setdefault("after_write", sinks.openlineage_after_write(ol_url))
+        url = options.pop("url", None) or spark.conf.get(SERVER_URL_CONF, None)
+        if url:
+            options["url"] = url
+            options.setdefault("token", spark.conf.get(SERVER_TOKEN_CONF, None))
         capture = Capture(store, **options)
         listener = PlanListener(capture)
         spark._jsparkSession.listenerManager().register(listener)

@@ -23,6 +23,7 @@ from lineage_listener.capture import overflow, stages
 from lineage_listener.capture.envelope import Envelope, Reader
 from lineage_listener.capture.records import Recorder
 from lineage_listener.store.batch import Batch
+from lineage_listener.store.remote import RemoteWriter
 from lineage_listener.store.writer import StoreWriter
 from lineage_listener.lineage import redact
 
@@ -61,16 +62,23 @@ class Capture:
 
     def __init__(self, store: str | os.PathLike, *, batch_interval: float = 0.25,
                  max_batch_rows: int = 20_000, lock_timeout: float = 10.0, defer_reads: bool = False,
-                 max_queue: int = 10_000, after_write: Callable[[Batch], Batch | None] | None = None) -> None:
+                 max_queue: int = 10_000, after_write: Callable[[Batch], Batch | None] | None = None,
+                 url: str | None = None, token: str | None = None) -> None:
         """``defer_reads``: read the ``QueryExecution`` on the capture thread instead of the
         callback's thread (use it when the callback runs on Spark's listener bus).
         ``max_queue``: at most this many deferred actions wait; more are recorded as lineage_error.
         ``after_write``: called on the capture thread with each batch that reached the store
-        (e.g. live OpenLineage emission); rows it returns are written with the next batch."""
+        (e.g. live OpenLineage emission); rows it returns are written with the next batch.
+        ``url``: send batches to this lineage server (``lineage-listener serve``) instead of
+        writing ``store``; ``token`` (or env ``LINEAGE_TOKEN``) authenticates them."""
         self.after_write = after_write
-        self.store = str(Path(store).expanduser().absolute())
         self.reader = Reader()
-        self.writer = StoreWriter(self.store, lock_timeout=lock_timeout)
+        if url:
+            self.writer: StoreWriter | RemoteWriter = RemoteWriter(url, token, lock_timeout=lock_timeout)
+            self.store = redact.redact_url(url)
+        else:
+            self.store = str(Path(store).expanduser().absolute())
+            self.writer = StoreWriter(self.store, lock_timeout=lock_timeout)
         self.recorder = Recorder()
         self.batch_interval = batch_interval
         self._next_write = 0.0

@@ -33,6 +33,8 @@ COMMAND_MODULES = (
     "doctor",
     "export",
     "ingest",
+    "serve",
+    "push",
 )
 
 #: Commands that read a store: they first try to write what waits in its spool, and say

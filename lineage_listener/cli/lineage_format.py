@@ -57,20 +57,7 @@ def to_json(value: Any) -> str:
 
 # -- graphs ------------------------------------------------------------------------------
 
-def graph_data(g: nx.DiGraph) -> dict[str, Any]:
-    """The graph as plain data: start, nodes with depth, edges with every capture."""
-    return {
-        "start": {"dataset": g.graph["start"][0], "column": g.graph["start"][1]},
-        "direction": g.graph["direction"],
-        "nodes": [{"dataset": n[0], "column": n[1], "depth": d["depth"]}
-                  for n, d in sorted(g.nodes(data=True), key=lambda x: (x[1]["depth"], x[0]))],
-        "edges": [{"source": {"dataset": u[0], "column": u[1]},
-                   "target": {"dataset": v[0], "column": v[1]},
-                   **{k: d[k] for k in ("hop", "transform", "kind", "expression", "masking",
-                                        "query_id", "run_id", "captured_at", "dataset_level")},
-                   "captures": len(d["records"]), "runs": d["runs"]}
-                  for u, v, d in sorted(g.edges(data=True), key=lambda e: (e[2]["hop"], e[0], e[1]))],
-    }
+graph_data = lg.graph_data
 
 
 def graph_dot(g: nx.DiGraph) -> str:

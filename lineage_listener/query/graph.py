@@ -9,6 +9,7 @@ describe the preferred capture (direct before indirect, then the latest) and
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import networkx as nx
 
@@ -118,3 +119,19 @@ def masking_status(g: nx.DiGraph, start: Node) -> dict[Node, str]:
         else:
             out[node] = "masked"
     return out
+
+
+def graph_data(g: nx.DiGraph) -> dict[str, Any]:
+    """The graph as plain data: start, nodes with depth, edges with every capture."""
+    return {
+        "start": {"dataset": g.graph["start"][0], "column": g.graph["start"][1]},
+        "direction": g.graph["direction"],
+        "nodes": [{"dataset": n[0], "column": n[1], "depth": d["depth"]}
+                  for n, d in sorted(g.nodes(data=True), key=lambda x: (x[1]["depth"], x[0]))],
+        "edges": [{"source": {"dataset": u[0], "column": u[1]},
+                   "target": {"dataset": v[0], "column": v[1]},
+                   **{k: d[k] for k in ("hop", "transform", "kind", "expression", "masking",
+                                        "query_id", "run_id", "captured_at", "dataset_level")},
+                   "captures": len(d["records"]), "runs": d["runs"]}
+                  for u, v, d in sorted(g.edges(data=True), key=lambda e: (e[2]["hop"], e[0], e[1]))],
+    }

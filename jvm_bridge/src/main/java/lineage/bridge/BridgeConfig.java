@@ -14,6 +14,8 @@ final class BridgeConfig {
     final int workerRestarts;
     final String logLevel;
     final String openlineageUrl;      // may be empty: no live OpenLineage emission
+    final String serverUrl;           // may be empty: write the store file, not a lineage server
+    final String serverToken;         // passed to the worker's environment only, never logged
 
     private BridgeConfig(SparkConf conf, Map<String, String> env) {
         this.python = firstNonEmpty(
@@ -31,6 +33,8 @@ final class BridgeConfig {
         this.workerRestarts = conf.getInt("spark.lineage.workerRestarts", 1);
         this.logLevel = conf.get("spark.lineage.logLevel", "");
         this.openlineageUrl = conf.get("spark.lineage.openlineage.url", "");
+        this.serverUrl = conf.get("spark.lineage.url", "");
+        this.serverToken = conf.get("spark.lineage.token", "");
     }
 
     static BridgeConfig from(SparkConf conf) {

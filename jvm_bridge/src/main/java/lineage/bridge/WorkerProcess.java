@@ -47,6 +47,12 @@ final class WorkerProcess {
         if (!cfg.logLevel.isEmpty()) {
             env.put("LINEAGE_LOG_LEVEL", cfg.logLevel);
         }
+        if (!cfg.serverUrl.isEmpty()) {
+            env.put("LINEAGE_URL", cfg.serverUrl);
+        }
+        if (!cfg.serverToken.isEmpty()) {
+            env.put("LINEAGE_TOKEN", cfg.serverToken);
+        }
         if (!cfg.openlineageUrl.isEmpty()) {
             env.put("LINEAGE_OPENLINEAGE_URL", cfg.openlineageUrl);
         }

@@ -1,0 +1,24 @@
+"""``lineage-listener push --url URL [--spool DIR]``: send spooled batches to a lineage server."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from lineage_listener.cli import CliError
+from lineage_listener.store import remote
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("push", help="send lineage spooled while a lineage server was unreachable")
+    p.add_argument("--url", required=True, help="the lineage server, e.g. http://lineage:8765")
+    p.add_argument("--spool", help="a folder of spooled batches (default: those waiting for --url here)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        sent, left = remote.push(args.url, args.spool)
+    except OSError as exc:
+        raise CliError(f"lineage server {args.url} not reachable: {exc}") from None
+    print(f"sent {sent} spooled batches to {args.url}" + (f"; {left} left" if left else ""), file=sys.stderr)
+    return 0 if not left else 1
