@@ -25,6 +25,9 @@ class _Recorder:
     def end_run(self, app_id=None):
         self.calls.append(("end", app_id))
 
+    def hurry(self):
+        self.calls.append(("hurry",))
+
 
 def test_settings_come_from_the_environment_only() -> None:
     s = WorkerSettings.from_env({"LINEAGE_BRIDGE_PORT": "4242", "LINEAGE_BRIDGE_TOKEN": "t",
@@ -43,7 +46,7 @@ def test_calls_are_relayed_and_errors_never_escape(caplog: pytest.LogCaptureFixt
     with caplog.at_level(logging.ERROR):
         w.onFailure("save", "qe", "exc")
         w.onFailure("save", "qe", "exc")
-    assert rec.calls == [("success", "save", "qe", 12), ("flush", 2.5), ("end", "app-1")]
+    assert rec.calls == [("success", "save", "qe", 12), ("flush", 2.5), ("hurry",), ("end", "app-1")]
     assert len([r for r in caplog.records if "on_failure" in r.getMessage()]) == 1  # logged once
     assert not w.stopped.is_set()
     w.shutdown()

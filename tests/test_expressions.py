@@ -1,6 +1,10 @@
 """Expression kinds -> transform types, expression text and the masking flag."""
 from __future__ import annotations
 
+import pyspark
+
+SPARK_MAJOR = int(pyspark.__version__.split(".")[0])
+
 
 def test_cast_arithmetic_functions_are_derived(lineage, people):
     got = lineage.run("SELECT CAST(id AS STRING) AS sid, amount * 2 + id AS calc, concat(name, '!') AS c FROM people")
@@ -69,8 +73,12 @@ def test_between_interval_grouping_read_as_written(lineage, people):
     got = lineage.run("SELECT name, amount BETWEEN id AND 100 AS inr FROM people WHERE id BETWEEN 1 AND 2")
     assert got.simple() == {("name", "name", "identity"), ("inr", "amount", "derived"), ("inr", "id", "derived"),
                             (None, "id", "filter")}
-    assert got.edge("inr", "amount").expression == "amount BETWEEN id AND 100"
-    assert got.edge(None, "id").expression == "id BETWEEN 1 AND 2"
+    if SPARK_MAJOR >= 4:
+        assert got.edge("inr", "amount").expression == "amount BETWEEN id AND 100"
+        assert got.edge(None, "id").expression == "id BETWEEN 1 AND 2"
+    else:  # Spark 3.5's parser turns BETWEEN into two comparisons: the plan never holds it
+        assert got.edge("inr", "amount").expression == "(amount >= CAST(id AS DOUBLE)) AND (amount <= 100)"
+        assert got.edge(None, "id").expression == "(id >= 1) AND (id <= 2)"
 
     got = lineage.run("SELECT date_add(current_date(), id) + INTERVAL '14' DAY AS d, "
                       "date_add(current_date(), id) - INTERVAL '3' DAY AS m, current_date() - INTERVAL '3' DAY AS c, "

@@ -27,7 +27,7 @@ def chained_store(spark, tmp_path):
         spark.read.parquet(location).where("amount > 5") \
             .selectExpr("id", "sha2(email, 256) AS email_hash", "amount").write.saveAsTable("q_clean")
         # job 3: aggregates the clean table
-        spark.sql("CREATE TABLE q_report AS SELECT sum(amount) AS total, count(email_hash) AS n FROM q_clean")
+        spark.sql("CREATE TABLE q_report USING parquet AS SELECT sum(amount) AS total, count(email_hash) AS n FROM q_clean")
         # a read-only access of the raw email column
         spark.table("q_orders").select("email").collect()
         assert handle.flush(60)

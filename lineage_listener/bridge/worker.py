@@ -71,8 +71,11 @@ class BridgeWorker:
         return bool(self._guard("flush", self._capture.flush, timeout_ms / 1000.0))
 
     def endRun(self, app_id: str) -> None:  # noqa: N802
+        self._guard("end_run", self._end_run, app_id)
+
+    def _end_run(self, app_id: str) -> None:
         self._capture.hurry()  # the application is ending: a busy store gets lineage spooled, not a stall
-        self._guard("end_run", self._capture.end_run, app_id)
+        self._capture.end_run(app_id)
 
     def shutdown(self) -> None:
         self.stopped.set()
