@@ -100,3 +100,21 @@ def test_unknown_column_shows_the_closest_names(served, page):
     assert "email_hash" in page.inner_text("#view")
 
 
+
+
+def test_html_file_draws_the_same_graph_offline(demo_store, page, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "lineage.html"
+    proc = subprocess.run([sys.executable, "-m", "lineage_listener", "html", "--store", str(demo_store),
+                           "spark_catalog.sales.customer_summary", "email_hash", "-o", str(out)],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    assert "http://" not in out.read_text().split("window.LINEAGE_STATIC")[0].split("<script>")[0]
+    page.goto(out.as_uri())
+    nodes, edges = graph(page)
+    assert ("spark_catalog.sales.customer_summary", "email_hash") in nodes and len(edges) >= 5
+    assert any(e[1:] == ("email", "email_hash", "derived", "direct", 1) for e in edges)
+    page.screenshot(path=str(ARTIFACTS / "html-export.png"), full_page=True)

@@ -35,11 +35,12 @@ COMMAND_MODULES = (
     "ingest",
     "serve",
     "push",
+    "html",
 )
 
 #: Commands that read a store: they first try to write what waits in its spool, and say
 #: on stderr when some still waits (their answer may miss it).
-READ_COMMANDS = frozenset({"sql", "upstream", "downstream", "impact", "provenance"})
+READ_COMMANDS = frozenset({"sql", "upstream", "downstream", "impact", "provenance", "html"})
 
 
 class _Parser(argparse.ArgumentParser):

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Query
 
 from lineage_listener.query import reports
-from lineage_listener.query.graph import graph_data
+from lineage_listener.query import payload
 from lineage_listener.query.names import Aliases, closest
 from lineage_listener.query.store import LineageStore, UnknownNameError
 from lineage_listener.query.timewindow import parse_time
@@ -107,27 +107,9 @@ def column_lineage(dataset: str, column: str, start: str | None = None, end: str
                    st: ServerState = Depends(state)) -> dict:
     """A column's lineage graph in a time window: nodes and edges (transform, kind, expression, masking,
     query, time). ``backward``: where it came from; ``forward``: where it went."""
-    since, until = _time(start), _time(end, end=True)
-    out: dict[str, Any] = {"dataset": dataset, "column": column, "direction": direction, "nodes": [], "edges": []}
     with st.lock:
-        store = _store(st)
-        walks = {"backward": ["upstream"], "forward": ["downstream"], "both": ["upstream", "downstream"]}[direction]
-        seen_nodes: dict[tuple, dict] = {}
-        seen_edges: set[tuple] = set()
-        for walk in walks:
-            g = _answer(getattr(store, walk), dataset, column, depth=maxLevels, since=since, until=until,
-                        direct_only=directOnly, include_failed=includeFailed)
-            data = graph_data(g)
-            out["start"] = data["start"]
-            for n in data["nodes"]:
-                seen_nodes.setdefault((n["dataset"], n["column"]), n)
-            for e in data["edges"]:
-                key = (e["source"]["dataset"], e["source"]["column"], e["target"]["dataset"], e["target"]["column"])
-                if key not in seen_edges:
-                    seen_edges.add(key)
-                    out["edges"].append(e)
-    out["nodes"] = list(seen_nodes.values())
-    return out
+        return _answer(payload.column_lineage, _store(st), dataset, column, direction, maxLevels, _time(start),
+                       _time(end, end=True), directOnly, includeFailed)
 
 
 @router.get("/api/impact")

@@ -107,6 +107,7 @@ function draw(data) {
   cy.on("mousemove", ev => { tip.style.left = (ev.originalEvent.clientX + 12) + "px"; tip.style.top = (ev.originalEvent.clientY + 12) + "px"; });
   cy.on("mouseout", "edge", () => { tip.hidden = true; });
   cy.on("tap", "node", ev => {
+    if (window.LINEAGE_STATIC) return;  // a shared file has no server to ask
     const d = ev.target.data();
     location.hash = `#/column/${enc(d.dataset)}/${enc(d.column)}?${params()}`;
   });
@@ -143,9 +144,22 @@ async function route() {
   }
 }
 
-document.getElementById("search-form").onsubmit = ev => {
-  ev.preventDefault();
-  location.hash = `#/?q=${enc(document.getElementById("search").value)}`;
-};
-window.addEventListener("hashchange", route);
-route();
+function showStatic(data) {
+  document.querySelector("header form").hidden = true;
+  view.innerHTML = `<h2 class="mono">${esc(data.start.dataset)} [${esc(data.start.column)}]</h2>
+    <p>${esc(data.direction)} lineage, written ${esc(data.written_at)} by lineage-listener html</p>
+    <div class="legend"><span>── direct</span><span>- - - indirect</span><span style="color:#c0392b">red: masked</span>
+      <span>hover an edge for its expression</span></div><p id="summary"></p><div id="graph"></div>`;
+  draw(data);
+}
+
+if (window.LINEAGE_STATIC) {
+  showStatic(window.LINEAGE_STATIC);
+} else {
+  document.getElementById("search-form").onsubmit = ev => {
+    ev.preventDefault();
+    location.hash = `#/?q=${enc(document.getElementById("search").value)}`;
+  };
+  window.addEventListener("hashchange", route);
+  route();
+}
