@@ -118,3 +118,11 @@ def test_script_exits_promptly(tmp_path, stop):
         assert con.execute("SELECT target_column, transform FROM column_lineage").fetchall() == [("x", "derived")]
         assert con.execute("SELECT ended_at IS NOT NULL FROM runs").fetchone()[0]
     assert time.monotonic() - started < 120
+
+
+def test_enable_on_a_connect_client_says_where_capture_goes():
+    class ConnectSession:  # what a Spark Connect client session looks like from here: no _jsparkSession
+        __module__ = "pyspark.sql.connect.session"
+
+    with pytest.raises(TypeError, match="Spark Connect client.*start-connect-server.sh"):
+        lineage_listener.enable(ConnectSession())

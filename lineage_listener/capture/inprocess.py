@@ -90,6 +90,12 @@ def enable(spark: Any, store: str | os.PathLike | None = None, **options: Any) -
     ``store``; ``token`` (or conf ``spark.lineage.token``, or env ``LINEAGE_TOKEN``).
     Other options go to :class:`~lineage_listener.capture.pipeline.Capture`.
     """
+    if not hasattr(spark, "_jsparkSession"):  # a Spark Connect client: no JVM on this side
+        raise TypeError(
+            "lineage_listener.enable() needs a classic SparkSession with a driver JVM in this process; "
+            f"{type(spark).__module__}.{type(spark).__name__} is a Spark Connect client. Capture on the Connect "
+            "server instead: start it with the flags of `lineage-listener spark-conf --store PATH` "
+            "(start-connect-server.sh $(lineage-listener spark-conf --store PATH))")
     if store is None:
         store = spark.conf.get(STORE_CONF, None) or DEFAULT_STORE
     key = _session_key(spark)
