@@ -10,6 +10,7 @@ final class BridgeConfig {
     final String store;               // may be empty: the worker then uses its default
     final long drainTimeoutMs;
     final long workerStartTimeoutMs;
+    final long stallTimeoutMs;        // a worker silent this long beyond a call's own timeout is stopped
     final int queueCapacity;
     final int workerRestarts;
     final String logLevel;
@@ -29,6 +30,7 @@ final class BridgeConfig {
         this.store = conf.get("spark.lineage.store", "");
         this.drainTimeoutMs = conf.getLong("spark.lineage.drainTimeoutMs", 30000L);
         this.workerStartTimeoutMs = conf.getLong("spark.lineage.workerStartTimeoutMs", 60000L);
+        this.stallTimeoutMs = conf.getLong("spark.lineage.stallTimeoutMs", 10000L);
         this.queueCapacity = conf.getInt("spark.lineage.queueCapacity", 10000);
         this.workerRestarts = conf.getInt("spark.lineage.workerRestarts", 1);
         this.logLevel = conf.get("spark.lineage.logLevel", "");

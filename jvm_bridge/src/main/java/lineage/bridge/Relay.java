@@ -45,6 +45,9 @@ final class Relay {
     private final LinkedBlockingDeque<Event> queue = new LinkedBlockingDeque<>();
     private final List<Event> unconfirmed = new ArrayList<>();  // relay thread only
     private final AtomicLong dropped = new AtomicLong();
+    private final AtomicLong offAtDisable = new AtomicLong();   // events waiting when capture went off
+    private final AtomicLong offAfter = new AtomicLong();       // events that arrived after it went off
+    private final AtomicLong offUnconfirmed = new AtomicLong(); // delivered, not confirmed stored, when it went off
     private final AtomicBoolean disabled = new AtomicBoolean();
     private final AtomicBoolean closeStarted = new AtomicBoolean();
     private final AtomicBoolean appEndRegistered = new AtomicBoolean();
@@ -58,6 +61,7 @@ final class Relay {
     private volatile GatewayServer server;
     private volatile WorkerProcess process;
     private volatile long closeDeadline = Long.MAX_VALUE;
+    private volatile long callDeadline = Long.MAX_VALUE;  // a call to the worker must have returned by then
     private volatile String appId;
     private volatile SparkContext context;
     private Worker worker;  // guarded by attachLock
@@ -109,7 +113,11 @@ final class Relay {
                 LOG.debug("cannot watch application end", e);
             }
         }
-        if (disabled.get() || closeStarted.get()) {
+        if (disabled.get()) {
+            offAfter.incrementAndGet();
+            return;
+        }
+        if (closeStarted.get()) {
             return;
         }
         if (queue.size() >= cfg.queueCapacity) {
@@ -161,6 +169,7 @@ final class Relay {
                 .callbackClient(new DaemonCallbackClient(GatewayServer.DEFAULT_PYTHON_PORT, loopback, token))
                 .build();
             server.start(true);
+            startWatchdog();
             if (!startWorker()) {
                 return;
             }
@@ -193,7 +202,13 @@ final class Relay {
     private void deliver(Event e) {
         for (int attempt = 0; ; attempt++) {
             try {
-                e.deliverTo(currentWorker());
+                Worker w = currentWorker();
+                guard(0L);
+                try {
+                    e.deliverTo(w);
+                } finally {
+                    unguard();
+                }
                 unconfirmed.add(e);
                 if (unconfirmed.size() >= MAX_UNCONFIRMED) {
                     confirm(Math.min(10000L, cfg.drainTimeoutMs));
@@ -225,7 +240,7 @@ final class Relay {
     /** Ask the worker to flush; on success the unconfirmed events are stored and can go. */
     private void confirm(long timeoutMs) {
         try {
-            if (currentWorker().flush(timeoutMs)) {
+            if (flush(currentWorker(), timeoutMs)) {
                 unconfirmed.clear();
             }
         } catch (Py4JException ex) {
@@ -239,14 +254,25 @@ final class Relay {
     private boolean finish() {
         try {
             Worker w = currentWorker();
-            if (!w.flush(remaining())) {
-                LOG.warn(PREFIX + "the store did not confirm all lineage within spark.lineage.drainTimeoutMs="
-                    + cfg.drainTimeoutMs + "; the worker spools what it could not write");
+            long budget = remaining();
+            long started = System.currentTimeMillis();
+            if (!flush(w, budget)) {
+                boolean timedOut = System.currentTimeMillis() - started >= budget - 100L;
+                LOG.warn(PREFIX + (timedOut
+                    ? "the store did not confirm all lineage within spark.lineage.drainTimeoutMs=" + cfg.drainTimeoutMs
+                        + " ms; the worker spools what it could not write"
+                    : "the worker could not write all lineage to the store now (busy or unwritable); it spooled"
+                        + " it for the next write (see its log, or run lineage-listener doctor)"));
             }
             unconfirmed.clear();
             if (appId != null) {
-                w.endRun(appId);
-                w.flush(remaining());
+                guard(0L);
+                try {
+                    w.endRun(appId);
+                } finally {
+                    unguard();
+                }
+                flush(w, remaining());
             }
         } catch (Py4JException ex) {
             Failure f = classify(ex);
@@ -290,6 +316,46 @@ final class Relay {
         LOG.warn(PREFIX + "the Python worker died" + why + "; restarting it and replaying "
             + countEvents() + " unconfirmed lineage events");
         startWorker();
+    }
+
+    /** A flush call, watched: the worker gets its own timeout plus the stall allowance to answer. */
+    private boolean flush(Worker w, long timeoutMs) {
+        guard(timeoutMs);
+        try {
+            return w.flush(timeoutMs);
+        } finally {
+            unguard();
+        }
+    }
+
+    private void guard(long expectedMs) {
+        callDeadline = System.currentTimeMillis() + expectedMs + cfg.stallTimeoutMs;
+    }
+
+    private void unguard() {
+        callDeadline = Long.MAX_VALUE;
+    }
+
+    /**
+     * A worker that stops answering (frozen, SIGSTOP, swapped out) would hold the relay until the
+     * application ends. The watchdog kills it once a call overruns by spark.lineage.stallTimeoutMs;
+     * the blocked call then fails like a dead worker's: restart and replay what it did not confirm.
+     */
+    private void startWatchdog() {
+        Thread t = new Thread(() -> {
+            while (relayDone.getCount() > 0) {
+                pause(Math.min(1000L, Math.max(50L, cfg.stallTimeoutMs / 4)));
+                WorkerProcess p = process;
+                if (p != null && System.currentTimeMillis() > callDeadline) {
+                    callDeadline = Long.MAX_VALUE;
+                    LOG.warn(PREFIX + "the Python worker (pid " + p.pid() + ") did not answer for "
+                        + cfg.stallTimeoutMs + " ms (spark.lineage.stallTimeoutMs); stopping it");
+                    p.destroy();
+                }
+            }
+        }, "lineage-bridge-watchdog");
+        t.setDaemon(true);
+        t.start();
     }
 
     private enum Failure { DEAD, UNREACHABLE, PYTHON_ERROR }
@@ -402,10 +468,18 @@ final class Relay {
             if (!disabled.get()) {
                 queue.offerLast(CLOSE);
                 if (!await(relayDone, cfg.drainTimeoutMs + 2000L)) {
+                    long waiting = countEvents();
                     LOG.warn(PREFIX + "gave up waiting for the Python worker after " + cfg.drainTimeoutMs
-                        + " ms (spark.lineage.drainTimeoutMs); " + countEvents()
-                        + " lineage events were not captured");
+                        + " ms (spark.lineage.drainTimeoutMs)"
+                        + (waiting > 0 ? "; " + waiting + " lineage events were not captured" : ""));
                 }
+            }
+            long off = offAtDisable.get() + offAfter.get();
+            if (off > 0 || offUnconfirmed.get() > 0) {
+                LOG.warn(PREFIX + off + " lineage events of this run were not captured (" + offAtDisable.get()
+                    + " waiting when capture went off, " + offAfter.get() + " after)"
+                    + (offUnconfirmed.get() > 0 ? "; " + offUnconfirmed.get()
+                        + " more were delivered but not confirmed stored (some may be in the store)" : ""));
             }
             long lost = dropped.get();
             if (lost > 0) {
@@ -438,11 +512,15 @@ final class Relay {
         if (!disabled.compareAndSet(false, true)) {
             return;
         }
-        long lost = countEvents();
+        long unconf = unconfirmed.size();
+        long lost = countEvents() - unconf;
+        offAtDisable.set(lost);
+        offUnconfirmed.set(unconf);
         queue.clear();
         unconfirmed.clear();
         LOG.warn(PREFIX + "lineage capture is OFF for this run, the job itself continues: " + reason
-            + (lost > 0 ? " [" + lost + " lineage events not captured]" : ""));
+            + (lost > 0 ? " [" + lost + " lineage events not captured]" : "")
+            + (unconf > 0 ? " [" + unconf + " delivered but not confirmed stored]" : ""));
         WorkerProcess p = process;
         if (p != null) {
             p.destroy();
