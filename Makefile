@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install demo test test-spark35 bench clean
+.PHONY: install demo test test-spark35 wheel bench clean
 
 install: $(STAMP)
 
@@ -42,6 +42,11 @@ test-spark35: $(STAMP35)
 	$(VENV35)/bin/python -m pytest -q -p no:cacheprovider \
 	  --ignore tests/test_tpcds.py --ignore tests/test_ui.py --ignore tests/test_datahub.py
 
+## A wheel with the bridge jar compiled in (needs the JDK and PySpark of .venv; the jar is never committed).
+wheel: install
+	$(BIN)/pip wheel --quiet --no-build-isolation --no-deps -w dist .
+	@ls dist/*.whl
+
 ## Benchmarks: walker speed on TPC-DS plans, query speed on a 10M-edge store.
 BENCH_STORE ?= /tmp/lineage-bench-10m.duckdb
 
@@ -53,4 +58,4 @@ bench: install
 	$(BIN)/python bench/query_bench.py $(BENCH_STORE) --runs 20
 
 clean:
-	rm -rf $(VENV) $(VENV35) demo-output test-artifacts .pytest_cache build *.egg-info
+	rm -rf $(VENV) $(VENV35) demo-output test-artifacts .pytest_cache build dist *.egg-info

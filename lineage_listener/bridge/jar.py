@@ -1,4 +1,9 @@
-"""Build the bridge jar from ``jvm_bridge`` sources against the running PySpark, and cache it.
+"""The bridge jar: shipped in the wheel, else built from ``jvm_bridge`` sources against the running
+PySpark and cached.
+
+A wheel carries ``lineage_listener/bridge/lib/lineage-bridge.jar``, compiled when the
+wheel was built (``setup.py``), for Java 8+ bytecode so it loads on Spark 3.5 and 4.x;
+then no JDK is needed. An sdist or a checkout builds it on first use with ``javac``.
 
 >>> from lineage_listener.bridge.jar import bridge_jar
 >>> bridge_jar()                                   # doctest: +SKIP
@@ -23,7 +28,7 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 #: Bump when the way the jar is built changes (it is part of the cache key).
-BUILD_VERSION = "1"
+BUILD_VERSION = "2"
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 
@@ -93,8 +98,17 @@ def jar_path(sources: Path | None = None, jars: SparkJars | None = None) -> Path
     return cache_dir() / f"lineage-bridge-spark{jars.version}-{source_hash(sources)}.jar"
 
 
+#: Where a wheel keeps the jar it was built with.
+SHIPPED = _PACKAGE_DIR / "lib" / "lineage-bridge.jar"
+
+#: Bytecode level: Java 8, the oldest runtime Spark 3.5 supports (Spark 4 needs 17).
+RELEASE = "8"
+
+
 def bridge_jar(rebuild: bool = False) -> Path:
-    """The path of the bridge jar, building it first if it is not cached."""
+    """The path of the bridge jar: the wheel's, else a cached build (building it first if needed)."""
+    if SHIPPED.is_file() and not rebuild:
+        return SHIPPED
     sources, jars = find_sources(), spark_jars()
     target = jar_path(sources, jars)
     if target.is_file() and not rebuild:
@@ -110,8 +124,17 @@ def _javac() -> str:
         return str(Path(home) / "bin" / "javac")
     found = shutil.which("javac")
     if not found:
-        raise BridgeBuildError("javac not found: install a JDK 17+ (a JRE is not enough) or set JAVA_HOME")
+        raise BridgeBuildError("javac not found, and this installation has no prebuilt bridge jar (it came from "
+                               "an sdist or a source checkout): install the lineage-listener wheel, or a JDK "
+                               "(a JRE is not enough) and set JAVA_HOME")
     return found
+
+
+def build_into(target: Path) -> Path:
+    """Compile the sources against this Python's PySpark into ``target`` (the wheel build uses it)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _build(find_sources(), spark_jars(), target)
+    return target
 
 
 def _build(sources: Path, jars: SparkJars, target: Path) -> None:
@@ -120,7 +143,7 @@ def _build(sources: Path, jars: SparkJars, target: Path) -> None:
         classes = Path(tmp) / "classes"
         classes.mkdir()
         files = [str(p) for p in sorted(sources.rglob("*.java"))]
-        cmd = [_javac(), "--release", "17", "-nowarn", "-encoding", "UTF-8",
+        cmd = [_javac(), "--release", RELEASE, "-nowarn", "-encoding", "UTF-8",
                "-cp", str(jars.directory / "*"), "-d", str(classes), *files]
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode != 0:

@@ -63,8 +63,19 @@ final class WorkerProcess {
         return new WorkerProcess(pb.start());
     }
 
+    /** The worker's pid: {@code Process.pid()} on Java 9+, the private field on Java 8; -1 if unknown. */
     long pid() {
-        return process.pid();
+        try {
+            return (Long) Process.class.getMethod("pid").invoke(process);
+        } catch (ReflectiveOperationException | RuntimeException java8) {
+            try {
+                java.lang.reflect.Field f = process.getClass().getDeclaredField("pid");
+                f.setAccessible(true);
+                return f.getLong(process);
+            } catch (ReflectiveOperationException | RuntimeException e) {
+                return -1L;
+            }
+        }
     }
 
     boolean isAlive() {
@@ -106,7 +117,7 @@ final class WorkerProcess {
         synchronized (early) {
             String last = "";
             for (String line : early) {
-                if (!line.isBlank()) {
+                if (!line.trim().isEmpty()) {
                     last = line.trim();
                 }
             }
