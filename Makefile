@@ -24,6 +24,8 @@ demo: install
 
 ## The full test suite (real Spark local[2], real DuckDB files).
 test: install
+	LINEAGE_TEST_OTHER_SPARK_HOME=$$([ -x $(VENV35)/bin/python ] && $(VENV35)/bin/python -c \
+	  'import os, pyspark; print(os.path.dirname(pyspark.__file__))') \
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 ## The suite on PySpark 3.5 in its own virtualenv (TPC-DS, UI and export-format tests run on the
@@ -39,6 +41,8 @@ $(STAMP35): pyproject.toml
 	touch $(STAMP35)
 
 test-spark35: $(STAMP35)
+	LINEAGE_TEST_OTHER_SPARK_HOME=$$([ -x $(BIN)/python ] && $(BIN)/python -c \
+	  'import os, pyspark; print(os.path.dirname(pyspark.__file__))') \
 	$(VENV35)/bin/python -m pytest -q -p no:cacheprovider \
 	  --ignore tests/test_tpcds.py --ignore tests/test_ui.py --ignore tests/test_datahub.py
 
