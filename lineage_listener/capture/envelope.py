@@ -77,7 +77,7 @@ class Reader:
             qe_id = None
         try:
             plan = qe.analyzed()
-        except Exception as exc:  # noqa: BLE001 - analysis itself failed: record the failure
+        except Py4JError as exc:  # analysis itself failed: record the failure
             return Envelope(func_name, now, run, qe_id, None, None, None, duration_ms,
                             err_text or _error_text(exc), duration_ns=duration_ns)
         root = str(plan.nodeName())
@@ -87,7 +87,7 @@ class Reader:
         try:
             sql_text = facts._opt(qe.logical().origin().sqlText())
             sql_text = str(sql_text) if sql_text is not None else None
-        except Exception:  # noqa: BLE001
+        except Py4JError:
             pass
         plan_json, items, leaves, target, read_error = None, None, {}, None, None
         if threading.get_ident() not in self._nodelay_threads:  # before the first big reply
@@ -107,7 +107,7 @@ class Reader:
                     target = facts.target(plan, root, current)
                 if target is None and root == "CreateViewCommand":
                     return None  # a temp view: not a dataset, nothing written
-        except Exception as exc:  # noqa: BLE001
+        except (Py4JError, ValueError, RecursionError) as exc:  # recorded; Python bugs surface
             read_error = f"{type(exc).__name__}: {str(exc)[:500]}"
         return Envelope(func_name, now, run, qe_id, root, plan_json, sql_text, duration_ms, err_text,
                         leaves, target, read_error, duration_ns, items)

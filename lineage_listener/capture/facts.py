@@ -46,10 +46,10 @@ def scala_map(m: Any) -> dict[str, str]:
     try:
         text = str(m.mkString(_SEP))  # "k -> v<RS>k2 -> v2"
         return dict(pair.split(" -> ", 1) for pair in text.split(_SEP) if " -> " in pair)
-    except Exception:  # noqa: BLE001 - a java.util.Map (DSv2 options): py4j converts it
+    except Py4JError:  # a java.util.Map (DSv2 options): py4j converts it
         try:
             return {str(k): str(v) for k, v in dict(m).items()}
-        except Exception:  # noqa: BLE001
+        except (Py4JError, TypeError, ValueError):
             return {}
 
 
@@ -68,12 +68,12 @@ def catalog_table(table: Any, current: tuple[str, str] | None = None) -> dict[st
     try:
         loc = _opt(table.storage().locationUri())
         fact["location"] = str(loc.toString()) if loc is not None else None
-    except Exception:  # noqa: BLE001
+    except Py4JError:
         pass
     fact["format"] = _opt(table.provider())
     try:
         fact["view"] = str(table.tableType().name()) == "VIEW"
-    except Exception:  # noqa: BLE001
+    except Py4JError:
         pass
     return fact
 
@@ -95,7 +95,7 @@ def relation(leaf: Any, name: str, current: tuple[str, str] | None = None) -> di
             fact["paths"] = [qualify(str(p.toString())) for p in _seq(rel.location().rootPaths())]
             try:
                 fact["format"] = fact.get("format") or str(rel.fileFormat().shortName())
-            except Exception:  # noqa: BLE001
+            except Py4JError:
                 fact["format"] = fact.get("format") or str(rel.fileFormat().toString()).lower()
             fact["options"] = scala_map(rel.options())
         elif kind == "JDBCRelation":
@@ -118,7 +118,7 @@ def relation(leaf: Any, name: str, current: tuple[str, str] | None = None) -> di
             table = rel.table()
             try:  # a file source read through DSv2 (FileTable): name it by its root paths
                 fact["paths"] = [qualify(str(p.toString())) for p in _seq(table.fileIndex().rootPaths())]
-            except Exception:  # noqa: BLE001
+            except Py4JError:
                 fact["paths"] = [str(table.name())]
         fact["format"] = str(rel.table().getClass().getSimpleName()).replace("Table", "").lower() or None
         fact["options"] = scala_map(rel.options())
@@ -198,7 +198,7 @@ def leaves(plan: Any, items: Any, current: tuple[str, str] | None = None,
                 out[first] = fact
                 cache.remember(first, fact)
                 needed.discard(first)
-            except Exception as exc:  # noqa: BLE001 - a leaf we cannot read stays unnamed
+            except Py4JError as exc:  # a leaf we cannot read stays unnamed
                 log.debug("could not read leaf facts: %s", exc)
             if not needed:
                 return out
@@ -213,7 +213,7 @@ def target(cmd: Any, name: str, current: tuple[str, str] | None = None) -> dict[
             try:
                 fact["schema"] = str(getattr(cmd, getter)().schema().json())
                 break
-            except Exception:  # noqa: BLE001
+            except Py4JError:
                 continue
     return fact
 
@@ -223,7 +223,7 @@ def view_columns(cmd: Any) -> list[str] | None:
     try:
         cols = cmd.userSpecifiedColumns()
         return [str(cols.apply(i)._1()) for i in range(cols.size())] or None
-    except Exception:  # noqa: BLE001 - AlterViewAsCommand has none
+    except Py4JError:  # AlterViewAsCommand has none
         return None
 
 
@@ -237,7 +237,7 @@ def _target(cmd: Any, name: str, current: tuple[str, str] | None = None) -> dict
             fact["paths"] = [path]
         try:
             fact["format"] = fact.get("format") or str(cmd.fileFormat().shortName())
-        except Exception:  # noqa: BLE001
+        except Py4JError:
             pass
         fact["options"] = scala_map(cmd.options())
         fact["mode"] = str(cmd.mode().toString())
@@ -286,6 +286,6 @@ def run_info(sc: Any) -> dict[str, Any]:
                         ("spark_user", "sparkUser"), ("master", "master"), ("started_at_ms", "startTime")):
         try:
             info[key] = getattr(sc, getter)()
-        except Exception:  # noqa: BLE001
+        except Py4JError:
             info[key] = None
     return info
