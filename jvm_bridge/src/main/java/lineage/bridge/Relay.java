@@ -9,7 +9,6 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingDeque;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkContext;
 import org.apache.spark.SparkContext$;
@@ -42,12 +41,10 @@ final class Relay {
 
     private final SparkConf sparkConf;
     private final BridgeConfig cfg;
+    private final Watchdog watchdog;
     private final LinkedBlockingDeque<Event> queue = new LinkedBlockingDeque<>();
     private final List<Event> unconfirmed = new ArrayList<>();  // relay thread only
-    private final AtomicLong dropped = new AtomicLong();
-    private final AtomicLong offAtDisable = new AtomicLong();   // events waiting when capture went off
-    private final AtomicLong offAfter = new AtomicLong();       // events that arrived after it went off
-    private final AtomicLong offUnconfirmed = new AtomicLong(); // delivered, not confirmed stored, when it went off
+    private final Losses losses = new Losses();
     private final AtomicBoolean disabled = new AtomicBoolean();
     private final AtomicBoolean closeStarted = new AtomicBoolean();
     private final AtomicBoolean appEndRegistered = new AtomicBoolean();
@@ -61,7 +58,6 @@ final class Relay {
     private volatile GatewayServer server;
     private volatile WorkerProcess process;
     private volatile long closeDeadline = Long.MAX_VALUE;
-    private volatile long callDeadline = Long.MAX_VALUE;  // a call to the worker must have returned by then
     private volatile String appId;
     private volatile SparkContext context;
     private Worker worker;  // guarded by attachLock
@@ -73,6 +69,7 @@ final class Relay {
         this.sparkConf = conf;
         this.cfg = BridgeConfig.from(conf);
         this.restartsLeft = cfg.workerRestarts;
+        this.watchdog = new Watchdog(cfg.stallTimeoutMs);
     }
 
     /** The live relay of this JVM, started on first use and after a previous one closed. */
@@ -114,14 +111,14 @@ final class Relay {
             }
         }
         if (disabled.get()) {
-            offAfter.incrementAndGet();
+            losses.afterDisable();
             return;
         }
         if (closeStarted.get()) {
             return;
         }
         if (queue.size() >= cfg.queueCapacity) {
-            if (dropped.getAndIncrement() == 0) {
+            if (losses.queueFull()) {
                 LOG.warn(PREFIX + "lineage event queue is full (spark.lineage.queueCapacity="
                     + cfg.queueCapacity + "): dropping events until the Python worker catches up;"
                     + " the total is reported at application end");
@@ -169,7 +166,7 @@ final class Relay {
                 .callbackClient(new DaemonCallbackClient(GatewayServer.DEFAULT_PYTHON_PORT, loopback, token))
                 .build();
             server.start(true);
-            startWatchdog();
+            watchdog.start(() -> process, () -> relayDone.getCount() > 0);
             if (!startWorker()) {
                 return;
             }
@@ -203,11 +200,11 @@ final class Relay {
         for (int attempt = 0; ; attempt++) {
             try {
                 Worker w = currentWorker();
-                guard(0L);
+                watchdog.guard(0L);
                 try {
                     e.deliverTo(w);
                 } finally {
-                    unguard();
+                    watchdog.unguard();
                 }
                 unconfirmed.add(e);
                 if (unconfirmed.size() >= MAX_UNCONFIRMED) {
@@ -266,11 +263,11 @@ final class Relay {
             }
             unconfirmed.clear();
             if (appId != null) {
-                guard(0L);
+                watchdog.guard(0L);
                 try {
                     w.endRun(appId);
                 } finally {
-                    unguard();
+                    watchdog.unguard();
                 }
                 flush(w, remaining());
             }
@@ -320,42 +317,12 @@ final class Relay {
 
     /** A flush call, watched: the worker gets its own timeout plus the stall allowance to answer. */
     private boolean flush(Worker w, long timeoutMs) {
-        guard(timeoutMs);
+        watchdog.guard(timeoutMs);
         try {
             return w.flush(timeoutMs);
         } finally {
-            unguard();
+            watchdog.unguard();
         }
-    }
-
-    private void guard(long expectedMs) {
-        callDeadline = System.currentTimeMillis() + expectedMs + cfg.stallTimeoutMs;
-    }
-
-    private void unguard() {
-        callDeadline = Long.MAX_VALUE;
-    }
-
-    /**
-     * A worker that stops answering (frozen, SIGSTOP, swapped out) would hold the relay until the
-     * application ends. The watchdog kills it once a call overruns by spark.lineage.stallTimeoutMs;
-     * the blocked call then fails like a dead worker's: restart and replay what it did not confirm.
-     */
-    private void startWatchdog() {
-        Thread t = new Thread(() -> {
-            while (relayDone.getCount() > 0) {
-                pause(Math.min(1000L, Math.max(50L, cfg.stallTimeoutMs / 4)));
-                WorkerProcess p = process;
-                if (p != null && System.currentTimeMillis() > callDeadline) {
-                    callDeadline = Long.MAX_VALUE;
-                    LOG.warn(PREFIX + "the Python worker (pid " + p.pid() + ") did not answer for "
-                        + cfg.stallTimeoutMs + " ms (spark.lineage.stallTimeoutMs); stopping it");
-                    p.destroy();
-                }
-            }
-        }, "lineage-bridge-watchdog");
-        t.setDaemon(true);
-        t.start();
     }
 
     private enum Failure { DEAD, UNREACHABLE, PYTHON_ERROR }
@@ -474,18 +441,7 @@ final class Relay {
                         + (waiting > 0 ? "; " + waiting + " lineage events were not captured" : ""));
                 }
             }
-            long off = offAtDisable.get() + offAfter.get();
-            if (off > 0 || offUnconfirmed.get() > 0) {
-                LOG.warn(PREFIX + off + " lineage events of this run were not captured (" + offAtDisable.get()
-                    + " waiting when capture went off, " + offAfter.get() + " after)"
-                    + (offUnconfirmed.get() > 0 ? "; " + offUnconfirmed.get()
-                        + " more were delivered but not confirmed stored (some may be in the store)" : ""));
-            }
-            long lost = dropped.get();
-            if (lost > 0) {
-                LOG.warn(PREFIX + lost + " lineage events were dropped because the queue was full"
-                    + " (raise spark.lineage.queueCapacity)");
-            }
+            losses.report(cfg.queueCapacity);
             stopProcessAndGateway();
         } finally {
             closed.countDown();
@@ -514,8 +470,7 @@ final class Relay {
         }
         long unconf = unconfirmed.size();
         long lost = countEvents() - unconf;
-        offAtDisable.set(lost);
-        offUnconfirmed.set(unconf);
+        losses.disabled(lost, unconf);
         queue.clear();
         unconfirmed.clear();
         LOG.warn(PREFIX + "lineage capture is OFF for this run, the job itself continues: " + reason
