@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"exported {result.events} events of {result.queries} queries to {where}"
           + (f" ({result.skipped} queries already there)" if result.skipped else ""), file=sys.stderr)
     if result.failed:
-        print(f"lineage-listener: {len(result.failed)} queries not delivered ({result.reasons[0]}); "
+        print(f"lineage-listener: {result.undelivered} queries not delivered ({result.reasons[0]}); "
               f"they are sent by the next export to this endpoint", file=sys.stderr)
         return 1
     return 0

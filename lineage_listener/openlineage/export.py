@@ -20,8 +20,9 @@ class ExportResult:
     queries: int = 0
     events: int = 0
     skipped: int = 0  # already delivered to this endpoint
-    failed: list[str] = field(default_factory=list)  # query ids whose events did not get through
+    failed: list[str] = field(default_factory=list)  # the query whose events did not get through
     reasons: list[str] = field(default_factory=list)
+    undelivered: int = 0  # queries left for the next export (the failed one and all after it)
 
 
 def export(store: str | Path, out: str | None = None, url: str | None = None,
@@ -58,16 +59,17 @@ def export(store: str | Path, out: str | None = None, url: str | None = None,
         else:
             transport = send.http_transport(url, token_env)
             for qid, ev in counted():
-                if qid in result.failed:
-                    continue
-                reason = send.post(transport, ev)
+                reason = send.post(transport, ev)  # the transport already retried (bounded)
                 if reason is None:
                     result.events += 1
                     continue
+                # the endpoint is down or refusing: stop here; this and the rest wait for the next export
                 result.failed.append(qid)
                 result.reasons.append(reason)
+                break
             for qid in seen - set(result.failed):
                 delivered.add("openlineage_sent", send.sent_row(qid, url))
+            result.undelivered = total - len(already) - len(delivered)
         result.queries = len(seen)
         result.skipped = len(already)
     finally:
