@@ -60,9 +60,11 @@ BENCH_STORE ?= /tmp/lineage-bench-10m.duckdb
 bench: install
 	$(BIN)/python bench/walker_bench.py
 	$(BIN)/python bench/bridge_overhead.py
-	$(BIN)/python bench/capture_bench.py
+	$(BIN)/python bench/capture_bench.py --quiet
+	$(BIN)/python bench/concurrent_writers.py
 	$(BIN)/python bench/make_synthetic_store.py $(BENCH_STORE) --edges 10000000
 	$(BIN)/python bench/query_bench.py $(BENCH_STORE) --runs 20
+	$(BIN)/python bench/server_bench.py $(BENCH_STORE) --runs 20
 
 clean:
 	rm -rf $(VENV) $(VENV35) demo-output test-artifacts .pytest_cache build dist *.egg-info

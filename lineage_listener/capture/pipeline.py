@@ -30,7 +30,7 @@ from lineage_listener.lineage import redact
 log = redact.logger(__name__)
 
 #: A batch waits at least this many times the last store write's duration after it (see _next_write_at).
-WRITE_SPACING = 4.0
+WRITE_SPACING = 20.0
 
 #: At interpreter exit, a busy store is waited for at most this long before lineage is spooled.
 EXIT_LOCK_WAIT = 2.0
@@ -60,7 +60,7 @@ class _Marker:
 class Capture:
     """Owns the capture thread and the store writer for one store file."""
 
-    def __init__(self, store: str | os.PathLike, *, batch_interval: float = 0.25,
+    def __init__(self, store: str | os.PathLike, *, batch_interval: float = 1.0,
                  max_batch_rows: int = 20_000, lock_timeout: float = 10.0, defer_reads: bool = False,
                  max_queue: int = 10_000, after_write: Callable[[Batch], Batch | None] | None = None,
                  url: str | None = None, token: str | None = None) -> None:
