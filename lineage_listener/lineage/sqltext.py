@@ -52,7 +52,7 @@ def column(name: str) -> exp.Expression:
     >>> render(column("s.x")), render(column("order count ")), render(column("id"))
     ('`s.x`', '`order count `', 'id')
     """
-    return exp.column(exp.to_identifier(name))
+    return exp.Column(this=exp.to_identifier(name))  # not exp.column: it deep-copies the identifier
 
 
 def literal(value: object, data_type: str | None) -> exp.Expression:

@@ -63,13 +63,15 @@ def _is_tree(value: Any) -> bool:
     return isinstance(value, list) and bool(value) and isinstance(value[0], dict) and "class" in value[0]
 
 
-def _convert(value: Any) -> Any:
-    """Nested trees become nodes; lists (of trees, of lists of trees...) become tuples."""
-    if _is_tree(value):
+def _convert(value: list) -> Any:
+    """A list field: a nested tree becomes a node; lists (of trees, of lists...) become tuples.
+
+    Only lists come here (the caller tests ``type(v) is list``: most fields are scalars,
+    and a 300-step plan has ~300,000 of them).
+    """
+    if value and type(value[0]) is dict and "class" in value[0]:
         return _build(value)
-    if isinstance(value, list):
-        return tuple(_convert(v) for v in value)
-    return value
+    return tuple([_convert(v) if type(v) is list else v for v in value])
 
 
 def _build(items: list[dict]) -> Node:
@@ -92,7 +94,8 @@ def _build(items: list[dict]) -> Node:
             stack.pop()
             node = Node(
                 cls=raw.get("class", "?"),
-                fields={k: _convert(v) for k, v in raw.items() if k not in ("class", "num-children")},
+                fields={k: _convert(v) if type(v) is list else v for k, v in raw.items()
+                        if k != "class" and k != "num-children"},
                 children=tuple(kids),
             )
             if not stack:
