@@ -111,7 +111,20 @@ def test_rollup_over_union(lineage, people, depts):
     assert got.simple("direct") == {("k", "dept", "rename"), ("s", "amount", "aggregate")}
     with duckdb.connect(str(got.store), read_only=True) as con:
         errors = con.execute("SELECT error FROM capture_errors WHERE stage = 'plan'").fetchall()
-    assert errors and "Expand.projections was null" in errors[0][0]
+    assert errors == [("Expand.projections was null in the plan JSON: read from the JVM object",)]
+
+
+def test_unpivot_over_union_reads_the_null_projections_from_the_jvm(lineage, people, depts):
+    """UNPIVOT is an Expand too; over a UNION its rows are not the child's columns by position,
+    so only the JVM object gives the right sources."""
+    got = lineage.run("SELECT * FROM (SELECT dept, name AS a, email AS b FROM people "
+                      "UNION ALL SELECT dept, title AS a, title AS b FROM depts) UNPIVOT (v FOR q IN (a, b))")
+    assert {(e.target_column, e.source_dataset, e.source_column) for e in got.edges if e.kind == "direct"} == {
+        ("dept", people, "dept"), ("dept", depts, "dept"),
+        ("v", people, "name"), ("v", people, "email"), ("v", depts, "title")}
+    with duckdb.connect(str(got.store), read_only=True) as con:
+        errors = con.execute("SELECT error FROM capture_errors WHERE stage = 'plan'").fetchall()
+    assert errors == [("Expand.projections was null in the plan JSON: read from the JVM object",)]
 
 
 def test_in_memory_leaves_are_named_by_their_content(lineage, spark):

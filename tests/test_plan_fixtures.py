@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from lineage_listener.lineage.query import QueryLineage, lineage
+from lineage_listener.plan.classes import READ_FROM_JVM
 from lineage_listener.plan.tree import parse
 from tests import tpcds
 from tests.fixtures.capture_plans import OUT, SHAPES, TPCDS, load
@@ -97,6 +98,21 @@ def test_rollup_over_union_reads_null_projections_by_position():
                                      (None, "t", "k", "group_by"), (None, "u", "k", "group_by")}
     assert walked("rollup_union").problems == (
         "Expand.projections was null in the plan JSON: outputs read by position from the child",)
+
+
+def test_a_null_expression_field_is_recorded_never_silent():
+    """Any field of ``EXPRESSION_FIELDS`` written as null is a recorded problem (here a
+    Project's list, nulled by hand in a real plan), and one the capture read from the JVM says so."""
+    fixture = load(OUT / "rollup_union.json.gz")
+    items = [dict(i) for i in fixture["plan"]]
+    project = next(i for i in items if i["class"].endswith(".Project"))
+    project["projectList"] = None
+    problems = lineage(parse(items), fixture["leaves"], fixture["target"]).problems
+    assert "Project.projectList was null in the plan JSON: lineage through this node is lost" in problems
+    expand = next(i for i in items if i["class"].endswith(".Expand"))
+    expand["projections"], expand[READ_FROM_JVM] = [], ["projections"]
+    problems = lineage(parse(items), fixture["leaves"], fixture["target"]).problems
+    assert "Expand.projections was null in the plan JSON: read from the JVM object" in problems
 
 
 def test_cte_second_read_keeps_its_source_after_a_union():

@@ -102,6 +102,7 @@ class Reader:
             with stages.timed("decode"):
                 items = json.loads(plan_json)
             with stages.timed("facts"):
+                facts.repair_null_fields(plan, items)
                 leaves = facts.leaves(plan, items, current, self._facts)
                 if root in WRITE_COMMANDS:
                     target = facts.target(plan, root, current)

@@ -8,14 +8,16 @@ swallows its own errors: a fact that cannot be read is simply absent.
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from py4j.java_gateway import JavaObject
 from py4j.protocol import Py4JError
 
 from lineage_listener.lineage.datasets import table_name
-from lineage_listener.plan.classes import SOURCE_LEAVES
+from lineage_listener.plan.classes import EXPRESSION_FIELDS, READ_FROM_JVM, SOURCE_LEAVES
 from lineage_listener.lineage import redact
 
 log = redact.logger(__name__)
@@ -289,3 +291,84 @@ def run_info(sc: Any) -> dict[str, Any]:
         except Py4JError:
             info[key] = None
     return info
+
+
+def null_fields(items: Any) -> list[tuple[int, str]]:
+    """``(position, field)`` of every plan node in ``items`` (the top-level pre-order list of
+    ``LogicalPlan.toJSON()``) whose expression field the walk needs was written as null.
+
+    >>> null_fields([{"class": "x.Project", "num-children": 1, "projectList": None},
+    ...              {"class": "x.Range", "num-children": 0}])
+    [(0, 'projectList')]
+    """
+    out = []
+    for i, item in enumerate(items if isinstance(items, list) else ()):
+        cls = item.get("class") if isinstance(item, dict) else None
+        if isinstance(cls, str):
+            for name in EXPRESSION_FIELDS.get(cls.rsplit(".", 1)[-1].rstrip("$"), ()):
+                if name in item and item[name] is None:
+                    out.append((i, name))
+    return out
+
+
+def child_path(items: list[dict], position: int) -> list[int]:
+    """Child indexes leading from the root to the node at ``position`` of a pre-order list.
+
+    >>> child_path([{"num-children": 2}, {"num-children": 0}, {"num-children": 1},
+    ...             {"num-children": 0}], 3)
+    [1, 0]
+    """
+    path: list[int] = []
+    stack: list[list[int]] = []  # [children still to come, index of the next child]
+    for i, item in enumerate(items[: position + 1]):
+        if stack:
+            top = stack[-1]
+            path = path[: len(stack) - 1] + [top[1]]
+            top[0] -= 1
+            top[1] += 1
+        if i == position:
+            return path
+        stack.append([int(item.get("num-children", 0)), 0])
+        while stack and stack[-1][0] == 0:
+            stack.pop()
+    return path
+
+
+def _jvm_json(value: Any) -> Any:
+    """A JVM field value as ``toJSON`` would have written it: a tree as its pre-order list,
+    a ``Seq`` (of ``Seq``s...) as a list, an ``Option`` as its value; scalars as they are."""
+    if not isinstance(value, JavaObject):
+        return value
+    try:
+        return json.loads(str(value.toJSON()))  # an expression (a TreeNode)
+    except Py4JError:
+        pass
+    try:
+        if value.getClass().getName().startswith(("scala.Some", "scala.None")):
+            return _jvm_json(_opt(value))
+    except Py4JError:
+        return None
+    return [_jvm_json(v) for v in _seq(value)]
+
+
+def repair_null_fields(plan: Any, items: Any) -> list[str]:
+    """Read from the JVM plan every needed field ``toJSON`` wrote as null (see
+    :data:`~lineage_listener.plan.classes.EXPRESSION_FIELDS`), patch ``items`` in place and
+    mark the node (:data:`~lineage_listener.plan.classes.READ_FROM_JVM`). Returns the fields
+    that could not be read. Costs nothing when no field is null (the usual case)."""
+    missed = []
+    for position, name in null_fields(items):
+        try:
+            node = plan
+            for k in child_path(items, position):
+                node = node.children().apply(k)
+            value = _jvm_json(getattr(node, name)())
+        except Py4JError as exc:
+            log.debug("could not read %s from the JVM: %s", name, exc)
+            value = None
+        if value is None:
+            missed.append(name)
+            continue
+        items[position][name] = value
+        items[position].setdefault(READ_FROM_JVM, []).append(name)
+    return missed

@@ -1,7 +1,9 @@
 """The capture pipeline: listener callbacks in, batched store writes out, on one thread.
 
+``on_success`` runs on Spark's listener bus and only queues; the capture thread does the rest.
+
 >>> cap = Capture("lineage.duckdb")               # doctest: +SKIP
->>> cap.on_success("collect", qe, 1_000_000)      # doctest: +SKIP  (on Spark's listener bus)
+>>> cap.on_success("collect", qe, 1_000_000)      # doctest: +SKIP
 >>> cap.flush(timeout=10)                         # doctest: +SKIP
 True
 """

@@ -175,7 +175,7 @@ def generate(node: Node, walk: Walk) -> list[Attribute]:
     return out + new
 
 
-@handler("Expand")
+@handler("Expand", on_null="outputs read by position from the child")
 def expand(node: Node, walk: Walk) -> list[Attribute]:
     inputs = children(node, walk)
     outs = attributes(node.trees("output"))
@@ -195,9 +195,8 @@ def expand_by_position(node: Node, walk: Walk, inputs: list[Attribute], outs: li
 
     Grouping sets lay out ``child.output ++ groupByAttrs :+ spark_grouping_id``: the first
     outputs copy the child's by position, the grouping attributes copy the child's alias of
-    the same name, the grouping id reads no column. Recorded as a walk problem.
+    the same name, the grouping id reads no column (the walk records the null field).
     """
-    walk.problem(f"{node.name}.projections was null in the plan JSON: outputs read by position from the child")
     for i, a in enumerate(outs):
         if i < len(inputs):
             src: Attribute | None = inputs[i]

@@ -25,6 +25,7 @@ from typing import Any
 from lineage_listener.lineage import sqltext
 from lineage_listener.lineage.datasets import Dataset
 from lineage_listener.lineage.model import Attribute, Influence, Origin
+from lineage_listener.plan.classes import EXPRESSION_FIELDS, READ_FROM_JVM
 from lineage_listener.plan.tree import Node
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,8 @@ HANDLERS: dict[str, Handler] = {}
 #: Expression rules by short class name; ``DEFAULT`` handles classes without one.
 RULES: dict[str, Rule] = {}
 DEFAULT = "*"
+#: What a handler does when a field it needs was null in the plan JSON (recorded with it).
+ON_NULL: dict[str, str] = {}
 
 #: Above this many nodes an intermediate expression is shown by its alias.
 MAX_SQL_SIZE = 400
@@ -53,8 +56,11 @@ def _register(table: dict[str, Any], names: tuple[str, ...]) -> Callable[[Any], 
     return register
 
 
-def handler(*names: str) -> Callable[[Handler], Handler]:
-    """Register a plan node handler for Spark classes ``names``."""
+def handler(*names: str, on_null: str | None = None) -> Callable[[Handler], Handler]:
+    """Register a plan node handler for Spark classes ``names``; ``on_null`` says what it
+    does when a field of :data:`~lineage_listener.plan.classes.EXPRESSION_FIELDS` is null."""
+    if on_null:
+        ON_NULL.update(dict.fromkeys(names, on_null))
     return _register(HANDLERS, names)
 
 
@@ -129,6 +135,12 @@ class Walk:
             _once("plan:" + node.name, logging.WARNING, "unknown plan node %s: every output is treated as "
                   "derived from every input it references", node.name)
             fn = HANDLERS[DEFAULT]
+        for name in node.get(READ_FROM_JVM) or ():
+            self.problem(f"{node.name}.{name} was null in the plan JSON: read from the JVM object")
+        for name in EXPRESSION_FIELDS.get(node.name, ()):
+            if name in node.fields and node.fields[name] is None:
+                self.problem(f"{node.name}.{name} was null in the plan JSON: "
+                             + ON_NULL.get(node.name, "lineage through this node is lost"))
         return fn(node, self)
 
     def subquery(self, node: Node) -> tuple[list[Origin], list[Influence]] | None:

@@ -30,3 +30,21 @@ WRAPPER_COMMANDS = frozenset({
 
 #: The grouping-set bitmask column an ``Expand`` adds for GROUPING SETS / ROLLUP / CUBE.
 GROUPING_ID = "spark_grouping_id"
+
+#: Fields of plan nodes that hold the expressions the walk reads: a null there (``toJSON``
+#: writes null for a ``Seq`` it cannot convert, such as a Scala ``Vector`` of rows) loses
+#: lineage, so the capture reads it from the JVM object and the walk records it.
+EXPRESSION_FIELDS: dict[str, tuple[str, ...]] = {
+    "Project": ("projectList",),
+    "Filter": ("condition",),
+    "Sort": ("order",),
+    "Aggregate": ("groupingExpressions", "aggregateExpressions"),
+    "Window": ("windowExpressions", "partitionSpec", "orderSpec"),
+    "Generate": ("generator", "generatorOutput"),
+    "Expand": ("projections", "output"),
+    "Deduplicate": ("keys",),
+    "CTERelationRef": ("output",),
+}
+
+#: Marker field the capture adds to a plan node whose listed fields it read from the JVM.
+READ_FROM_JVM = "lineage-listener:read-from-jvm"
