@@ -8,12 +8,14 @@ Per query and in total (milliseconds):
 - ``transfer``: moving a string of the same length over py4j (a ``String.repeat`` call,
   which costs the JVM next to nothing);
 - ``facts``: py4j round trips for leaf and write-target facts;
-- ``decode``: ``json.loads`` of the plan (done twice today: listener side and walker side);
+- ``decode``: ``json.loads`` of the plan (once per action; the walk reuses it);
 - ``tree``: building the ``Node`` tree; ``walk``: the walker *without* ``render``;
 - ``render``: expression text (sqlglot ``Expression.sql``, timed by wrapping it here);
 - ``records``: turning lineage into store rows; ``store``: DuckDB writes;
 - ``cap_cpu``: CPU time of the capture thread (``/proc/self/task/<tid>/stat``); as the capture
   thread holds the GIL whenever it runs Python code, this is also the GIL time it takes;
+- ``peak_mb``: how far this process's resident memory rose above where it stood before the
+  query (Linux peak RSS, reset per query through ``/proc/self/clear_refs``); MAX row, not a sum;
 - ``gil_lost``: time a busy Python thread standing for the user's driver code lost: it counts loop
   iterations during the workload with and without capture; ``lost = wall_on * (1 - rate_on/rate_off)``.
 
@@ -43,7 +45,8 @@ import lineage_listener  # noqa: E402
 from lineage_listener.capture import stages  # noqa: E402
 from tests import tpcds  # noqa: E402
 
-COLUMNS = ("tojson", "transfer", "facts", "decode", "tree", "walk", "render", "records", "store", "cap_cpu")
+COLUMNS = ("tojson", "transfer", "facts", "decode", "tree", "walk", "render", "records", "store", "cap_cpu",
+           "peak_mb")
 
 _render_sql = exp.Expression.sql
 
@@ -70,6 +73,26 @@ def thread_cpu(tid: int | None) -> float:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except OSError:
         return 0.0
+
+
+def _status_kb(key: str) -> int:
+    """A ``kB`` line of ``/proc/self/status`` (``VmRSS``, ``VmHWM``), 0 where there is none."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def reset_peak() -> int:
+    """Reset this process's peak RSS to its current RSS (Linux); returns the current RSS, kB."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+    return _status_kb("VmRSS")
 
 
 def breakdown(totals: dict[str, float], cpu: float) -> dict[str, float]:
@@ -176,10 +199,12 @@ def per_query(spark: Any, queries: list[Query], store: Path) -> list[tuple[str, 
         handle.flush()
         stages.totals(reset=True)
         for name, q in queries:
-            cpu0 = thread_cpu(tid)
+            cpu0, rss0 = thread_cpu(tid), reset_peak()
             q()
             handle.flush()
-            rows.append((name, breakdown(stages.totals(reset=True), thread_cpu(tid) - cpu0)))
+            row = breakdown(stages.totals(reset=True), thread_cpu(tid) - cpu0)
+            row["peak_mb"] = max(0, _status_kb("VmHWM") - rss0) / 1024
+            rows.append((name, row))
     finally:
         stages.disable()
         lineage_listener.disable(spark)
@@ -254,18 +279,18 @@ def gil_lost(spark: Any, queries: list[Query], store: Path) -> tuple[float, floa
 
 
 def report(title: str, rows: list[tuple[str, dict[str, float]]], show_rows: bool) -> dict[str, float]:
-    print(f"\n== {title}: per query, ms ==")
+    print(f"\n== {title}: per query, ms (peak_mb: MB) ==")
     header = f"{'query':<16}" + "".join(f"{c:>9}" for c in COLUMNS)
     print(header)
     total = {c: 0.0 for c in COLUMNS}
     for name, b in rows:
         for c in COLUMNS:
-            total[c] += b[c]
+            total[c] = max(total[c], b[c]) if c == "peak_mb" else total[c] + b[c]
         if show_rows:
             print(f"{name:<16}" + "".join(f"{b[c]:>9.1f}" for c in COLUMNS))
     print(f"{'TOTAL':<16}" + "".join(f"{total[c]:>9.0f}" for c in COLUMNS))
     n = max(1, len(rows))
-    print(f"{'MEAN':<16}" + "".join(f"{total[c] / n:>9.1f}" for c in COLUMNS))
+    print(f"{'MEAN':<16}" + "".join(f"{total[c] / (1 if c == 'peak_mb' else n):>9.1f}" for c in COLUMNS))
     return total
 
 
@@ -305,7 +330,7 @@ def main() -> None:
             store = work / f"{kind}.duckdb"
             rows = per_query(spark, queries, store)
             total = report(f"{kind} ({len(queries)} queries)", rows, not args.quiet)
-            capture_ms = sum(total[c] for c in COLUMNS if c not in ("cap_cpu",))
+            capture_ms = sum(total[c] for c in COLUMNS if c not in ("cap_cpu", "peak_mb"))
             print(f"capture stages total {capture_ms:.0f} ms, capture-thread CPU {total['cap_cpu']:.0f} ms")
             job_cpu, job_stages = in_a_job(spark, queries, store)
             # toJSON and its transfer together: while a job runs, the driver thread's own py4j

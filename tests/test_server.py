@@ -203,3 +203,28 @@ def test_remote_writer_spools_when_the_server_is_down(tmp_path):
         f.unlink()
 
 
+
+
+def test_run_end_after_disable_reaches_the_server_not_a_local_file(tmp_path):
+    """``disable()`` while the application goes on marks the run ended at exit, through the same
+    server (before: a DuckDB file named after the URL, ``http:/127.0.0.1:PORT``, in the cwd)."""
+    store = tmp_path / "central.duckdb"
+    srv = Server(store).start()
+    script = tmp_path / "job.py"
+    script.write_text(
+        "from pyspark.sql import SparkSession\n"
+        "import lineage_listener\n"
+        "spark = SparkSession.builder.master('local[1]').config('spark.ui.enabled', 'false').getOrCreate()\n"
+        f"lineage_listener.enable(spark, url={srv.url!r}, token={TOKEN!r})\n"
+        f"spark.range(3).selectExpr('id * 2 AS d').write.mode('overwrite').parquet({str(tmp_path / 'out')!r})\n"
+        "lineage_listener.disable(spark)\n")
+    try:
+        done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+    finally:
+        srv.stop()
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("http")]
+    with duckdb.connect(str(store), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM runs WHERE ended_at IS NOT NULL").fetchone() == (1,)
+        assert con.execute("SELECT count(*) FROM column_lineage").fetchone() == (1,)

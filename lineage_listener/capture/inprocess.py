@@ -143,7 +143,7 @@ def disable(spark: Any, timeout: float = 30.0) -> None:
     if not _alive(spark):
         handle.capture.end_run()
     else:  # the application goes on without capture: its end is written when the process exits
-        run_end.later(handle.capture.store, handle.capture.reader.runs())
+        run_end.later(handle.capture.writer, handle.capture.reader.runs())
     handle.capture.close(timeout)
 
 
