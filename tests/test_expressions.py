@@ -96,3 +96,19 @@ def test_between_interval_grouping_read_as_written(lineage, people):
         (None, "dept", "group_by"), (None, "name", "group_by")}
     assert got.edge("g", "dept").expression == "grouping(dept)"
     assert got.edge("gid", "name").expression == "grouping_id(dept, name)"
+
+
+def test_sort_direction_lambdas_and_grouping_set_keys_read_as_written(lineage, people):
+    """ORDER BY keys keep DESC (and a non-default NULLS), lambdas show as ``x -> ...``, and a
+    GROUPING SETS key is named by its column, not by the NULL of a set that leaves it out."""
+    got = lineage.run("SELECT id, row_number() OVER (PARTITION BY dept ORDER BY amount DESC) AS r FROM people "
+                      "ORDER BY name NULLS LAST")
+    assert got.edge(None, "name", "sort").expression == "name NULLS LAST"
+    assert got.edge("r", "amount", "window").expression == "OVER (PARTITION BY dept ORDER BY amount DESC)"
+    got = lineage.run("SELECT transform(tags, x -> x + id) AS t, filter(tags, (x, i) -> x > i) AS f FROM people")
+    assert got.simple() == {("t", "tags", "derived"), ("t", "id", "derived"), ("f", "tags", "derived")}
+    assert got.edge("t", "id").expression == "transform(tags, x -> x + id)"
+    assert got.edge("f", "tags").expression == "filter(tags, (x, i) -> x > i)"
+    got = lineage.run("SELECT dept, name, sum(amount) AS s FROM people GROUP BY GROUPING SETS ((dept), (name))")
+    assert {(e.source_column, e.expression) for e in got.edges if e.transform == "group_by"} == {
+        ("dept", "dept"), ("name", "name")}

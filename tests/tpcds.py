@@ -41,7 +41,7 @@ def create_tables(spark: Any, database: str = DATABASE) -> None:
 #: (``With``/``CommonExpressionDef``/``CommonExpressionRef``), day intervals as microseconds,
 #: ``grouping()`` as bit arithmetic on the grouping-set id.
 INTERNAL = re.compile(r"common_expression|\bwith\(|extract_ansi_interval|shift_right\(|spark_grouping_id"
-                      r"|\b\d+000000\b")
+                      r"|\b\d+000000\b|lambda_function\(|named_lambda_variable")
 
 
 def unreadable(edges: Any) -> list[str]:

@@ -53,10 +53,21 @@ def attribute(node: Node, walk: Walk) -> Origin:
     return walk.lookup(node)
 
 
-@rule("Alias", "SortOrder", "KnownNotNull", "KnownFloatingPointNormalized", "PromotePrecision",
+@rule("Alias", "KnownNotNull", "KnownFloatingPointNormalized", "PromotePrecision",
       "CheckOverflow", "NormalizeNaNAndZero", "Unevaluable", "AssertNotNull", "UpCast")
 def passthrough(node: Node, walk: Walk) -> Origin:
     return evaluate(node.children[0], walk) if node.children else Origin()
+
+
+@rule("SortOrder")
+def sort_order(node: Node, walk: Walk) -> Origin:
+    """A sort key as written: ``amount DESC``; ``NULLS FIRST/LAST`` only where not Spark's default."""
+    key = evaluate(node.children[0], walk) if node.children else Origin()
+    desc = "Descending" in str(node.get("direction"))
+    nulls_first = "NullsFirst" in str(node.get("nullOrdering") or ("" if desc else "NullsFirst"))
+    if key.sql is None:
+        return key
+    return origin(key.flows, key.influences, exp.Ordered(this=key.sql, desc=desc or None, nulls_first=nulls_first))
 
 
 @rule("Literal")
@@ -91,6 +102,29 @@ def derived_function(node: Node, walk: Walk) -> Origin:
             else sqltext.function_name(node.name)
         sql = sqltext.call(name or sqltext.function_name(node.name), [sql_of(p) for p in parts])
     return combine(parts, Transform.DERIVED, sql, masking=node.name in MASKING)
+
+
+@rule("NamedLambdaVariable")
+def lambda_variable(node: Node, walk: Walk) -> Origin:
+    """``x`` in ``x -> x + 1``: an element of the function's own argument, which carries the flow."""
+    return Origin(sql=sqltext.column(str(node.get("name") or "x")))
+
+
+@rule("LambdaFunction")
+def lambda_function(node: Node, walk: Walk) -> Origin:
+    """``x -> x + id``: the body's columns flow (``id``); its variables are shown by name.
+
+    >>> from lineage_listener.plan.tree import parse
+    >>> x = '{"class": "e.NamedLambdaVariable", "num-children": 0, "name": "x"}'
+    >>> Walk().expression(parse(f'[{{"class": "e.LambdaFunction", "num-children": 2}}, '
+    ...     f'{{"class": "e.Add", "num-children": 2}}, {x}, {x}, {x}]')).text()
+    'x -> x + x'
+    """
+    parts = children_of(node, walk)
+    if not parts:
+        return Origin()
+    body, args = parts[0], [sql_of(p) for p in parts[1:]]
+    return origin(body.flows, body.influences, exp.Lambda(this=sql_of(body), expressions=args))
 
 
 @rule("Not")

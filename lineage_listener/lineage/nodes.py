@@ -185,7 +185,8 @@ def expand(node: Node, walk: Walk) -> list[Attribute]:
     for i, a in enumerate(outs):
         parts = [walk.expression(p[i]) for p in projections if isinstance(p, tuple) and i < len(p)
                  and isinstance(p[i], Node)]
-        walk.define(a.expr_id, combine(parts, Transform.COPY, parts[0].sql if parts else None))
+        shown = next((p.sql for p in parts if p.flows), parts[0].sql if parts else None)  # not a row's NULL
+        walk.define(a.expr_id, combine(parts, Transform.COPY, shown))
     return outs
 
 

@@ -17,6 +17,9 @@ FUNCTION_NAMES = {
     "GetJsonObject": "get_json_object", "UnscaledValue": "unscaled_value",
     "MakeDecimal": "make_decimal", "PythonUDF": "python_udf", "ScalaUDF": "udf",
     "NullIf": "nullif", "IfNull": "ifnull", "Nvl2": "nvl2", "Nvl": "nvl",
+    # higher-order functions (their lambda is a LambdaFunction child)
+    "ArrayTransform": "transform", "ArrayFilter": "filter", "ArrayExists": "exists",
+    "ArrayForAll": "forall", "ArrayAggregate": "aggregate",
 }
 
 BINARY = {
