@@ -114,6 +114,21 @@ def test_rollup_over_union(lineage, people, depts):
     assert errors == [("Expand.projections was null in the plan JSON: read from the JVM object",)]
 
 
+def test_rollup_over_union_in_a_ctas_and_in_a_subquery(lineage, spark, people, depts):
+    """The null field nested where the plan JSON nests plans: a CTAS command's ``query`` field and
+    a scalar subquery's ``plan`` (TPC-DS q5/q77/q80 run as CTAS)."""
+    rollup = ("SELECT k, sum(v) AS s FROM (SELECT dept AS k, amount AS v FROM people "
+              "UNION ALL SELECT dept AS k, 1.0D AS v FROM depts) z GROUP BY ROLLUP(k)")
+    got = lineage.run(lambda: spark.sql(f"CREATE TABLE t_rollup_ctas USING parquet AS {rollup}"))
+    assert got.simple("direct") == {("k", "dept", "rename"), ("s", "amount", "aggregate")}
+    sub = lineage.run(f"SELECT name, (SELECT max(s) FROM ({rollup})) AS m FROM people")
+    assert sub.simple("direct") == {("name", "name", "identity"), ("m", "amount", "aggregate")}
+    for store_query in (got, sub):
+        with duckdb.connect(str(store_query.store), read_only=True) as con:
+            errors = {r[0] for r in con.execute("SELECT error FROM capture_errors WHERE stage = 'plan'").fetchall()}
+        assert errors == {"Expand.projections was null in the plan JSON: read from the JVM object"}
+
+
 def test_unpivot_over_union_reads_the_null_projections_from_the_jvm(lineage, people, depts):
     """UNPIVOT is an Expand too; over a UNION its rows are not the child's columns by position,
     so only the JVM object gives the right sources."""

@@ -102,8 +102,11 @@ class Reader:
             with stages.timed("decode"):
                 items = json.loads(plan_json)
             with stages.timed("facts"):
-                facts.repair_null_fields(plan, items)
-                leaves = facts.leaves(plan, items, current, self._facts)
+                nulls: list[dict[str, Any]] = []
+                leaves = facts.leaves(plan, items, current, self._facts, nulls)
+                if nulls:  # fields toJSON could not write: read from the JVM (leaves they hold too)
+                    leaves.update(facts.leaves(plan, facts.repair_null_fields(plan, items, nulls), current,
+                                               self._facts))
                 if root in WRITE_COMMANDS:
                     target = facts.target(plan, root, current)
                 if target is None and root == "CreateViewCommand":

@@ -144,8 +144,12 @@ class FactCache:
             self.locations[table_name(fact["table"])] = fact["location"]
 
 
-def json_leaves(items: Any) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(first output exprId, node dict)`` of every source leaf in plan JSON, subqueries included."""
+def json_leaves(items: Any, nulls: list[dict[str, Any]] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(first output exprId, node dict)`` of every source leaf in plan JSON, subqueries included.
+
+    In the same pass, plan nodes with a needed field written as null (see
+    :data:`~lineage_listener.plan.classes.EXPRESSION_FIELDS`) are appended to ``nulls``.
+    """
     stack = [items]
     while stack:
         value = stack.pop()
@@ -153,17 +157,21 @@ def json_leaves(items: Any) -> Iterator[tuple[int, dict[str, Any]]]:
             stack.extend(value)
         elif isinstance(value, dict):
             cls = value.get("class")
-            if isinstance(cls, str) and cls.rsplit(".", 1)[-1] in SOURCE_LEAVES:
+            short = cls.rsplit(".", 1)[-1] if isinstance(cls, str) else ""
+            if short in SOURCE_LEAVES:
                 output = value.get("output") or (value.get("dataCols") or []) + (value.get("partitionCols") or [])
                 if output and isinstance(output[0], list) and output[0]:
                     eid = output[0][0].get("exprId", {}).get("id")
                     if eid is not None:
                         yield eid, value
+            elif nulls is not None and short in EXPRESSION_FIELDS and any(
+                    name in value and value[name] is None for name in EXPRESSION_FIELDS[short]):
+                nulls.append(value)
             stack.extend(v for v in value.values() if isinstance(v, (list, dict)))
 
 
 def leaves(plan: Any, items: Any, current: tuple[str, str] | None = None,
-           cache: FactCache | None = None) -> dict[int, dict[str, Any]]:
+           cache: FactCache | None = None, nulls: list[dict[str, Any]] | None = None) -> dict[int, dict[str, Any]]:
     """Facts of every data-source leaf, keyed by the exprId of the leaf's first output.
 
     Catalog tables are named by the plan JSON itself (their location is read once per
@@ -172,7 +180,7 @@ def leaves(plan: Any, items: Any, current: tuple[str, str] | None = None,
     cache = cache if cache is not None else FactCache()
     out: dict[int, dict[str, Any]] = {}
     needed: set[int] = set()
-    for eid, node in json_leaves(items):
+    for eid, node in json_leaves(items, nulls):
         if eid in cache.by_expr_id:
             out[eid] = cache.by_expr_id[eid]
             continue
@@ -293,22 +301,8 @@ def run_info(sc: Any) -> dict[str, Any]:
     return info
 
 
-def null_fields(items: Any) -> list[tuple[int, str]]:
-    """``(position, field)`` of every plan node in ``items`` (the top-level pre-order list of
-    ``LogicalPlan.toJSON()``) whose expression field the walk needs was written as null.
-
-    >>> null_fields([{"class": "x.Project", "num-children": 1, "projectList": None},
-    ...              {"class": "x.Range", "num-children": 0}])
-    [(0, 'projectList')]
-    """
-    out = []
-    for i, item in enumerate(items if isinstance(items, list) else ()):
-        cls = item.get("class") if isinstance(item, dict) else None
-        if isinstance(cls, str):
-            for name in EXPRESSION_FIELDS.get(cls.rsplit(".", 1)[-1].rstrip("$"), ()):
-                if name in item and item[name] is None:
-                    out.append((i, name))
-    return out
+def _is_tree(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and isinstance(value[0], dict) and "class" in value[0]
 
 
 def child_path(items: list[dict], position: int) -> list[int]:
@@ -334,6 +328,39 @@ def child_path(items: list[dict], position: int) -> list[int]:
     return path
 
 
+Step = tuple[str, Any]  # ("child", k) | ("field", name) | ("item", j)
+
+
+def path_to(items: list[dict], target: dict) -> list[Step] | None:
+    """How to reach ``target`` (a node dict somewhere in ``items``) from the plan's root on the
+    JVM: child indexes, fields holding a nested tree (a command's ``query``, a subquery's
+    ``plan``) and positions in fields holding a list of trees.
+
+    >>> sub = [{"class": "a.Expand", "num-children": 0, "projections": None}]
+    >>> items = [{"class": "a.Cmd", "num-children": 1}, {"class": "a.Filter", "num-children": 0,
+    ...          "condition": [{"class": "e.ScalarSubquery", "num-children": 0, "plan": sub}]}]
+    >>> path_to(items, sub[0])
+    [('child', 0), ('field', 'condition'), ('field', 'plan')]
+    """
+    stack: list[tuple[list[dict], list[Step]]] = [(items, [])]
+    while stack:
+        tree, prefix = stack.pop()
+        for pos, node in enumerate(tree):
+            if not isinstance(node, dict):
+                continue
+            here: list[Step] | None = None
+            if node is target:
+                return prefix + [("child", k) for k in child_path(tree, pos)]
+            for key, value in node.items():
+                nested = [(value, [])] if _is_tree(value) else [
+                    (v, [("item", j)]) for j, v in enumerate(value) if _is_tree(v)] if isinstance(value, list) else []
+                for sub, extra in nested:
+                    if here is None:
+                        here = prefix + [("child", k) for k in child_path(tree, pos)]
+                    stack.append((sub, here + [("field", key)] + extra))
+    return None
+
+
 def _jvm_json(value: Any) -> Any:
     """A JVM field value as ``toJSON`` would have written it: a tree as its pre-order list,
     a ``Seq`` (of ``Seq``s...) as a list, an ``Option`` as its value; scalars as they are."""
@@ -351,24 +378,38 @@ def _jvm_json(value: Any) -> Any:
     return [_jvm_json(v) for v in _seq(value)]
 
 
-def repair_null_fields(plan: Any, items: Any) -> list[str]:
-    """Read from the JVM plan every needed field ``toJSON`` wrote as null (see
-    :data:`~lineage_listener.plan.classes.EXPRESSION_FIELDS`), patch ``items`` in place and
-    mark the node (:data:`~lineage_listener.plan.classes.READ_FROM_JVM`). Returns the fields
-    that could not be read. Costs nothing when no field is null (the usual case)."""
-    missed = []
-    for position, name in null_fields(items):
-        try:
-            node = plan
-            for k in child_path(items, position):
-                node = node.children().apply(k)
-            value = _jvm_json(getattr(node, name)())
-        except Py4JError as exc:
-            log.debug("could not read %s from the JVM: %s", name, exc)
-            value = None
-        if value is None:
-            missed.append(name)
-            continue
-        items[position][name] = value
-        items[position].setdefault(READ_FROM_JVM, []).append(name)
-    return missed
+def _follow(node: Any, steps: list[Step]) -> Any:
+    for kind, arg in steps:
+        if kind == "child":
+            node = node.children().apply(arg)
+        elif kind == "field":
+            node = getattr(node, arg)()
+            if node.getClass().getName().startswith("scala.Some"):
+                node = node.get()
+        else:
+            node = node.apply(arg)
+    return node
+
+
+def repair_null_fields(plan: Any, items: Any, nulls: list[dict[str, Any]]) -> list[Any]:
+    """Read from the JVM plan every needed field ``toJSON`` wrote as null in the node dicts
+    ``nulls`` (found by :func:`json_leaves`), patch them in place and mark them
+    (:data:`~lineage_listener.plan.classes.READ_FROM_JVM`). Returns the values read.
+    A field that cannot be read stays null (the walk records it)."""
+    read = []
+    for node in nulls:
+        steps = path_to(items, node)
+        short = str(node.get("class", "")).rsplit(".", 1)[-1]
+        for name in EXPRESSION_FIELDS.get(short, ()):
+            if name not in node or node[name] is not None or steps is None:
+                continue
+            try:
+                value = _jvm_json(getattr(_follow(plan, steps), name)())
+            except Py4JError as exc:
+                log.debug("could not read %s.%s from the JVM: %s", short, name, exc)
+                continue
+            if value is not None:
+                node[name] = value
+                node.setdefault(READ_FROM_JVM, []).append(name)
+                read.append(value)
+    return read
