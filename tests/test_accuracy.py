@@ -153,3 +153,14 @@ def test_in_memory_leaves_are_named_by_their_content(lineage, spark):
                       .select("v").collect)
     two = lineage.run(spark.createDataFrame([(3,)], ["v"]).select("v").collect)
     assert one.edge("v", "v").source_dataset != two.edge("v", "v").source_dataset
+
+
+def test_pivot_column_picks_the_cell_it_does_not_feed_the_value(lineage, people):
+    """Both pivot forms agree: the pivot column is ``conditional``, the aggregated column ``aggregate``."""
+    fast = lineage.run("SELECT * FROM (SELECT dept, id, amount FROM people) "
+                       "PIVOT (sum(amount) FOR dept IN ('a' AS a, 'b' AS b))")
+    assert {t for t in fast.simple() if t[0] in ("a", "b")} == {
+        ("a", "amount", "aggregate"), ("b", "amount", "aggregate"), ("a", "dept", "conditional"),
+        ("b", "dept", "conditional")}
+    slow = lineage.run("SELECT * FROM (SELECT dept, id, name FROM people) PIVOT (first(name) FOR dept IN ('a' AS a))")
+    assert {t for t in slow.simple() if t[0] == "a"} == {("a", "name", "aggregate"), ("a", "dept", "conditional")}

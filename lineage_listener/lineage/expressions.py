@@ -14,7 +14,7 @@ import sqlglot.expressions as exp
 from lineage_listener.lineage import column_path, sqltext
 from lineage_listener.lineage.model import (Column, Flow, Influence, Origin, Transform, as_influences, combine,
                                             origin)
-from lineage_listener.lineage.walker import DEFAULT, Walk, rule
+from lineage_listener.lineage.walker import DEFAULT, RULES, Walk, rule
 from lineage_listener.plan.tree import Node
 
 #: Functions whose output hides the input value: a path through them is ``masking``.
@@ -150,6 +150,10 @@ def in_list(node: Node, walk: Walk) -> Origin:
 @rule("AggregateExpression")
 def aggregate(node: Node, walk: Walk) -> Origin:
     fn = node.children[0]
+    if fn.name in RULES:  # an aggregate function with a rule of its own (PivotFirst)
+        inner = evaluate(fn, walk)
+        out = combine([inner], Transform.AGGREGATE, inner.sql)
+        return Origin(out.flows, out.influences | _filter_influences(node, walk), out.sql, out.size)
     parts = children_of(fn, walk)
     name = sqltext.function_name(fn.name)
     args = [sql_of(p) for p in parts] or [exp.Star()]
@@ -159,11 +163,15 @@ def aggregate(node: Node, walk: Walk) -> Origin:
     if node.get("isDistinct"):
         sql = sqltext.call(name, [exp.Distinct(expressions=args)])
     out = combine(parts, Transform.AGGREGATE, sql, masking=fn.name in MASKING)
-    # FILTER (WHERE ...) of an aggregate decides which rows count: conditional.
+    return Origin(out.flows, out.influences | _filter_influences(node, walk), out.sql, out.size)
+
+
+def _filter_influences(node: Node, walk: Walk) -> frozenset[Influence]:
+    """FILTER (WHERE ...) of an aggregate decides which rows count: conditional."""
+    out: set[Influence] = set()
     for extra in node.children[1:]:
-        cond = evaluate(extra, walk)
-        out = Origin(out.flows, out.influences | as_influences(cond, Transform.CONDITIONAL), out.sql, out.size)
-    return out
+        out |= as_influences(evaluate(extra, walk), Transform.CONDITIONAL)
+    return frozenset(out)
 
 
 @rule("WindowExpression")
@@ -220,6 +228,17 @@ def choice(values: list[Origin], conditions: list[Origin], sql: exp.Expression,
 def if_(node: Node, walk: Walk) -> Origin:
     cond, yes, no = children_of(node, walk)
     return choice([yes, no], [cond], sqltext.call("if", [sql_of(cond), sql_of(yes), sql_of(no)]))
+
+
+@rule("PivotFirst")
+def pivot_first(node: Node, walk: Walk) -> Origin:
+    """``PIVOT (sum(v) FOR k IN ('a' AS a, ...))``: ``v`` is the value, ``k`` only picks the
+    output column it lands in (``conditional``, as in Spark's other pivot form, ``if(k <=> 'a', v, null)``)."""
+    parts = children_of(node, walk)
+    if len(parts) < 2:
+        return derived_function(node, walk)
+    pivot, value = parts[0], parts[1]
+    return choice([value], [pivot], sqltext.call("pivot_first", [sql_of(pivot), sql_of(value)]))
 
 
 @rule("Nvl2")
