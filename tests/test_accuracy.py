@@ -164,3 +164,39 @@ def test_pivot_column_picks_the_cell_it_does_not_feed_the_value(lineage, people)
         ("b", "dept", "conditional")}
     slow = lineage.run("SELECT * FROM (SELECT dept, id, name FROM people) PIVOT (first(name) FOR dept IN ('a' AS a))")
     assert {t for t in slow.simple() if t[0] == "a"} == {("a", "name", "aggregate"), ("a", "dept", "conditional")}
+
+
+def test_struct_star_names_the_fields(lineage, spark, people):
+    """``address.*`` expands to struct reads that carry only the ordinal: named from the type."""
+    got = lineage.run(spark.table("people").select("address.*").collect)
+    assert {(e.target_column, e.source_column) for e in got.edges} == {("city", "address.city"), ("zip", "address.zip")}
+
+
+def test_lateral_subquery_outputs_have_their_sources(lineage, people, depts):
+    got = lineage.run("SELECT p.id, x.m FROM people p, LATERAL (SELECT max(amount) m FROM people q "
+                      "WHERE q.dept = p.dept) x")
+    assert got.simple() == {("id", "id", "identity"), ("m", "amount", "aggregate"), (None, "dept", "filter")}
+    left = lineage.run("SELECT p.id, x.t FROM people p LEFT JOIN LATERAL (SELECT upper(title) t FROM depts d "
+                       "WHERE d.dept = p.dept) x ON true")
+    assert {(e.target_column, e.source_dataset, e.source_column, e.transform) for e in left.edges} == {
+        ("id", people, "id", "identity"), ("t", depts, "title", "derived"),
+        (None, people, "dept", "filter"), (None, depts, "dept", "filter")}
+
+
+def test_aggregate_filter_clause(lineage, people):
+    """``FILTER (WHERE c)``: conditional, or the direct source when the value reads no column."""
+    got = lineage.run("SELECT count(*) FILTER (WHERE amount > 10) AS c, sum(id) FILTER (WHERE amount > 10) AS s "
+                      "FROM people")
+    assert got.simple() == {("c", "amount", "aggregate"), ("s", "id", "aggregate"), ("s", "amount", "conditional")}
+    assert got.edge("c", "amount").expression == "count(*) FILTER(WHERE amount > 10)"
+
+
+def test_insert_overwrite_directory_is_one_query(lineage, spark, people, tmp_path):
+    out = tmp_path / "dir_out"
+    got = lineage.run(lambda: spark.sql(f"INSERT OVERWRITE DIRECTORY '{out}' USING parquet SELECT name FROM people"))
+    assert [(e.target_dataset, e.target_column, e.source_column) for e in got.edges] == [
+        (f"file:{out}", "name", "name")]
+    with duckdb.connect(str(got.store), read_only=True) as con:
+        assert con.execute("SELECT command, target_dataset FROM queries WHERE target_dataset IS NOT NULL "
+                           "AND command LIKE 'InsertInto%Dir%'").fetchall() == [("InsertIntoDataSourceDirCommand",
+                                                                                  f"file:{out}")]

@@ -149,29 +149,31 @@ def in_list(node: Node, walk: Walk) -> Origin:
 
 @rule("AggregateExpression")
 def aggregate(node: Node, walk: Walk) -> Origin:
+    """An aggregate over many rows. ``FILTER (WHERE c)`` decides which rows count: ``c`` is
+    ``conditional``, or the direct source when the value reads no column (``count(*) FILTER
+    (WHERE amount > 10)``), as for CASE (see :func:`choice`)."""
     fn = node.children[0]
     if fn.name in RULES:  # an aggregate function with a rule of its own (PivotFirst)
         inner = evaluate(fn, walk)
-        out = combine([inner], Transform.AGGREGATE, inner.sql)
-        return Origin(out.flows, out.influences | _filter_influences(node, walk), out.sql, out.size)
-    parts = children_of(fn, walk)
-    name = sqltext.function_name(fn.name)
-    args = [sql_of(p) for p in parts] or [exp.Star()]
-    if fn.name == "Count" and all(p.sql is not None and isinstance(p.sql, exp.Literal) for p in parts):
-        args = [exp.Star()]
-    sql: exp.Expression = sqltext.call(name, args)
-    if node.get("isDistinct"):
-        sql = sqltext.call(name, [exp.Distinct(expressions=args)])
-    out = combine(parts, Transform.AGGREGATE, sql, masking=fn.name in MASKING)
-    return Origin(out.flows, out.influences | _filter_influences(node, walk), out.sql, out.size)
-
-
-def _filter_influences(node: Node, walk: Walk) -> frozenset[Influence]:
-    """FILTER (WHERE ...) of an aggregate decides which rows count: conditional."""
-    out: set[Influence] = set()
-    for extra in node.children[1:]:
-        out |= as_influences(evaluate(extra, walk), Transform.CONDITIONAL)
-    return frozenset(out)
+        parts, sql, masking = [inner], sql_of(inner), False
+    else:
+        parts = children_of(fn, walk)
+        name = sqltext.function_name(fn.name)
+        args = [sql_of(p) for p in parts] or [exp.Star()]
+        if fn.name == "Count" and all(p.sql is not None and isinstance(p.sql, exp.Literal) for p in parts):
+            args = [exp.Star()]
+        sql = sqltext.call(name, [exp.Distinct(expressions=args)] if node.get("isDistinct") else args)
+        masking = fn.name in MASKING
+    filters = [evaluate(extra, walk) for extra in node.children[1:]]
+    if filters:
+        sql = exp.Filter(this=sql, expression=exp.Where(this=sql_of(filters[0])))
+    value = combine(parts, Transform.AGGREGATE, sql, masking=masking)
+    if filters and not value.flows:
+        return combine([value, *filters], Transform.AGGREGATE, sql, masking=masking)
+    influences = set(value.influences)
+    for f in filters:
+        influences |= as_influences(f, Transform.CONDITIONAL)
+    return origin(value.flows, influences, sql)
 
 
 @rule("WindowExpression")
@@ -272,11 +274,35 @@ def null_choice(node: Node, walk: Walk) -> Origin:
 def struct_field(node: Node, walk: Walk) -> Origin:
     """``address.city``: a copy of a struct column's field is a copy of ``address.city``."""
     child = evaluate(node.children[0], walk)
-    name = node.get("name") or str(node.get("ordinal"))
+    name = node.get("name") or _field_name(node) or str(node.get("ordinal"))
     sql = exp.Dot(this=sql_of(child), expression=exp.to_identifier(name))
     flows = {Flow(Column(f.source.dataset, column_path.child(f.source.name, name)), f.transform, f.masking)
              if f.transform in (Transform.COPY,) else f for f in child.flows}
     return origin(flows, child.influences, sql)
+
+
+def _data_type(node: Node) -> object:
+    """The data type of an attribute (in the JSON) or of a struct field of one."""
+    if node.get("dataType") is not None:
+        return node.get("dataType")
+    if node.name == "GetStructField" and node.children:
+        parent = _data_type(node.children[0])
+        fields = parent.get("fields") if isinstance(parent, dict) else None
+        ordinal = node.get("ordinal")
+        if isinstance(fields, list) and isinstance(ordinal, int) and ordinal < len(fields):
+            return fields[ordinal].get("type")
+    return None
+
+
+def _field_name(node: Node) -> str | None:
+    """The name of the field a ``GetStructField`` reads, from its child's struct type (``s.*``
+    expands to ``GetStructField``s that carry only the ordinal)."""
+    parent = _data_type(node.children[0]) if node.children else None
+    fields = parent.get("fields") if isinstance(parent, dict) else None
+    ordinal = node.get("ordinal")
+    if isinstance(fields, list) and isinstance(ordinal, int) and ordinal < len(fields):
+        return fields[ordinal].get("name")
+    return None
 
 
 @rule("ScalarSubquery", "LateralSubquery")

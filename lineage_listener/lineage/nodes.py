@@ -120,7 +120,21 @@ def join_type(node: Node) -> str:
     return str(jt or "Inner")
 
 
-@handler("Join", "LateralJoin", "AsOfJoin")
+@handler("LateralJoin")
+def lateral_join(node: Node, walk: Walk) -> list[Attribute]:
+    """``FROM t, LATERAL (SELECT ... WHERE q.k = t.k)``: the right side is a subquery expression
+    (field ``right``), walked as a plan; its outputs follow the left's, its conditions stay row
+    influences (they decide which rows pair)."""
+    left = walk.plan(node.children[0])
+    right: list[Attribute] = []
+    for sub in node.trees("right"):
+        for plan in sub.trees("plan")[:1]:
+            right = walk.plan(plan)
+    add_influences(walk, node.trees("condition"), Transform.JOIN)
+    return left + right
+
+
+@handler("Join", "AsOfJoin")
 def join(node: Node, walk: Walk) -> list[Attribute]:
     left = walk.plan(node.children[0])
     right = walk.plan(node.children[1]) if len(node.children) > 1 else []

@@ -25,7 +25,7 @@ WRITE_COMMANDS = frozenset({
 WRAPPER_COMMANDS = frozenset({
     "CreateDataSourceTableAsSelectCommand", "CreateHiveTableAsSelectCommand",
     "OptimizedCreateHiveTableAsSelectCommand", "SaveAsV1TableCommand", "CreateTableAsSelect",
-    "ReplaceTableAsSelect",
+    "ReplaceTableAsSelect", "InsertIntoDataSourceDirCommand",
 })
 
 #: The grouping-set bitmask column an ``Expand`` adds for GROUPING SETS / ROLLUP / CUBE.
