@@ -142,9 +142,10 @@ def disable(spark: Any, timeout: float = 30.0) -> None:
         log.debug("unregister failed: %s", exc)
     if not _alive(spark):
         handle.capture.end_run()
+        handle.capture.close(timeout)
     else:  # the application goes on without capture: its end is written when the process exits
+        handle.capture.close(timeout)  # first: the runs are known once every queued action is read
         run_end.later(handle.capture.writer, handle.capture.reader.runs())
-    handle.capture.close(timeout)
 
 
 def _alive(spark: Any) -> bool:
