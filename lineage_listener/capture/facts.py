@@ -384,7 +384,7 @@ def _follow(node: Any, steps: list[Step]) -> Any:
             node = node.children().apply(arg)
         elif kind == "field":
             node = getattr(node, arg)()
-            if node.getClass().getName().startswith("scala.Some"):
+            if isinstance(node, JavaObject) and node.getClass().getName().startswith("scala.Some"):
                 node = node.get()
         else:
             node = node.apply(arg)
