@@ -281,28 +281,22 @@ def struct_field(node: Node, walk: Walk) -> Origin:
     return origin(flows, child.influences, sql)
 
 
-def _data_type(node: Node) -> object:
-    """The data type of an attribute (in the JSON) or of a struct field of one."""
-    if node.get("dataType") is not None:
-        return node.get("dataType")
-    if node.name == "GetStructField" and node.children:
-        parent = _data_type(node.children[0])
-        fields = parent.get("fields") if isinstance(parent, dict) else None
-        ordinal = node.get("ordinal")
-        if isinstance(fields, list) and isinstance(ordinal, int) and ordinal < len(fields):
-            return fields[ordinal].get("type")
+def _struct_field(node: Node) -> dict | None:
+    """The struct field a ``GetStructField`` reads (name, type), from its child's struct type:
+    ``s.*`` expands to ``GetStructField``s that carry only the ordinal."""
+    child = node.children[0] if node.children else None
+    parent = child.get("dataType") if child is not None else None
+    if parent is None and child is not None and child.name == "GetStructField":
+        parent = (_struct_field(child) or {}).get("type")
+    fields = parent.get("fields") if isinstance(parent, dict) else None
+    ordinal = node.get("ordinal")
+    if isinstance(fields, list) and isinstance(ordinal, int) and ordinal < len(fields):
+        return fields[ordinal]
     return None
 
 
 def _field_name(node: Node) -> str | None:
-    """The name of the field a ``GetStructField`` reads, from its child's struct type (``s.*``
-    expands to ``GetStructField``s that carry only the ordinal)."""
-    parent = _data_type(node.children[0]) if node.children else None
-    fields = parent.get("fields") if isinstance(parent, dict) else None
-    ordinal = node.get("ordinal")
-    if isinstance(fields, list) and isinstance(ordinal, int) and ordinal < len(fields):
-        return fields[ordinal].get("name")
-    return None
+    return (_struct_field(node) or {}).get("name")
 
 
 @rule("ScalarSubquery", "LateralSubquery")
