@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install demo test test-spark35 wheel bench clean
+.PHONY: install jars demo test test-spark35 wheel bench clean
 
 install: $(STAMP)
 
@@ -18,12 +18,23 @@ $(STAMP): pyproject.toml
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
 	touch $(STAMP)
 
+## Test jars (Delta, Iceberg, Kafka) from Maven Central into .cache/jars/<set>, once per set; tests only.
+## A set that cannot be fetched is reported and its tests skip with the reason (the rest still runs).
+JARS := .cache/jars
+jars:
+	@for pom in tests/jars/*/pom.xml; do [ -f "$$pom" ] || continue; set=$$(basename $$(dirname $$pom)); \
+	  [ -f $(JARS)/$$set/.fetched ] && continue; \
+	  echo "fetching test jars: $$set"; rm -rf $(JARS)/$$set; \
+	  if mvn -q -B -f $$pom dependency:copy-dependencies -DincludeScope=runtime \
+	       -DoutputDirectory=$(CURDIR)/$(JARS)/$$set; then touch $(JARS)/$$set/.fetched; \
+	  else echo "WARNING: could not fetch jar set $$set; its tests will skip"; fi; done
+
 ## Run a real sample PySpark job with zero-code capture, then print lineage from the store.
 demo: install
 	bash examples/demo.sh
 
 ## The full test suite (real Spark local[2], real DuckDB files).
-test: install
+test: install jars
 	LINEAGE_TEST_OTHER_SPARK_HOME=$$([ -x $(VENV35)/bin/python ] && $(VENV35)/bin/python -c \
 	  'import os, pyspark; print(os.path.dirname(pyspark.__file__))') \
 	$(BIN)/python -m pytest -q -p no:cacheprovider
@@ -42,7 +53,7 @@ $(STAMP35): pyproject.toml
 	$(VENV35)/bin/pip install --quiet -e '.[test-core]' '$(SPARK35)'
 	touch $(STAMP35)
 
-test-spark35: $(STAMP35)
+test-spark35: $(STAMP35) jars
 	LINEAGE_TEST_OTHER_SPARK_HOME=$$([ -x $(BIN)/python ] && $(BIN)/python -c \
 	  'import os, pyspark; print(os.path.dirname(pyspark.__file__))') \
 	$(VENV35)/bin/python -m pytest -q -p no:cacheprovider \
