@@ -46,7 +46,7 @@ def dist(tmp_path_factory) -> Path:
     proc = subprocess.run([sys.executable, "-m", "build", "-o", str(out), str(ROOT)], capture_output=True, text=True,
                           timeout=900, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "SetuptoolsDeprecationWarning" not in proc.stdout + proc.stderr
+    assert "`project.license` as a TOML table is deprecated" not in proc.stdout + proc.stderr
     return out
 
 
