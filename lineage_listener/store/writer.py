@@ -170,6 +170,10 @@ def _set_started(con: duckdb.DuckDBPyConnection, rows: list[tuple]) -> None:
 
 def _drop_repeated_edges(con: duckdb.DuckDBPyConnection, query_id: str) -> None:
     """After a retarget, a replayed batch's edges (written under the old target) repeat stored ones."""
+    repeats = con.execute(f"SELECT count(*) - count(DISTINCT ({', '.join(EDGE_KEY)})) FROM column_lineage "
+                          "WHERE query_id = ?", [query_id]).fetchone()[0]
+    if not repeats:
+        return
     con.execute(f"""DELETE FROM column_lineage WHERE query_id = $1 AND rowid NOT IN
                     (SELECT min(rowid) FROM column_lineage WHERE query_id = $1 GROUP BY {', '.join(EDGE_KEY)})""",
                 [query_id])
