@@ -11,6 +11,11 @@ JSON path, e.g. ``outputs[0].facets.columnLineage.fields: expected an object, go
 Traceback (most recent call last):
 ...
 lineage_listener.openlineage.validate.BadEvent: outputs[0].facets.columnLineage.fields: expected an object, got a list
+>>> check({"job": {"namespace": "n", "name": "j"}, "eventTime": "2025-06-01T09:00:00Z"})  # a JobEvent
+>>> check({"eventType": "START"})
+Traceback (most recent call last):
+...
+lineage_listener.openlineage.validate.BadEvent: run: required (an OpenLineage RunEvent has run and job)
 """
 from __future__ import annotations
 
@@ -50,9 +55,9 @@ def _key(obj: dict, key: str, kind: type, path: str, optional: bool = True) -> A
 def check(ev: Any) -> None:
     """Raise :class:`BadEvent` if ``ev`` is not a RunEvent (or Dataset/JobEvent) ingest can read."""
     _want(ev, dict, "(the event)", optional=False)
-    if "run" not in ev and "job" not in ev:
-        if "dataset" in ev:
-            return  # a DatasetEvent: nothing ingest reads
+    if "run" not in ev:
+        if "dataset" in ev or "job" in ev:
+            return  # a DatasetEvent or JobEvent: no run, nothing ingest reads
         raise BadEvent("run: required (an OpenLineage RunEvent has run and job)")
     run = _key(ev, "run", dict, "", optional=False)
     _key(run, "runId", str, "run", optional=False)
