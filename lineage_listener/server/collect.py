@@ -44,8 +44,8 @@ async def _body(request: Request, st: ServerState) -> bytes:
                 if inflater is None:
                     out += chunk
                     chunk = b""
-                else:  # never more than the limit (plus one byte, to know it is over) in memory
-                    out += inflater.decompress(chunk, limit + 1 - len(out))
+                else:  # 1 MiB at a time, never past the limit (plus one byte, to know it is over)
+                    out += inflater.decompress(chunk, min(1 << 20, limit + 1 - len(out)))
                     chunk = inflater.unconsumed_tail
                 if len(out) > limit:
                     raise HTTPException(413, f"body over the {limit} byte limit"
