@@ -180,7 +180,8 @@ NAMES = [("hive://metastore:9083", "shop.orders"), ("postgres://db:5432", "shop.
          ("snowflake://org-acct", "DB.PUBLIC.RATES"), ("trino://trino:8080", "hive.shop.items"),
          ("s3://bucket", "raw/returns.csv"), ("gs://bucket", "raw/stock"), ("kafka://broker:9092", "clicks"),
          ("hdfs://nn:8020", "/warehouse/regions"),
-         ("file", "/data/fx.csv"), ("file://filer", "/share/calendar.csv")]
+         ("file", "/data/fx.csv"), ("file://filer", "/share/calendar.csv"),
+         ("abfss://raw@acct.dfs.core.windows.net", "sales/tax")]
 TARGET = ("hive://metastore:9083", "mart.daily")
 
 
