@@ -28,8 +28,8 @@ def test_built_struct_fields_and_multi_hop(lineage, spark, tmp_path):
         ("n", "a", "derived"), ("n", "b", "derived"),
         ("n.y", "b", "rename"), ("n.z", "a", "derived"), ("n.z.w", "a", "rename"), ("n.v", "a", "derived"),
         ("`s.x`", "b", "rename")}
-    assert {e.target_column: e.expression for e in got.edges if e.target_column in ("s.x", "n.z.w", "n.v")} == {
-        "s.x": "a", "n.z.w": "a", "n.v": "a + 1"}
+    assert {e.target_column: e.expression for e in got.edges if e.target_column in ("s", "s.x", "n.z.w", "n.v")} == {
+        "s": "named_struct('x', a)", "s.x": "a", "n.z.w": "a", "n.v": "a + 1"}
     assert {e.source_dataset for e in got.edges} == {src}
 
     # job 2 reads the field s.x and the column `s.x`; job 3 copies the struct whole; job 4 reads its field

@@ -284,14 +284,14 @@ def named_struct(node: Node, walk: Walk) -> Origin:
     >>> [(name, value.text()) for name, value in o.fields]
     [('x', '1')]
     """
-    whole = derived_function(node, walk)
-    names, values = node.children[0::2], node.children[1::2]
+    parts = children_of(node, walk)  # once: nested structs would otherwise be walked 2^depth times
+    whole = combine(parts, Transform.DERIVED, sqltext.call("named_struct", [sql_of(p) for p in parts]))
     fields = []
-    for name, value in zip(names, values):
+    for name, value in zip(node.children[0::2], parts[1::2]):
         text = name.get("value") if name.name == "Literal" else None
         if not isinstance(text, str):  # a field name computed at run time: the struct as a whole only
             return whole
-        fields.append((text, evaluate(value, walk)))
+        fields.append((text, value))
     return replace(whole, fields=tuple(fields))
 
 
