@@ -14,7 +14,7 @@ from typing import Any
 
 from py4j.protocol import Py4JError
 
-from lineage_listener.capture import facts, nodelay, stages
+from lineage_listener.capture import facts, internal, nodelay, stages
 from lineage_listener.plan.classes import WRITE_COMMANDS
 from lineage_listener.lineage import redact
 
@@ -89,6 +89,8 @@ class Reader:
             sql_text = str(sql_text) if sql_text is not None else None
         except Py4JError:
             pass
+        if internal.reason(func_name, root, sql_text) is not None:
+            return None  # a table format's own work (Delta log replay, its data write...)
         plan_json, items, leaves, target, read_error = None, None, {}, None, None
         if threading.get_ident() not in self._nodelay_threads:  # before the first big reply
             self._nodelay_threads.add(threading.get_ident())
@@ -111,6 +113,8 @@ class Reader:
                     target = facts.target(plan, root, current)
                 if target is None and root == "CreateViewCommand":
                     return None  # a temp view: not a dataset, nothing written
+            if plan_json is not None and internal.plan_reason(root, plan_json, leaves) is not None:
+                return None
         except (Py4JError, ValueError, RecursionError) as exc:  # recorded; Python bugs surface
             read_error = f"{type(exc).__name__}: {str(exc)[:500]}"
         return Envelope(func_name, now, run, qe_id, root, plan_json, sql_text, duration_ms, err_text,
