@@ -92,7 +92,7 @@ def relation(leaf: Any, name: str, current: tuple[str, str] | None = None) -> di
         if table is not None:
             fact.update(catalog_table(table, current))
         rel = leaf.relation()
-        kind = rel.getClass().getSimpleName()
+        kind = str(rel.getClass().getSimpleName()) or str(rel.getClass().getSuperclass().getSimpleName())
         if kind == "HadoopFsRelation":
             fact["paths"] = [qualify(str(p.toString())) for p in _seq(rel.location().rootPaths())]
             try:
@@ -156,9 +156,14 @@ def delta_read(rel: Any, fact: dict[str, Any]) -> None:
         if not str(index.getClass().getSimpleName()).startswith(("Tahoe", "PreparedDelta", "Delta")):
             return
         fact["format"] = "delta"
-        fact.setdefault("options", {})["delta.version"] = str(index.tableVersion())
     except Py4JError:
         return
+    for getter in ("snapshotAtAnalysis", "getSnapshot"):  # the version this read is pinned to
+        try:
+            fact.setdefault("options", {})["delta.version"] = str(getattr(index, getter)().version())
+            return
+        except Py4JError:
+            continue
 
 
 def table_version(table: Any, fact: dict[str, Any]) -> None:
@@ -347,7 +352,7 @@ def _target(cmd: Any, name: str, current: tuple[str, str] | None = None) -> dict
             return {"paths": [qualify(opts["path"])], "format": provider, "options": opts}
         return {"node": provider, "format": provider, "options": opts}
     if name in ("AppendData", "OverwriteByExpression", "OverwritePartitionsDynamic", "ReplaceData",
-                "WriteDelta"):
+                "WriteDelta", "DeltaDynamicPartitionOverwriteCommand"):
         return relation(cmd.table(), "DataSourceV2Relation", current)
     if name in ("MergeIntoCommand", "UpdateCommand", "DeleteCommand"):  # Delta's
         table = _opt(cmd.catalogTable())

@@ -19,7 +19,7 @@ WRITE_COMMANDS = frozenset({
     "OptimizedCreateHiveTableAsSelectCommand", "SaveAsV1TableCommand", "CreateViewCommand",
     "AlterViewAsCommand", "AppendData", "OverwriteByExpression", "OverwritePartitionsDynamic",
     "CreateTableAsSelect", "ReplaceTableAsSelect", "ReplaceData", "WriteDelta", "MergeIntoTable",
-    "MergeIntoCommand", "UpdateCommand", "DeleteCommand",
+    "MergeIntoCommand", "UpdateCommand", "DeleteCommand", "DeltaDynamicPartitionOverwriteCommand",
 })
 
 #: Row-level writes (MERGE / UPDATE / DELETE): the command itself is walked, not a query it carries
@@ -35,9 +35,11 @@ NESTED_PLAN_FIELDS: dict[str, tuple[str, ...]] = {
 #: folder of Delta's transaction log, and columns only Delta's own plans carry.
 FORMAT_INTERNAL_ACTIONS = ("deltaTransactionalWrite", "Cache Delta Table State", "Delta:", "delta.")
 DELTA_LOG_DIR = "/_delta_log"
-#: Delta's log-replay leaves (actions, AddFile rows) and its touched-file bookkeeping columns.
+#: Delta's log-replay leaves (actions, AddFile rows), VACUUM's file listing (SerializableFileStatus)
+#: and its touched-file bookkeeping columns.
 DELTA_ACTION_COLUMNS = (frozenset({"add", "remove", "metaData", "protocol"}),
-                        frozenset({"path", "partitionValues", "size", "modificationTime", "dataChange"}))
+                        frozenset({"path", "partitionValues", "size", "modificationTime", "dataChange"}),
+                        frozenset({"path", "length", "isDir", "modificationTime"}))
 DELTA_INTERNAL_COLUMNS = frozenset({"_file_name_", "_row_id_", "_source_row_present_", "_target_row_present_",
                                     "_row_dropped_"})
 

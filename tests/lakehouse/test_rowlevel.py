@@ -34,12 +34,13 @@ def full(name: str) -> str:
     return name if name.startswith("ice.") else "spark_catalog." + name
 
 
-def make_target(spark: Any, kind: str, rows: str = "(1, 1.0D, 'a'), (2, -2.0D, 'b'), (3, 5.0D, 'z')") -> str:
-    """A new target table of ``kind`` (id int, amount double, name string) with ``rows``."""
+def make_target(spark: Any, kind: str, rows: str | None = "(1, 1.0D, 'a'), (2, -2.0D, 'b'), (3, 5.0D, 'z')") -> str:
+    """A new target table of ``kind`` (id int, amount double, name string) with ``rows`` (None: empty)."""
     pattern, using, _, _ = KINDS[kind]
     name = pattern.format(n=f"t{next(_names)}_{kind.replace('-', '_')}")
     spark.sql(f"CREATE TABLE {name} (id INT, amount DOUBLE, name STRING) {using}")
-    spark.sql(f"INSERT INTO {name} VALUES {rows}")
+    if rows:
+        spark.sql(f"INSERT INTO {name} VALUES {rows}")
     return name
 
 
