@@ -26,7 +26,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from lineage_listener.lineage import sqltext
 from lineage_listener.lineage.model import (Attribute, Flow, Influence, Origin, Transform, as_influences,
                                             combine, origin)
 from lineage_listener.lineage.nodes import children
@@ -103,7 +102,7 @@ def _merged(parts: list[tuple[str, Origin, Origin | None]]) -> Origin:
     for (label, value, _), text in zip(parts, texts):
         for f in value.flows:
             flows.setdefault(f, Flow(f.source, f.transform, f.masking, f"{label}: {text or f.source.name}"))
-    return Origin(frozenset(flows.values()), frozenset(influences), sqltext.column("merged"), 1)
+    return Origin(frozenset(flows.values()), frozenset(influences), None, 1)  # each flow names its clause
 
 
 def _first(node: Node, key: str) -> Node | None:
