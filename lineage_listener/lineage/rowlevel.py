@@ -237,6 +237,21 @@ def _unwrap(value: Node, target: Attribute) -> Node:
     return value
 
 
+def _passes_through(project: Node) -> bool:
+    """A ``Project`` of plain columns plus a literal row operation (Spark 4's copy-on-write adds one
+    above the rows it writes): the values are below it."""
+    return all(i.name == "AttributeReference" or (i.name == "Alias" and i.get("name") == OPERATION_COLUMN)
+               for i in project.trees("projectList"))
+
+
+def _kept_unless(node: Node) -> Node | None:
+    """``Filter(NOT(p <=> true))`` (the rows a copy-on-write DELETE keeps) as ``p``."""
+    cond = _first(node, "condition")
+    if cond is not None and cond.name == "Not" and cond.children and cond.children[0].name == "EqualNullSafe":
+        return cond.children[0].children[0]
+    return cond
+
+
 def _is_true(cond: Node | None) -> bool:
     return cond is None or (cond.name == "Literal" and str(cond.get("value")).lower() == "true")
 
@@ -282,10 +297,15 @@ def _update_or_delete(node: Node, child: Node, walk: Walk, targets: Sequence[Att
             names = [a.name for a in attributes(n.trees("output"))]
             rows += [(names, p) for p in n.get("projections") or () if isinstance(p, tuple)]
             break
-        if n.name == "Project":
+        if n.name == "Filter" and cond is None:
+            cond = _kept_unless(n)
+        if n.name == "Project" and not _passes_through(n):
             items = n.trees("projectList")
             rows.append(([i.get("name") or "?" for i in items], items))
             break
+    if cond is None:  # the UPDATE condition as the copy-on-write If's predicate
+        cond = next((v.children[0].children[0] for _, row in rows for v in row
+                     if v.name == "Alias" and v.children and v.children[0].name == "If"), None)
     clauses = [_row_clause("UPDATE", cond, row, names, targets) for names, row in rows]
     clauses = [c for c in clauses if not c.deletes]
     if not any(c.assignments for c in clauses):
