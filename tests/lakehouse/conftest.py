@@ -7,9 +7,7 @@ exists for. The ``spark`` fixture here replaces the suite's plain one; ``lineage
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -65,10 +63,3 @@ def raw(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     spark.read.parquet(str(root / "orders")).createOrReplaceTempView("orders")
     spark.read.parquet(str(root / "prices")).createOrReplaceTempView("prices")
     return {"orders": f"file:{root / 'orders'}", "prices": f"file:{root / 'prices'}"}
-
-
-def env_flag(name: str) -> bool:
-    return os.environ.get(name, "") not in ("", "0")
-
-
-__all__ = ["Path"]
