@@ -25,7 +25,9 @@ def test_merge_job_under_spark_sql_with_the_bridge(tmp_path: Path) -> None:
     jars = jar_set(JAR_SET)
     store, sql = tmp_path / "lineage.duckdb", tmp_path / "merge.sql"
     sql.write_text(SQL)
-    rc, _, err = run_job([*capture_args(store), "--name", "bridge_merge_job", "--jars", ",".join(map(str, jars)),
+    args = capture_args(store)  # --jars <bridge jar> ...: the format jars join it (a second --jars would win)
+    args[args.index("--jars") + 1] += "," + ",".join(map(str, jars))
+    rc, _, err = run_job([*args, "--name", "bridge_merge_job",
                           "--conf", "spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension",
                           "--conf", "spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog",
                           "--conf", "spark.databricks.delta.snapshotPartitions=2",
