@@ -50,7 +50,7 @@ SPARK35 ?= pyspark>=3.5,<3.6
 $(STAMP35): pyproject.toml
 	$(PYTHON) -m venv $(VENV35)
 	$(VENV35)/bin/pip install --quiet --upgrade pip
-	$(VENV35)/bin/pip install --quiet -e '.[test-core,lakehouse]' '$(SPARK35)'
+	$(VENV35)/bin/pip install --quiet -e '.[test-core,lakehouse]' '$(SPARK35)' 'delta-spark==3.3.2'
 	touch $(STAMP35)
 
 test-spark35: $(STAMP35) jars
@@ -73,7 +73,7 @@ SPARK41 ?= pyspark>=4.1,<4.2
 $(STAMP41): pyproject.toml
 	$(PYTHON) -m venv $(VENV41)
 	$(VENV41)/bin/pip install --quiet --upgrade pip
-	$(VENV41)/bin/pip install --quiet -e '.[test-core,lakehouse]' '$(SPARK41)'
+	$(VENV41)/bin/pip install --quiet -e '.[test-core,lakehouse]' '$(SPARK41)' 'delta-spark==4.4.0'
 	touch $(STAMP41)
 
 test-lakehouse: $(STAMP35) $(STAMP41) jars

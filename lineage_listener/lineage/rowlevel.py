@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from lineage_listener.lineage.model import (Attribute, Flow, Influence, Origin, Transform, as_influences,
+from lineage_listener.lineage.model import (Attribute, Flow, Origin, Transform, as_influences,
                                             combine, origin)
 from lineage_listener.lineage.nodes import children
 from lineage_listener.lineage.walker import Walk, attributes, handler
