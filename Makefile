@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install install-demo jars demo test test-spark35 wheel bench clean
+.PHONY: install install-demo jars demo test test-spark35 test-lakehouse wheel bench clean
 
 ## Everything to develop and test: the package (editable) with the test extras, and Debian's chromium.
 install: $(STAMP)
@@ -48,7 +48,7 @@ demo: install-demo
 test: install jars
 	LINEAGE_TEST_OTHER_SPARK_HOME=$$([ -x $(VENV35)/bin/python ] && $(VENV35)/bin/python -c \
 	  'import os, pyspark; print(os.path.dirname(pyspark.__file__))') \
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider --ignore tests/lakehouse
 
 ## The suite on PySpark 3.5 in its own virtualenv. Run on the newest line only, to keep CI short: TPC-DS
 ## (the slowest file), and tests that exercise no version-specific code (UI, export formats, CLI errors
@@ -61,19 +61,37 @@ SPARK35 ?= pyspark>=3.5,<3.6
 $(STAMP35): pyproject.toml
 	$(PYTHON) -m venv $(VENV35)
 	$(VENV35)/bin/pip install --quiet --upgrade pip
-	$(VENV35)/bin/pip install --quiet -e '.[test-core]' '$(SPARK35)'
+	$(VENV35)/bin/pip install --quiet -e '.[test-core,lakehouse]' '$(SPARK35)' 'delta-spark==3.3.2'
 	touch $(STAMP35)
 
 test-spark35: $(STAMP35) jars
 	LINEAGE_TEST_OTHER_SPARK_HOME=$$([ -x $(BIN)/python ] && $(BIN)/python -c \
 	  'import os, pyspark; print(os.path.dirname(pyspark.__file__))') \
-	$(VENV35)/bin/python -m pytest -q -p no:cacheprovider \
+	$(VENV35)/bin/python -m pytest -q -p no:cacheprovider --ignore tests/lakehouse \
 	  --ignore tests/test_tpcds.py --ignore tests/test_ui.py --ignore tests/test_datahub.py \
 	  --ignore tests/test_openlineage.py --ignore tests/test_cli_errors.py --ignore tests/test_faults.py \
 	  --ignore tests/test_query_graph.py --ignore tests/test_query_sql_macros.py --ignore tests/test_server.py \
 	  --ignore tests/test_secrets.py --ignore tests/test_capture_queue.py \
   --ignore tests/test_openlineage_runs.py --ignore tests/test_openlineage_input.py \
   --ignore tests/test_cli_surface.py --ignore tests/test_newcomer.py
+
+## Delta Lake and Apache Iceberg (tests/lakehouse): real jars (`make jars`), a session of their own per
+## Spark line. No Delta or Iceberg release supports PySpark 4.3 (the main virtualenv), so they run on
+## PySpark 3.5 (Delta 3.3, Iceberg 1.12) and on the newest line both support, PySpark 4.1 (Delta 4.4,
+## Iceberg 1.12), in its own virtualenv. delta-spark pins PySpark: installed with it, it cannot move it.
+VENV41  := .venv-spark41
+STAMP41 := $(VENV41)/.installed
+SPARK41 ?= pyspark>=4.1,<4.2
+
+$(STAMP41): pyproject.toml
+	$(PYTHON) -m venv $(VENV41)
+	$(VENV41)/bin/pip install --quiet --upgrade pip
+	$(VENV41)/bin/pip install --quiet -e '.[test-core,lakehouse]' '$(SPARK41)' 'delta-spark==4.4.0'
+	touch $(STAMP41)
+
+test-lakehouse: $(STAMP35) $(STAMP41) jars
+	$(VENV35)/bin/python -m pytest -q -p no:cacheprovider tests/lakehouse
+	$(VENV41)/bin/python -m pytest -q -p no:cacheprovider tests/lakehouse
 
 ## A wheel with the bridge jar compiled in, against .venv's PySpark, offline (needs a JDK; the jar is never
 ## committed). Release pipelines run `python -m build` instead: it installs [build-system] requires, PySpark too.
@@ -92,6 +110,8 @@ bench: install
 	$(BIN)/python bench/make_synthetic_store.py $(BENCH_STORE) --edges 10000000
 	$(BIN)/python bench/query_bench.py $(BENCH_STORE) --runs 20
 	$(BIN)/python bench/server_bench.py $(BENCH_STORE) --runs 20
+	$(MAKE) jars $(STAMP35)
+	$(VENV35)/bin/python bench/merge_bench.py
 
 clean:
-	rm -rf $(VENV) $(VENV35) demo-output test-artifacts .pytest_cache build dist *.egg-info
+	rm -rf $(VENV) $(VENV35) $(VENV41) demo-output test-artifacts .pytest_cache build dist *.egg-info

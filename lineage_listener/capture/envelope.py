@@ -14,7 +14,7 @@ from typing import Any
 
 from py4j.protocol import Py4JError
 
-from lineage_listener.capture import facts, internal, nodelay, rejected, stages
+from lineage_listener.capture import facts, inference, internal, nodelay, rejected, stages
 from lineage_listener.plan.classes import WRITE_COMMANDS
 from lineage_listener.lineage import redact
 
@@ -94,6 +94,8 @@ class Reader:
             sql_text = str(sql_text) if sql_text is not None else None
         except Py4JError:
             pass
+        if internal.reason(func_name, root, sql_text) is not None:
+            return None  # a table format's own work (Delta log replay, its data write...)
         plan_json, items, leaves, target, read_error = None, None, {}, None, None
         if threading.get_ident() not in self._nodelay_threads:  # before the first big reply
             self._nodelay_threads.add(threading.get_ident())
@@ -112,13 +114,15 @@ class Reader:
                 if nulls:  # fields toJSON could not write: read from the JVM (leaves they hold too)
                     leaves.update(facts.leaves(plan, facts.repair_null_fields(plan, items, nulls), current,
                                                self._facts))
-                if root not in WRITE_COMMANDS and internal.is_schema_inference(func_name, leaves.values()):
+                if root not in WRITE_COMMANDS and inference.is_schema_inference(func_name, leaves.values()):
                     log.debug("lineage-listener: skipped Spark's schema inference read (%s)", func_name)
                     return None  # Spark reading a file to infer its schema: not the user's lineage
                 if root in WRITE_COMMANDS:
                     target = facts.target(plan, root, current)
                 if target is None and root == "CreateViewCommand":
                     return None  # a temp view: not a dataset, nothing written
+            if plan_json is not None and internal.plan_reason(root, plan_json, leaves) is not None:
+                return None
         except (Py4JError, ValueError, RecursionError) as exc:  # recorded; Python bugs surface
             read_error = f"{type(exc).__name__}: {str(exc)[:500]}"
         return Envelope(func_name, now, run, qe_id, root, plan_json, sql_text, duration_ms, err_text,

@@ -17,7 +17,7 @@ from py4j.java_gateway import JavaObject
 from py4j.protocol import Py4JError
 
 from lineage_listener.lineage.datasets import table_name
-from lineage_listener.plan.classes import EXPRESSION_FIELDS, READ_FROM_JVM, SOURCE_LEAVES
+from lineage_listener.plan.classes import EXPRESSION_FIELDS, NESTED_PLAN_FIELDS, READ_FROM_JVM, SOURCE_LEAVES
 from lineage_listener.lineage import redact
 
 log = redact.logger(__name__)
@@ -92,7 +92,7 @@ def relation(leaf: Any, name: str, current: tuple[str, str] | None = None) -> di
         if table is not None:
             fact.update(catalog_table(table, current))
         rel = leaf.relation()
-        kind = rel.getClass().getSimpleName()
+        kind = str(rel.getClass().getSimpleName()) or str(rel.getClass().getSuperclass().getSimpleName())
         if kind == "HadoopFsRelation":
             fact["paths"] = [qualify(str(p.toString())) for p in _seq(rel.location().rootPaths())]
             try:
@@ -100,6 +100,7 @@ def relation(leaf: Any, name: str, current: tuple[str, str] | None = None) -> di
             except Py4JError:
                 fact["format"] = fact.get("format") or str(rel.fileFormat().toString()).lower()
             fact["options"] = scala_map(rel.options())
+            delta_read(rel, fact)
         elif kind == "JDBCRelation":
             opts = rel.jdbcOptions()
             fact["jdbc"] = {"url": str(opts.url()), "table": str(opts.tableOrQuery())}
@@ -122,9 +123,64 @@ def relation(leaf: Any, name: str, current: tuple[str, str] | None = None) -> di
                 fact["paths"] = [qualify(str(p.toString())) for p in _seq(table.fileIndex().rootPaths())]
             except Py4JError:
                 fact["paths"] = [str(table.name())]
-        fact["format"] = str(rel.table().getClass().getSimpleName()).replace("Table", "").lower() or None
+        fact["format"] = v2_format(rel.table())
         fact["options"] = scala_map(rel.options())
+        table_version(rel.table(), fact)
+        ident_fact = fact.get("table")
+        if fact["format"] in ("delta", "iceberg") and ident_fact and ident_fact.get("database") == fact["format"] \
+                and "/" in str(ident_fact.get("table")):  # delta.`/path`: a path, not a table
+            fact["paths"] = [qualify(str(ident_fact["table"]))]
+            del fact["table"]
     return fact
+
+
+def v2_format(table: Any) -> str | None:
+    """A DataSource V2 table's format: ``iceberg`` / ``delta`` for those formats' tables, else its
+    class name without ``Table`` (``SparkTable`` is Iceberg's; Delta's is ``DeltaTableV2``)."""
+    try:
+        cls = str(table.getClass().getName())
+        if cls.endswith(".RowLevelOperationTable"):  # a MERGE/UPDATE/DELETE target: the table it wraps
+            cls = str(table.table().getClass().getName())
+    except Py4JError:
+        return None
+    for known in ("iceberg", "delta"):
+        if f".{known}." in cls:
+            return known
+    return cls.rsplit(".", 1)[-1].replace("Table", "").lower() or None
+
+
+def delta_read(rel: Any, fact: dict[str, Any]) -> None:
+    """A Delta table read as files (``TahoeFileIndex``): format ``delta`` and the version read."""
+    try:
+        index = rel.location()
+        if not str(index.getClass().getSimpleName()).startswith(("Tahoe", "PreparedDelta", "Delta")):
+            return
+        fact["format"] = "delta"
+    except Py4JError:
+        return
+    for getter in ("snapshotAtAnalysis", "getSnapshot"):  # the version this read is pinned to
+        try:
+            fact.setdefault("options", {})["delta.version"] = str(getattr(index, getter)().version())
+            return
+        except Py4JError:
+            continue
+
+
+def table_version(table: Any, fact: dict[str, Any]) -> None:
+    """The version a V2 read is pinned to (time travel): Iceberg's snapshot id, Delta's version."""
+    try:
+        if fact.get("format") == "iceberg":
+            snapshot = table.snapshotId()
+            if snapshot is not None:
+                fact.setdefault("options", {})["iceberg.snapshot-id"] = str(snapshot)
+        elif fact.get("format") == "delta":
+            travel = _opt(table.timeTravelOpt())
+            if travel is not None:
+                version = _opt(travel.version())
+                stamp = _opt(travel.timestamp())
+                fact.setdefault("options", {})["delta.version"] = str(version if version is not None else stamp)
+    except Py4JError:
+        return
 
 
 
@@ -186,7 +242,8 @@ def leaves(plan: Any, items: Any, current: tuple[str, str] | None = None,
             continue
         table = node.get("catalogTable") or node.get("tableMeta")
         ident = table.get("identifier") if isinstance(table, dict) else None
-        if isinstance(ident, dict) and ident.get("table") and table_name(ident) in cache.locations:
+        if isinstance(ident, dict) and ident.get("table") and table_name(ident) in cache.locations \
+                and table.get("provider") != "delta":  # a Delta read's version is read each time
             out[eid] = {"table": {k: ident.get(k) for k in ("catalog", "database", "table")},
                         "format": table.get("provider"), "location": cache.locations[table_name(ident)],
                         "view": False}
@@ -194,7 +251,7 @@ def leaves(plan: Any, items: Any, current: tuple[str, str] | None = None,
             needed.add(eid)
     if not needed:
         return out
-    roots = [plan] + _seq(plan.innerChildren()) + _seq(plan.subqueriesAll())
+    roots = [plan] + _seq(plan.innerChildren()) + _seq(plan.subqueriesAll()) + nested_plans(plan)
     for root in roots:
         for leaf in _seq(root.collectLeaves()):
             try:
@@ -215,11 +272,27 @@ def leaves(plan: Any, items: Any, current: tuple[str, str] | None = None,
     return out
 
 
+def nested_plans(plan: Any) -> list[Any]:
+    """Plans a command holds in fields rather than as children (Delta's MERGE source and target)."""
+    out = []
+    try:
+        getters = NESTED_PLAN_FIELDS.get(str(plan.nodeName()), ())
+    except Py4JError:
+        return out
+    for getter in getters:
+        try:
+            nested = getattr(plan, getter)()
+            out += [nested] + _seq(nested.subqueriesAll())
+        except Py4JError:
+            continue
+    return out
+
+
 def target(cmd: Any, name: str, current: tuple[str, str] | None = None) -> dict[str, Any] | None:
     """Facts of a write command's target (with the written schema), or None if unknown."""
     fact = _target(cmd, name, current)
     if fact is not None:
-        for getter in ("query", "plan", "child"):
+        for getter in ("query", "plan", "child", "target"):
             try:
                 fact["schema"] = str(getattr(cmd, getter)().schema().json())
                 break
@@ -271,6 +344,7 @@ def _target(cmd: Any, name: str, current: tuple[str, str] | None = None) -> dict
     if name == "SaveIntoDataSourceCommand":
         opts = scala_map(cmd.options())
         provider = str(cmd.dataSource().getClass().getSimpleName())
+        provider = "delta" if provider.startswith("Delta") else provider  # DeltaDataSource
         if "url" in opts and ("dbtable" in opts or "query" in opts):
             return {"jdbc": {"url": opts["url"], "table": opts.get("dbtable") or opts.get("query")},
                     "options": opts}
@@ -278,8 +352,21 @@ def _target(cmd: Any, name: str, current: tuple[str, str] | None = None) -> dict
             return {"paths": [qualify(opts["path"])], "format": provider, "options": opts}
         return {"node": provider, "format": provider, "options": opts}
     if name in ("AppendData", "OverwriteByExpression", "OverwritePartitionsDynamic", "ReplaceData",
-                "WriteDelta"):
+                "WriteDelta", "DeltaDynamicPartitionOverwriteCommand"):
         return relation(cmd.table(), "DataSourceV2Relation", current)
+    if name in ("MergeIntoCommand", "UpdateCommand", "DeleteCommand"):  # Delta's
+        table = _opt(cmd.catalogTable())
+        if table is not None:
+            fact = catalog_table(table, current)
+            fact["format"] = fact.get("format") or "delta"
+            return fact
+        for leaf in _seq(cmd.target().collectLeaves()):
+            leaf_name = str(leaf.nodeName())
+            if leaf_name in SOURCE_LEAVES:
+                fact = relation(leaf, leaf_name, current)
+                fact.get("options", {}).pop("delta.version", None)  # the version read, not written
+                return fact
+        return None
     if name in ("CreateTableAsSelect", "ReplaceTableAsSelect"):
         resolved = cmd.name()
         ident = resolved.identifier()

@@ -1,58 +1,67 @@
-"""Spark's own reads that are not user lineage: schema inference of CSV files.
+"""Format-internal work: queries a table format runs for itself, never user lineage.
 
-``spark.read.csv(path)`` with ``header`` or ``inferSchema`` makes Spark read the file
-as text before the user's query exists (``CSVDataSource.createBaseDataset``): a
-``take(1)`` for the header (action ``head``; Spark 3.5 and 4) and, on Spark 4, a
-``.rdd`` over the lines to infer types (action ``rdd``). Both fire
-``QueryExecutionListener`` callbacks like any user action, and stored as such they
-would give the file a phantom ``value string`` column and count as reads of it.
+During one ``MERGE`` Delta Lake fires a dozen queries of its own through the same listener:
+log replay (``Cache Delta Table State``, reads of ``_delta_log``), snapshot statistics
+(``head``/``collect`` over its cached state), the search for touched files (a ``collect``
+over the user's tables with ``input_file_name()``) and the data write
+(``deltaTransactionalWrite``), many carrying the user's SQL text. The real statement
+arrives as its own command (``MergeIntoCommand``...). Each rule below names one signal;
+any one makes the query internal (no ``queries`` row, no edges).
 
-Spark builds that text relation itself, from the paths it resolved, never from a
-user's ``path`` option: ``DataSource(paths = ..., className = TextFileFormat,
-options = <the CSV reader's options> + ("__globPaths__" -> "false"))``. A user's
-``spark.read.text(p)`` always carries ``path`` (or ``paths``) in its options, and a
-catalog text table names its table. That is the signal, together with the action
-names: a driver read (``head`` / ``rdd``) whose every source leaf is such a relation.
-(JSON's schema inference runs ``queryExecution.toRdd`` and fires no callback:
-measured on 3.5.9 and 4.3.0.)
+>>> reason("deltaTransactionalWrite", "Project", None)
+'action deltaTransactionalWrite'
+>>> reason("collect", "Aggregate", "MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN DELETE")
+'a read inside a MERGE statement'
+>>> reason("collect", "Project", "SELECT * FROM t") is None
+True
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Mapping
 from typing import Any
 
-#: The actions Spark's CSV schema inference fires (``Dataset.head`` via ``take(1)``, ``Dataset.rdd``).
-INFERENCE_ACTIONS = frozenset({"head", "rdd"})
+from lineage_listener.plan.classes import (DELTA_ACTION_COLUMNS, DELTA_INTERNAL_COLUMNS, DELTA_LOG_DIR,
+                                           FORMAT_INTERNAL_ACTIONS, WRITE_COMMANDS)
 
-#: ``DataSource.GLOB_PATHS_KEY``: set to "false" by Spark when it opens paths it already resolved.
-GLOB_PATHS_KEY = "__globpaths__"
-
-
-def _lower(options: Any) -> dict[str, str]:
-    return {str(k).lower(): str(v) for k, v in options.items()} if isinstance(options, Mapping) else {}
+#: Statements that never return rows to the user: a read query carrying their text runs inside them.
+_INSIDE = re.compile(r"^\s*(MERGE|UPDATE|DELETE|OPTIMIZE|VACUUM|REORG|RESTORE|CALL|CONVERT)\b", re.IGNORECASE)
 
 
-def spark_opened_text(fact: Mapping[str, Any]) -> bool:
-    """A text relation Spark opened on already-resolved paths (not a user's read or a table).
+def reason(func_name: str, root: str, sql_text: str | None) -> str | None:
+    """Why a query is internal, from what is known before its plan is serialised (cheap)."""
+    if func_name.startswith(FORMAT_INTERNAL_ACTIONS):
+        return f"action {func_name.split(' - ')[0]}"
+    if root not in WRITE_COMMANDS and sql_text:
+        found = _INSIDE.match(sql_text)
+        if found:
+            return f"a read inside a {found.group(1).upper()} statement"
+    return None
 
-    >>> spark_opened_text({"paths": ["file:/x.csv"], "format": "text",
-    ...                    "options": {"header": "true", "__globPaths__": "false"}})
-    True
-    >>> spark_opened_text({"paths": ["file:/x.csv"], "format": "text",
-    ...                    "options": {"path": "/x.csv", "wholetext": "false"}})
-    False
+
+def plan_reason(root: str, plan_json: str, leaves: Mapping[int, Mapping[str, Any]]) -> str | None:
+    """Why a read query is internal, from its plan JSON (substring tests first) and leaf facts.
+
+    >>> plan_reason("Project", '[{"name":"add"},{"name":"remove"},{"name":"metaData"},'
+    ...             '{"name":"protocol"}]', {})
+    'reads Delta log actions'
+    >>> plan_reason("Project", '[]', {1: {"paths": ["file:/w/t/_delta_log/0.json"]}})
+    'reads a Delta transaction log'
     """
-    options = _lower(fact.get("options"))
-    return (fact.get("format") == "text" and bool(fact.get("paths")) and "table" not in fact
-            and options.get(GLOB_PATHS_KEY) == "false" and "path" not in options and "paths" not in options)
+    if root in WRITE_COMMANDS:
+        return None
+    for fact in leaves.values():
+        if any(DELTA_LOG_DIR in str(p) for p in fact.get("paths") or ()):
+            return "reads a Delta transaction log"
+    for columns in DELTA_ACTION_COLUMNS:
+        if all(f'"name":"{c}"' in plan_json for c in columns):
+            return "reads Delta log actions"
+    if any(f'"name":"{c}"' in plan_json for c in DELTA_INTERNAL_COLUMNS):
+        return "Delta's touched-file bookkeeping"
+    if "expressions.InputFileName" in plan_json and any(
+            str(f.get("format") or "").lower() == "delta" for f in leaves.values()):
+        return "Delta's touched-file search"
+    return None
 
 
-def is_schema_inference(func_name: str, leaves: Iterable[Mapping[str, Any]]) -> bool:
-    """True for Spark's own schema-inference read of a file (store nothing for it).
-
-    >>> fact = {"paths": ["file:/x.csv"], "format": "text", "options": {"__globPaths__": "false"}}
-    >>> is_schema_inference("head", [fact]), is_schema_inference("collect", [fact]), is_schema_inference("rdd", [])
-    (True, False, False)
-    """
-    facts = list(leaves)
-    return func_name in INFERENCE_ACTIONS and bool(facts) and all(spark_opened_text(f) for f in facts)
+__all__ = ["reason", "plan_reason"]

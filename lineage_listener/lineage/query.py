@@ -11,12 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lineage_listener.lineage import column_path, expressions, nodes
+from lineage_listener.lineage import column_path, expressions, nodes, rowlevel
 from lineage_listener.lineage.datasets import Dataset, datasets_of
 from lineage_listener.lineage.edges import edges as edges_of
 from lineage_listener.lineage.model import Attribute, Edge
-from lineage_listener.lineage.walker import RULES, Walk
-from lineage_listener.plan.classes import WRITE_COMMANDS
+from lineage_listener.lineage.walker import HANDLERS, RULES, Walk
+from lineage_listener.plan.classes import ROW_LEVEL_COMMANDS, WRITE_COMMANDS
 from lineage_listener.plan.tree import Node
 
 
@@ -75,6 +75,7 @@ def walk(plan: Node, leaves: Mapping[int, Mapping[str, Any]] | None = None,
          scope: str | None = None) -> tuple[Walk, list[Attribute]]:
     """Walk ``plan`` with every handler and rule; return the finished walk and the plan's outputs."""
     assert expressions.derived_function is RULES[expressions.DEFAULT], "expression rules not registered"
+    assert HANDLERS.get("MergeRows") is rowlevel.merge_rows, "row-level handlers not registered"
     w = Walk(leaves=leaves or {}, scope=scope)
     return w, w.plan(plan)
 
@@ -82,7 +83,7 @@ def walk(plan: Node, leaves: Mapping[int, Mapping[str, Any]] | None = None,
 def lineage(root: Node, leaves: Mapping[int, Mapping[str, Any]] | None = None,
             target: Mapping[str, Any] | None = None, scope: str | None = None) -> QueryLineage:
     """Lineage of one action. ``target`` is the write target's relation fact (None: driver)."""
-    query = query_of(root) if is_write(root) else root
+    query = root if root.name in ROW_LEVEL_COMMANDS else query_of(root) if is_write(root) else root
     if query is None:
         return QueryLineage(None, [])
     w, outputs = walk(query, leaves, scope)

@@ -19,7 +19,29 @@ WRITE_COMMANDS = frozenset({
     "OptimizedCreateHiveTableAsSelectCommand", "SaveAsV1TableCommand", "CreateViewCommand",
     "AlterViewAsCommand", "AppendData", "OverwriteByExpression", "OverwritePartitionsDynamic",
     "CreateTableAsSelect", "ReplaceTableAsSelect", "ReplaceData", "WriteDelta", "MergeIntoTable",
+    "MergeIntoCommand", "UpdateCommand", "DeleteCommand", "DeltaDynamicPartitionOverwriteCommand",
 })
+
+#: Row-level writes (MERGE / UPDATE / DELETE): the command itself is walked, not a query it carries
+#: (:mod:`lineage_listener.lineage.rowlevel`). Delta's commands, then DataSource V2's.
+ROW_LEVEL_COMMANDS = frozenset({"MergeIntoCommand", "UpdateCommand", "DeleteCommand", "ReplaceData", "WriteDelta"})
+
+#: Commands whose plans are fields, not children (Delta's): where the capture finds their leaves.
+NESTED_PLAN_FIELDS: dict[str, tuple[str, ...]] = {
+    "MergeIntoCommand": ("target", "source"), "UpdateCommand": ("target",), "DeleteCommand": ("target",),
+}
+
+#: Format-internal work (never user lineage): actions table formats name themselves, the
+#: folder of Delta's transaction log, and columns only Delta's own plans carry.
+FORMAT_INTERNAL_ACTIONS = ("deltaTransactionalWrite", "Cache Delta Table State", "Delta:", "delta.")
+DELTA_LOG_DIR = "/_delta_log"
+#: Delta's log-replay leaves (actions, AddFile rows), VACUUM's file listing (SerializableFileStatus)
+#: and its touched-file bookkeeping columns.
+DELTA_ACTION_COLUMNS = (frozenset({"add", "remove", "metaData", "protocol"}),
+                        frozenset({"path", "partitionValues", "size", "modificationTime", "dataChange"}),
+                        frozenset({"path", "length", "isDir", "modificationTime"}))
+DELTA_INTERNAL_COLUMNS = frozenset({"_file_name_", "_row_id_", "_source_row_present_", "_target_row_present_",
+                                    "_row_dropped_"})
 
 #: Commands that wrap a nested write of the same logical operation (they fire after it).
 WRAPPER_COMMANDS = frozenset({

@@ -1,0 +1,127 @@
+"""What capture costs a MERGE job on Delta Lake and Iceberg (merge-on-read).
+
+    python bench/merge_bench.py [--pairs 3] [--rows 20000]
+
+Runs on a PySpark line a lakehouse jar set exists for (``make jars``; ``make bench`` uses
+``.venv-spark35``). One job = a Delta MERGE (upsert with an update, a conditional delete and
+an insert) and an Iceberg merge-on-read MERGE of the same shape, from a staged batch. The job
+runs without and with capture in alternating pairs; printed:
+
+- ``wall ratio``: median of the pairs' wall time with / without capture;
+- ``capture CPU per statement``: this Python process's CPU time (the capture reads and walks
+  plans here; Spark runs in its own JVM) with capture minus without, per MERGE statement;
+- the listener events a MERGE fires and how many of them became ``queries`` rows (Delta's
+  internal queries are dropped: only the MERGE itself is kept).
+"""
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import duckdb  # noqa: E402
+import pyspark  # noqa: E402
+
+import lineage_listener  # noqa: E402
+from lineage_listener.capture import envelope  # noqa: E402
+from tests.jars import jar_paths  # noqa: E402
+
+MERGE = """MERGE INTO {t} t USING {s} s ON t.id = s.id
+WHEN MATCHED AND s.amount < 0 THEN DELETE
+WHEN MATCHED THEN UPDATE SET amount = t.amount + s.amount, name = s.name
+WHEN NOT MATCHED THEN INSERT (id, amount, name) VALUES (s.id, s.amount, upper(s.name))"""
+
+
+def cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument("--rows", type=int, default=20000)
+    args = ap.parse_args()
+    line = ".".join(pyspark.__version__.split(".")[:2])
+    jars = jar_paths(f"lakehouse-{line}")
+    if not jars:
+        print(f"merge_bench: jar set lakehouse-{line} not fetched (run `make jars`); skipped")
+        return 0
+    from pyspark.sql import SparkSession
+
+    work = Path(tempfile.mkdtemp(prefix="merge-bench-"))
+    spark = (SparkSession.builder.master("local[2]").appName("merge-bench")
+             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+             .config("spark.jars", ",".join(map(str, jars)))
+             .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension,"
+                     "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
+             .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+             .config("spark.sql.catalog.ice", "org.apache.iceberg.spark.SparkCatalog")
+             .config("spark.sql.catalog.ice.type", "hadoop")
+             .config("spark.sql.catalog.ice.warehouse", str(work / "iceberg"))
+             .config("spark.sql.warehouse.dir", str(work / "spark"))
+             .config("spark.databricks.delta.snapshotPartitions", "2")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.sql("CREATE TABLE dim (id INT, amount DOUBLE, name STRING) USING delta")
+    spark.sql("CREATE TABLE ice.db.dim (id INT, amount DOUBLE, name STRING) USING iceberg TBLPROPERTIES "
+              "('format-version'='2', 'write.merge.mode'='merge-on-read')")
+    for fmt, name in (("delta", "stage"), ("iceberg", "ice.db.stage")):
+        spark.sql(f"CREATE TABLE {name} USING {fmt} AS SELECT CAST(id AS INT) AS id, "
+                  f"CAST(id % 97 - 3 AS DOUBLE) AS amount, concat('n', id) AS name FROM range({args.rows})")
+    statements = [MERGE.format(t="dim", s="stage"), MERGE.format(t="ice.db.dim", s="ice.db.stage")]
+
+    events = []
+    original = envelope.Reader.read
+
+    def counting(self, func_name, qe, *a, **k):  # type: ignore[no-untyped-def]
+        events.append(func_name)
+        return original(self, func_name, qe, *a, **k)
+
+    envelope.Reader.read = counting  # type: ignore[method-assign]
+
+    def job() -> tuple[float, float]:
+        c, t = cpu(), time.perf_counter()
+        for stmt in statements:
+            spark.sql(stmt)
+        return time.perf_counter() - t, cpu() - c
+
+    job()  # warm-up: JIT, catalogs, first snapshot
+    ratios, cpu_on, cpu_off = [], [], []
+    store = work / "lineage.duckdb"
+    for pair in range(args.pairs):  # alternate which run goes first: the tables grow with each MERGE
+        if pair % 2 == 0:
+            wall_off, c_off = job()
+        handle = lineage_listener.enable(spark, store=str(store))
+        events.clear()
+        wall_on, c_on = job()
+        handle.flush(120)
+        lineage_listener.disable(spark)
+        if pair % 2 == 1:
+            wall_off, c_off = job()
+        ratios.append(wall_on / wall_off)
+        cpu_on.append(c_on)
+        cpu_off.append(c_off)
+    with duckdb.connect(str(store), read_only=True) as con:
+        rows = con.execute("SELECT command, count(*) FROM queries GROUP BY 1 ORDER BY 1").fetchall()
+        edges = con.execute("SELECT count(*) FROM column_lineage").fetchone()[0]
+    per_stmt = (statistics.median(cpu_on) - statistics.median(cpu_off)) / len(statements)
+    print(f"merge_bench (PySpark {pyspark.__version__}, {args.rows} staged rows, {args.pairs} pairs)")
+    print(f"  wall ratio with/without capture (median): {statistics.median(ratios):.3f}  "
+          f"(pairs: {', '.join(f'{r:.2f}' for r in ratios)})")
+    print(f"  capture CPU per MERGE statement: {per_stmt * 1000:.0f} ms")
+    print(f"  listener events in the last job: {len(events)} for {len(statements)} statements; "
+          f"queries rows over all captured jobs: {dict(rows)}; edges: {edges}")
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
