@@ -77,6 +77,10 @@ def datasets_of(fact: Mapping[str, Any]) -> list[Dataset]:
     if fact.get("table"):
         kind = "view" if fact.get("view") else "table"
         return [Dataset(table_name(fact["table"]), kind, fmt, location, props)]
+    if fact.get("kafka"):  # topics: kafka://<bootstrap servers>/<topic> (capture/streams.py)
+        return [Dataset(name, "topic", "kafka", name, props) for name in fact["kafka"]]
+    if fact.get("named"):  # a stream's memory sink: memory:<query name>
+        return [Dataset(fact["named"], fact.get("kind") or "memory", fmt, None, props)]
     if fact.get("jdbc"):
         j = fact["jdbc"]
         props.pop("url", None)

@@ -19,6 +19,7 @@ WRITE_COMMANDS = frozenset({
     "OptimizedCreateHiveTableAsSelectCommand", "SaveAsV1TableCommand", "CreateViewCommand",
     "AlterViewAsCommand", "AppendData", "OverwriteByExpression", "OverwritePartitionsDynamic",
     "CreateTableAsSelect", "ReplaceTableAsSelect", "ReplaceData", "WriteDelta", "MergeIntoTable",
+    "WriteToMicroBatchDataSource", "WriteToMicroBatchDataSourceV1",  # a stream's sink (capture/streams.py)
 })
 
 #: Commands that wrap a nested write of the same logical operation (they fire after it).
@@ -48,3 +49,15 @@ EXPRESSION_FIELDS: dict[str, tuple[str, ...]] = {
 
 #: Marker field the capture adds to a plan node whose listed fields it read from the JVM.
 READ_FROM_JVM = "lineage-listener:read-from-jvm"
+
+#: Roots of a streaming query's plan: the sink write over the stream's query (its child).
+STREAM_SINK_WRITES = frozenset({"WriteToMicroBatchDataSource", "WriteToMicroBatchDataSourceV1"})
+
+#: Leaves of a streaming query's plans: as analyzed (``StreamingRelation`` holds the ``DataSource``,
+#: ``StreamingRelationV2`` the table and options) and as run (3.5: ``StreamingDataSourceV2Relation``).
+STREAM_SOURCE_LEAVES = frozenset({"StreamingRelation", "StreamingRelationV2", "StreamingExecutionRelation",
+                                  "StreamingDataSourceV2Relation", "StreamingDataSourceV2ScanRelation"})
+
+#: Stateful streaming operators running user code per group (their outputs derive from what they read).
+STATEFUL_USER_OPERATORS = ("FlatMapGroupsWithState", "FlatMapGroupsInPandasWithState", "TransformWithState",
+                           "TransformWithStateInPandas", "TransformWithStateInPySpark")
