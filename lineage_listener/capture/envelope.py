@@ -139,8 +139,11 @@ class Reader:
             if run is None:
                 return None
             return Envelope("stream", progress.at, run, duration_ms=progress.duration_ms, stream=progress)
-        run = self.run_of_session(query.sparkSession())
+        session = query.sparkSession()
+        run = self.run_of_session(session)
         self._stream_app[progress.stream_run_id] = run
+        if not any(session.equals(s) for s in self.stream_sessions):  # the bridge: sessions as streams show them
+            self.stream_sessions.append(session)
         try:
             with stages.timed("stream.read"):
                 plan = streams.read_plan(query, progress, run.get("app_name"))

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Protocol
@@ -53,19 +52,33 @@ class StreamListener:
     def __init__(self, capture: StreamEvents, jsession: Any) -> None:
         self.capture = capture
         self.jsession = jsession
-        self._seen: set[str] = set()  # stream runs whose query object was taken already
+        self._seen: set[str] = set()  # stream runs whose query object was handed over already
+        self._started: dict[str, Any] = {}  # stream run id -> its query, from the start event
+        self._lock = threading.Lock()
 
     def onQueryStarted(self, event: Any) -> None:  # noqa: N802 - Java names
-        pass
+        """Spark calls this on the stream's thread as it starts: take the query object only (one
+        call): a stream that ends fast (``trigger(once=True)``) is gone from ``active`` by the
+        time its progress is delivered, and its plan is read from this object later."""
+        try:
+            query = self.jsession.streams().get(event.id())
+            if query is not None:
+                with self._lock:
+                    self._started[str(event.runId().toString())] = query
+        except Exception as exc:  # noqa: BLE001 - never break the stream
+            log.debug("could not take a started stream: %s", exc)
 
     def onQueryProgress(self, event: Any) -> None:  # noqa: N802
         try:
             query = None
             progress = event.progress()
             run = str(progress.runId().toString())
-            if run not in self._seen:  # hold the query object: its plan outlives a stop
+            if run not in self._seen:  # hand the query object over once: its plan outlives a stop
                 self._seen.add(run)
-                query = self.jsession.streams().get(progress.id())
+                with self._lock:
+                    query = self._started.pop(run, None)
+                if query is None:
+                    query = self.jsession.streams().get(progress.id())
             self.capture.on_stream_progress(event, query)
         except Exception as exc:  # noqa: BLE001 - never break the stream
             log.warning("lineage-listener: could not take a streaming progress event: %s", exc)
@@ -74,7 +87,8 @@ class StreamListener:
         pass
 
     def onQueryTerminated(self, event: Any) -> None:  # noqa: N802
-        pass
+        with self._lock:  # a run that made no progress: nothing to read
+            self._started.pop(str(event.runId().toString()), None)
 
     def toString(self) -> str:  # noqa: N802
         return "lineage_listener.StreamListener"
@@ -204,7 +218,7 @@ def _source_fact(leaf: Any, running: Any, scope: str | None) -> dict[str, Any] |
                               "database": ".".join(ns) or None, "table": str(ident.name())},
                     "format": source, "options": options}
         if source == "kafka":
-            return {"kafka": kafka_names(options, reading=True), "format": "kafka", "options": options}
+            return {"kafka": facts.kafka_names(options, reading=True), "format": "kafka", "options": options}
         columns = [str(a.name()) for a in facts._seq(leaf.output())]
         return {"node": source, "format": source, "columns": columns, "scope": scope,
                 "content": json.dumps(options, sort_keys=True)}
@@ -216,33 +230,7 @@ def _bracketed(obj: Any) -> str | None:
         m = _BRACKETED.match(str(obj.toString()))
     except Py4JError:
         return None
-    return m.group("uri") if m else None
-
-
-def kafka_names(options: Mapping[str, str], reading: bool) -> list[str]:
-    """``kafka://<bootstrap servers>/<topic>`` for each topic named in ``options``.
-
-    >>> kafka_names({"kafka.bootstrap.servers": "b1:9092,b2:9092", "subscribe": "a, b"}, True)
-    ['kafka://b1:9092,b2:9092/a', 'kafka://b1:9092,b2:9092/b']
-    >>> kafka_names({"kafka.bootstrap.servers": "b:9092", "subscribePattern": "ev.*"}, True)
-    ['kafka://b:9092/ev.*']
-    """
-    lower = {k.lower(): v for k, v in options.items()}
-    servers = lower.get("kafka.bootstrap.servers", "?")
-    topics: list[str] = []
-    if reading:
-        if lower.get("subscribe"):
-            topics = [t.strip() for t in lower["subscribe"].split(",") if t.strip()]
-        elif lower.get("subscribepattern"):
-            topics = [lower["subscribepattern"]]
-        elif lower.get("assign"):
-            try:
-                topics = sorted(json.loads(lower["assign"]))
-            except ValueError:
-                topics = [lower["assign"]]
-    elif lower.get("topic"):
-        topics = [lower["topic"]]
-    return [f"kafka://{servers}/{t}" for t in topics or ["*"]]
+    return facts.qualify(m.group("uri")) if m else None  # 3.5 prints a file sink's path as given
 
 
 def sink_fact(execution: Any, root: Any, name: str | None) -> dict[str, Any] | None:
@@ -278,14 +266,21 @@ def sink_fact(execution: Any, root: Any, name: str | None) -> dict[str, Any] | N
         if kind == "MemorySink":
             return {"named": f"memory:{name or '?'}", "kind": "memory", "format": "memory"}
         if kind.startswith("Kafka"):
-            return {"kafka": kafka_names(options, reading=False), "format": "kafka", "options": options}
+            return {"kafka": facts.kafka_names(options, reading=False), "format": "kafka", "options": options}
         return None  # console, foreach writer, noop
     return None
 
 
 def _file_format(root: Any) -> str | None:
+    sink = root.sink()
     try:
-        return str(root.sink().fileFormat().shortName())
+        return str(sink.fileFormat().shortName())
+    except Py4JError:  # 3.5: a private field
+        pass
+    try:
+        f = sink.getClass().getDeclaredField("fileFormat")
+        f.setAccessible(True)
+        return str(f.get(sink).shortName())
     except Py4JError:
         return None
 
