@@ -4,7 +4,9 @@ Streams are stepped with ``processAllAvailable()`` / ``availableNow`` triggers, 
 """
 from __future__ import annotations
 
+import importlib.util
 import json
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -178,6 +180,33 @@ def test_restart_from_checkpoint_and_code_change(spark: Any, cap: Any, tmp_path:
                       "ORDER BY 1, 4", first.id)
     assert got == [(0, 2, 3, "id", "identity"), (0, 2, 3, "name", "identity"),
                    (3, 3, 1, "id", "identity"), (3, 3, 1, "name", "derived")]
+    # One job per stream in the Python API (and the server's /api/streams), whatever its plans.
+    [job] = [s for s in lineage_listener.open_store(store).streams() if s["stream_id"] == first.id]
+    assert (job["batch_count"], job["first_batch_id"], job["last_batch_id"], job["targets"], len(job["plans"])) \
+        == (4, 0, 3, [s_out], 2)
+    if importlib.util.find_spec("openlineage") is not None:
+        from lineage_listener.openlineage.events import events
+        from lineage_listener.store.connection import open_readonly
+
+        con = open_readonly(Path(store))
+        try:
+            types = {e.job.facets["jobType"].processingType for qid, e in events(con) if qid in job["plans"]}
+        finally:
+            con.close()
+        assert types == {"STREAMING"}
+    if importlib.util.find_spec("fastapi") is not None:
+        from tests.server_helpers import Server
+
+        served = tmp_path / "served.duckdb"
+        served.write_bytes(Path(store).read_bytes())
+        srv = Server(served).start()
+        try:
+            with urllib.request.urlopen(f"{srv.url}/api/streams", timeout=30) as resp:
+                api = [s for s in json.load(resp) if s["stream_id"] == first.id]
+        finally:
+            srv.stop()
+        assert [(s["batch_count"], s["last_batch_id"], s["plans"]) for s in api] == [(4, 3, job["plans"])]
+        assert api[0]["last_batch_at"] == job["last_batch_at"].isoformat()
 
 
 def test_stateful_operators(spark: Any, cap: Any, tmp_path: Path) -> None:
