@@ -225,9 +225,23 @@ def test_stateful_operators(spark: Any, cap: Any, tmp_path: Path) -> None:
     joined = events.join(static, "id").select("id", "tier")
     other = spark.readStream.schema(SCHEMA).json(str(src)).selectExpr("id AS oid", "amount AS other_amount")
     streamjoin = events.join(other, events.id == other.oid).select("name", "other_amount")
-    queries = [df.writeStream.format("memory").queryName(name).outputMode(mode).start()
-               for name, df, mode in (("w_agg", agg, "complete"), ("w_dedup", dedup, "append"),
-                                      ("w_static", joined, "append"), ("w_sjoin", streamjoin, "append"))]
+    plans = [("w_agg", agg, "complete"), ("w_dedup", dedup, "append"), ("w_static", joined, "append"),
+             ("w_sjoin", streamjoin, "append")]
+    with_pandas = all(importlib.util.find_spec(m) for m in ("pandas", "pyarrow"))
+    if with_pandas:  # applyInPandasWithState: a stateful operator running Python per group
+        from pyspark.sql.streaming.state import GroupStateTimeout
+
+        def running_total(key: Any, frames: Any, state: Any) -> Any:
+            import pandas as pd
+
+            total = (state.get[0] if state.exists else 0) + sum(int(f["amount"].sum()) for f in frames)
+            state.update((total,))
+            yield pd.DataFrame({"name": [key[0]], "total": [total]})
+
+        plans.append(("w_state", events.groupBy("name").applyInPandasWithState(
+            running_total, "name STRING, total LONG", "total LONG", "update", GroupStateTimeout.NoTimeout),
+            "update"))
+    queries = [df.writeStream.format("memory").queryName(name).outputMode(mode).start() for name, df, mode in plans]
     try:
         for q in queries:
             q.processAllAvailable()
@@ -248,3 +262,7 @@ def test_stateful_operators(spark: Any, cap: Any, tmp_path: Path) -> None:
     assert {(t, c, tr) for t, _, c, tr, _ in edges(store, "memory:w_sjoin")} == {
         ("name", "name", "identity"), ("other_amount", "amount", "rename"),
         (None, "id", "join")}
+    if with_pandas:
+        assert {(t, s, c, tr) for t, s, c, tr, _ in edges(store, "memory:w_state")} == {
+            ("name", s_in, c, "derived") for c in ("name", "amount")} | {
+            ("total", s_in, c, "derived") for c in ("name", "amount")}

@@ -33,8 +33,7 @@ KEYS = ("stream_id", "name", "stream_run_id", "run_id", "targets", "batch_count"
 
 def streams(con: duckdb.DuckDBPyConnection, limit: int = 100) -> list[dict[str, Any]]:
     """Each stream as one job: name, sinks, batch count, first/last batch, its plans' query ids."""
-    try:
-        rows = con.execute(STREAMS_SQL, [limit]).fetchall()
-    except duckdb.CatalogException:  # written before schema version 3
-        return []
+    if not con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'streams'").fetchone()[0]:
+        return []  # written before schema version 3
+    rows = con.execute(STREAMS_SQL, [limit]).fetchall()
     return [dict(zip(KEYS, r)) for r in rows]
