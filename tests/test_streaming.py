@@ -264,5 +264,5 @@ def test_stateful_operators(spark: Any, cap: Any, tmp_path: Path) -> None:
         (None, "id", "join")}
     if with_pandas:
         assert {(t, s, c, tr) for t, s, c, tr, _ in edges(store, "memory:w_state")} == {
-            ("name", s_in, c, "derived") for c in ("name", "amount")} | {
-            ("total", s_in, c, "derived") for c in ("name", "amount")}
+            (out, s_in, c, "derived") for out in ("name", "total") for c in ("id", "name", "amount", "ts")} | {
+            (None, s_in, "name", "group_by")}

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from lineage_listener.lineage import nodes
-from lineage_listener.lineage.model import Attribute, Origin
+from lineage_listener.lineage import nodes, sqltext
+from lineage_listener.lineage.model import Attribute, Origin, Transform, combine
 from lineage_listener.lineage.walker import Walk, attributes, handler
 from lineage_listener.plan.classes import STATEFUL_USER_OPERATORS
 from lineage_listener.plan.tree import Node, parse
@@ -41,6 +41,34 @@ def v2_stream_scan(node: Node, walk: Walk) -> list[Attribute]:
     return nodes.leaf(node, walk)
 
 
+#: Fields of stateful operators naming their outputs (pandas: ``outputAttrs``; typed: the object).
+_OUTPUT_FIELDS = ("outputAttrs", "output", "outputObjAttr")
+#: Fields naming the grouping keys of stateful operators.
+_KEY_FIELDS = ("groupingAttributes", "groupingAttrs")
+
+
 @handler(*STATEFUL_USER_OPERATORS)
 def stateful_user_code(node: Node, walk: Walk) -> list[Attribute]:
-    return nodes.fallback(node, walk)
+    """User code per group with state: every output derives from what the code reads (its
+    function's inputs and the keys); rows are grouped by the keys (``group_by``)."""
+    outs: list[Attribute] = []
+    for key in _OUTPUT_FIELDS:
+        outs = attributes(node.trees(key))
+        if outs:
+            break
+    if not outs:
+        return nodes.fallback(node, walk)
+    nodes.children(node, walk)
+    referenced = []
+    for key, value in node.fields.items():
+        if key in _OUTPUT_FIELDS:
+            continue
+        for tree in value if isinstance(value, tuple) else (value,):
+            if isinstance(tree, Node) and not tree.cls.startswith("org.apache.spark.sql.catalyst.plans"):
+                referenced.append(walk.expression(tree))
+    value = combine(referenced, Transform.DERIVED, None)
+    for a in outs:
+        walk.define(a.expr_id, Origin(value.flows, value.influences, sqltext.column(a.name), 1))
+    for key in _KEY_FIELDS:
+        nodes.add_influences(walk, node.trees(key), Transform.GROUP_BY)
+    return outs
