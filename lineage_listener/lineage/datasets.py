@@ -28,7 +28,7 @@ class Dataset:
     """One row of the ``datasets`` table (columns live in ``dataset_columns``)."""
 
     name: str
-    kind: str  # table | path | view | jdbc | local
+    kind: str  # table | path | view | jdbc | local | topic | memory
     format: str | None = None
     location: str | None = None
     properties: Mapping[str, Any] = field(default_factory=dict, compare=False)

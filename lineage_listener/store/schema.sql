@@ -31,7 +31,7 @@ CREATE TABLE IF NOT EXISTS queries (
 -- One row per dataset ever seen, under its canonical name.
 CREATE TABLE IF NOT EXISTS datasets (
     dataset    TEXT PRIMARY KEY,      -- spark_catalog.db.t | file:/path | jdbc:... | local:...
-    kind       TEXT,                  -- table | path | view | jdbc | local
+    kind       TEXT,                  -- table | path | view | jdbc | local | topic (Kafka) | memory (memory sink)
     format     TEXT,                  -- parquet, csv, json, orc, text, hive, jdbc, ...
     location   TEXT,                  -- storage URI where known
     properties JSON,                  -- read/write options, secrets redacted
