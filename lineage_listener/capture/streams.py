@@ -28,7 +28,7 @@ from py4j.protocol import Py4JError
 
 from lineage_listener.capture import facts
 from lineage_listener.lineage import redact
-from lineage_listener.plan.classes import STREAM_SINK_WRITES, STREAM_SOURCE_LEAVES
+from lineage_listener.plan.classes import STREAM_SINK_WRITES
 
 log = redact.logger(__name__)
 

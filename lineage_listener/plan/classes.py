@@ -53,11 +53,6 @@ READ_FROM_JVM = "lineage-listener:read-from-jvm"
 #: Roots of a streaming query's plan: the sink write over the stream's query (its child).
 STREAM_SINK_WRITES = frozenset({"WriteToMicroBatchDataSource", "WriteToMicroBatchDataSourceV1"})
 
-#: Leaves of a streaming query's plans: as analyzed (``StreamingRelation`` holds the ``DataSource``,
-#: ``StreamingRelationV2`` the table and options) and as run (3.5: ``StreamingDataSourceV2Relation``).
-STREAM_SOURCE_LEAVES = frozenset({"StreamingRelation", "StreamingRelationV2", "StreamingExecutionRelation",
-                                  "StreamingDataSourceV2Relation", "StreamingDataSourceV2ScanRelation"})
-
 #: Stateful streaming operators running user code per group (their outputs derive from what they read).
 STATEFUL_USER_OPERATORS = ("FlatMapGroupsWithState", "FlatMapGroupsInPandasWithState", "TransformWithState",
                            "TransformWithStateInPandas", "TransformWithStateInPySpark")
