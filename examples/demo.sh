@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Zero-code lineage demo: run an unmodified PySpark job under spark-submit with
-# capture turned on by configuration only, then ask the store where a column came from.
+# capture turned on by configuration only, ask the store where a column came from, then show
+# the two ways to see the same lineage in a browser (an HTML file, and the lineage server).
 #   examples/demo.sh [OUTPUT_DIR]        (default: ./demo-output)
 set -euo pipefail
 
@@ -42,3 +43,5 @@ else
     WHERE target_dataset = '$target' AND (target_column = 'revenue' OR target_column IS NULL)
     ORDER BY kind, source_dataset, source_column"
 fi
+
+"$repo/examples/in_browser.sh" "$store" "$target" revenue "$out/revenue_lineage.html"

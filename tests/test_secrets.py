@@ -137,8 +137,9 @@ def test_hostile_inputs_leave_no_secret_in_spool_store_wal_or_log(spark, tmp_pat
      "Wrong FS: file://***@localhost/tmp/x, expected: file:///"),
     ("s3a://AKIA:ab/cd+ef@bucket/x", "s3a://***@bucket/x"),          # an AWS secret key holds '/'
     ("file://bob:p@ss@host/x", "file://***@host/x"),                 # an unescaped '@' in the password
-    ("wasbs://c@acct.blob.core.windows.net/x?sv=1&sig=PW&se=2",
-     "wasbs://***@acct.blob.core.windows.net/x?sv=1&sig=***&se=2"),
+    ("wasbs://c@acct.blob.core.windows.net/x?sv=1&sig=PW&se=2",     # the container is a name, the SAS a secret
+     "wasbs://c@acct.blob.core.windows.net/x?sv=1&sig=***&se=2"),
+    ("abfss://c:PW@acct.dfs.core.windows.net/x", "abfss://***@acct.dfs.core.windows.net/x"),
     ("Server=db1;User Id=u;Password=PW;", "Server=db1;User Id=u;Password=***;"),
     ("Data Source=x;Pwd=PW", "Data Source=x;Pwd=***"),
     ("AccountName=a;AccountKey=PW==;EndpointSuffix=core.windows.net",

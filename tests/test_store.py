@@ -67,3 +67,26 @@ def test_replayed_batch_adds_no_edge_twice(lineage, spark, people, tmp_path):
     with duckdb.connect(str(copy), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM column_lineage").fetchone()[0] == len(tables["column_lineage"]) == 1
         assert con.execute("SELECT count(*) FROM queries").fetchone()[0] == 1
+
+
+def test_a_batch_replayed_after_its_write_was_retargeted_adds_no_edge(tmp_path):
+    """Edges are deduplicated per edge (issue 19): a nested write's batch replayed after the
+    wrapper renamed its target from the path to the table leaves one copy of each edge."""
+    from lineage_listener.store.batch import Batch
+    from lineage_listener.store.writer import StoreWriter
+
+    at, path, table = "2026-01-01 00:00:00", "file:/wh/t", "spark_catalog.db.t"
+    inner = Batch()
+    inner.add("queries", ("q1", "app", "command", "InsertIntoHadoopFsRelationCommand", None, "succeeded", None, 5,
+                          at, path))
+    for column in ("a", "b"):
+        inner.add("column_lineage", ("q1", "app", path, column, "file:/in", column, "identity", "direct", None,
+                                     False, at))
+    wrapper = Batch()
+    wrapper.add("retarget", ("q1", table, path))
+    writer = StoreWriter(tmp_path / "s.duckdb")
+    assert writer.write(inner) and writer.new_edges == 2
+    assert writer.write(wrapper) and writer.write(inner) and writer.write(wrapper)
+    with duckdb.connect(str(tmp_path / "s.duckdb"), read_only=True) as con:
+        edges = con.execute("SELECT target_dataset, target_column FROM column_lineage ORDER BY 2").fetchall()
+    assert edges == [(table, "a"), (table, "b")]

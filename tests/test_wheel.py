@@ -1,4 +1,8 @@
-"""A wheel carries the bridge jar; installed where no javac is reachable, zero-code capture works (issue 8)."""
+"""Every wheel carries the bridge jar; installed where no javac is reachable, zero-code capture works (issue 8).
+
+The wheel is built as release pipelines build it (issue 19.4): ``python -m build``, isolated, an sdist and
+a wheel from that sdist, with the Spark jars to compile against from ``[build-system] requires``.
+"""
 from __future__ import annotations
 
 import os
@@ -6,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import textwrap
 import zipfile
 from pathlib import Path
@@ -34,22 +39,56 @@ def no_jdk_path(tmp: Path) -> tuple[str, Path]:
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
+def dist(tmp_path_factory) -> Path:
+    """One isolated ``python -m build`` of this checkout (sdist, then the wheel from it), for every test here."""
     out = tmp_path_factory.mktemp("dist")
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-q",
-                           "-w", str(out), str(ROOT)], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    (whl,) = out.glob("lineage_listener-*.whl")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SPARK_HOME", "VIRTUAL_ENV")}
+    proc = subprocess.run([sys.executable, "-m", "build", "-o", str(out), str(ROOT)], capture_output=True, text=True,
+                          timeout=900, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "`project.license` as a TOML table is deprecated" not in proc.stdout + proc.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def wheel(dist) -> Path:
+    (whl,) = dist.glob("lineage_listener-*.whl")
     return whl
 
 
-def test_the_wheel_ships_the_jar_and_the_ui(wheel):
+def test_the_wheel_ships_the_jar_and_the_ui(wheel, dist):
     names = zipfile.ZipFile(wheel).namelist()
     assert JAR in names
     assert "lineage_listener/server/static/vendor/cytoscape.min.js" in names
     assert "lineage_listener/store/schema.sql" in names
+    metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert "License-Expression: Apache-2.0" in metadata
+    (sdist,) = dist.glob("lineage_listener-*.tar.gz")  # jar-less, but with the sources the wheel compiles
+    with tarfile.open(sdist) as tf:
+        members = tf.getnames()
+    assert any(m.endswith("jvm_bridge/src/main/java/lineage/bridge/LineageBridgeListener.java") for m in members)
+    assert not [m for m in members if m.endswith(".jar")]
     tracked = subprocess.run(["git", "ls-files", "*.jar"], cwd=ROOT, capture_output=True, text=True).stdout
     assert tracked == ""  # built, never committed
+
+
+def test_a_wheel_build_without_a_jdk_fails_naming_the_fix(tmp_path):
+    path, java_home = no_jdk_path(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
+    env.update(PATH=path, JAVA_HOME=str(java_home))
+    out = tmp_path / "dist"
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-q",
+                           "-w", str(out), str(ROOT)], capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode != 0
+    assert "cannot build the bridge jar" in proc.stdout + proc.stderr
+    assert "javac not found" in proc.stdout + proc.stderr
+    assert not list(out.glob("*.whl"))
+    env["LINEAGE_LISTENER_WHEEL_WITHOUT_JAR"] = "1"  # on purpose: a wheel, without the jar
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-q",
+                           "-w", str(out), str(ROOT)], capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (whl,) = out.glob("lineage_listener-*.whl")
+    assert JAR not in zipfile.ZipFile(whl).namelist()
 
 
 def test_installed_wheel_captures_with_no_jdk(wheel, tmp_path):

@@ -14,7 +14,7 @@ from typing import Any
 
 from py4j.protocol import Py4JError
 
-from lineage_listener.capture import facts, nodelay, stages, streams
+from lineage_listener.capture import facts, internal, nodelay, rejected, stages, streams
 from lineage_listener.plan.classes import STREAM_SINK_WRITES, WRITE_COMMANDS
 from lineage_listener.lineage import redact
 
@@ -82,6 +82,11 @@ class Reader:
             qe_id = int(qe.id())
         except Py4JError:
             qe_id = None
+        if rejected.is_rejected(func_name):  # Spark 4: the analyzer rejected the statement
+            err_text = rejected.error_text(error) if error is not None else "rejected during analysis"
+            rejected.noted(func_name, err_text)
+            return Envelope(func_name, now, run, qe_id, rejected.command(qe), None, rejected.sql_text(qe),
+                            None, err_text)
         try:
             plan = qe.analyzed()
         except Py4JError as exc:  # analysis itself failed: record the failure
@@ -117,6 +122,9 @@ class Reader:
                 if '.LogicalRDD"' in plan_json:  # a foreachBatch micro-batch: the stream's plan
                     leaves.update(streams.foreach_batch_leaves(items, self.streams, self.stream_sessions,
                                                                run.get("app_name")))
+                if root not in WRITE_COMMANDS and internal.is_schema_inference(func_name, leaves.values()):
+                    log.debug("lineage-listener: skipped Spark's schema inference read (%s)", func_name)
+                    return None  # Spark reading a file to infer its schema: not the user's lineage
                 if root in WRITE_COMMANDS:
                     target = facts.target(plan, root, current)
                 if target is None and root == "CreateViewCommand":

@@ -43,8 +43,30 @@ COMMAND_MODULES = (
 READ_COMMANDS = frozenset({"sql", "upstream", "downstream", "impact", "provenance", "html"})
 
 
+#: Top-level modules of the optional extras -> the extra that installs them.
+EXTRAS = {"openlineage": "openlineage", "jsonschema": "openlineage", "referencing": "openlineage",
+          "datahub": "datahub", "fastapi": "server", "uvicorn": "server", "starlette": "server"}
+
+
+def missing_extra(exc: ImportError) -> str | None:
+    """The one-line fix when ``exc`` is a missing module of an optional extra, else None."""
+    module = (getattr(exc, "name", None) or "").partition(".")[0]
+    extra = EXTRAS.get(module)
+    if extra is None:
+        return None
+    return f"needs the {extra} extra (module {module!r} is missing): pip install 'lineage-listener[{extra}]'"
+
+
 class _Parser(argparse.ArgumentParser):
-    """Bad arguments are one line too (argparse would print the usage first)."""
+    """Bad arguments are one line too (argparse would print the usage first).
+
+    No abbreviations (in every sub-command, whose parsers are of this class too): a
+    prefix such as ``--token`` for ``--token-env`` would silently mean something else.
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
@@ -81,6 +103,10 @@ def main(argv: list[str] | None = None) -> int:
     except duckdb.Error as exc:
         return _fail(_store_problem(exc, getattr(args, "store", None)), 1)
     except Exception as exc:  # noqa: BLE001 - the one place that turns any failure into one line
+        fix = missing_extra(exc) if isinstance(exc, ImportError) else None
+        if fix:
+            command = " ".join(filter(None, [args.command, getattr(args, "format", None)]))
+            return _fail(f"{command}: {fix}", 2)
         if args.verbose:
             traceback.print_exc()
         return _fail(f"unexpected {type(exc).__name__}: {_first_line(str(exc))} (-v shows the traceback)", 1)

@@ -29,6 +29,6 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError, KeyError) as exc:
         raise CliError(f"cannot ingest {args.file}: {exc}") from None
     print(f"read {counts['events']} events: {counts['queries']} queries, {counts['edges']} edges "
-          + ("written" if counts["written"] else "spooled (the store is busy; doctor writes them)"),
-          file=sys.stderr)
+          + (f"written ({counts['new_edges']} new to the store)" if counts["written"]
+             else "spooled (the store is busy; doctor writes them)"), file=sys.stderr)
     return 0 if counts["written"] else 1

@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import logging
 import os
 
 from lineage_listener.cli import CliError
 
 TOKEN_ENV = "LINEAGE_SERVER_TOKEN"
+log = logging.getLogger(__name__)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,6 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--token-env", default=TOKEN_ENV,
                    help="environment variable holding the token that writes (and non-loopback use) require "
                         "(default %(default)s; never on the command line)")
+    p.add_argument("--token", dest="token_on_command_line", metavar="TOKEN", help=argparse.SUPPRESS)
     p.set_defaults(func=run)
 
 
@@ -29,15 +32,21 @@ def _loopback(host: str) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        import uvicorn
+    if args.token_on_command_line is not None:
+        raise CliError(f"serve takes no --token (a token on the command line shows in ps and shell history): "
+                       f"put it in the environment variable {args.token_env}, or name another variable with "
+                       f"--token-env NAME")
+    import uvicorn  # a missing server extra is reported by the CLI with its install line
 
-        from lineage_listener.server.app import create_app
-    except ImportError as exc:
-        raise CliError(f"the server is not installed ({exc}): pip install 'lineage-listener[server]'") from None
+    from lineage_listener.server.app import create_app
+
     token = os.environ.get(args.token_env) or None
     if not _loopback(args.host) and not token:
         raise CliError(f"binding {args.host} exposes the store beyond this machine: set a token in "
                        f"${args.token_env} first")
+    if not token:
+        why = "is empty" if args.token_env in os.environ else "is not set"
+        log.warning("lineage-listener serve: writes are disabled (POST /api/batches and /api/v1/lineage answer "
+                    "403): $%s %s", args.token_env, why)
     uvicorn.run(create_app(args.store, token), host=args.host, port=args.port, log_level="warning")
     return 0

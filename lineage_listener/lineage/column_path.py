@@ -35,6 +35,15 @@ def child(path: str, field: str) -> str:
     return f"{path}.{quote(field)}"
 
 
+def join(segments: list[str]) -> str:
+    """The stored name of a path of raw segments (inverse of :func:`split`).
+
+    >>> join(["s", "x"]), join(["s.x"]), join(["s", "a.b"])
+    ('s.x', '`s.x`', 's.`a.b`')
+    """
+    return ".".join(quote(s) for s in segments)
+
+
 def split(path: str) -> list[str]:
     """The raw segments of a stored name (inverse of joining :func:`quote`-d segments).
 

@@ -13,9 +13,22 @@ def copy_kind(target: str, source: str) -> Transform:
 
     >>> copy_kind("ID", "id").value, copy_kind("city", "address.city").value, copy_kind("b", "a").value
     ('identity', 'identity', 'rename')
+    >>> copy_kind("s.a", "a").value, copy_kind("s.x", "a").value, copy_kind("`s.x`", "x").value
+    ('identity', 'rename', 'rename')
     """
-    same = target.lower() in (source.lower(), column_path.quote(column_path.last(source)).lower())
+    field = column_path.quote(column_path.last(target)).lower()  # ``s.x`` written from ``x`` keeps its name
+    same = field in (source.lower(), column_path.quote(column_path.last(source)).lower())
     return Transform.IDENTITY if same else Transform.RENAME
+
+
+def field_origins(name: str, origin: Origin) -> list[tuple[str, Origin]]:
+    """The fields of a struct built in the query, nested ones too, by stored name: ``s.x``."""
+    out = []
+    for field, value in origin.fields:
+        path = column_path.child(name, field)
+        out.append((path, value))
+        out += field_origins(path, value)
+    return out
 
 
 def column_edges(name: str, origin: Origin) -> list[Edge]:
@@ -48,9 +61,10 @@ def edges(walk: Walk, outputs: Sequence[Attribute], names: Sequence[str] | None 
         if origin is not None:
             stored = column_path.quote(name)
             # Ties on (source, transform) keep the first expression in text order: the same on every run.
-            for e in sorted(column_edges(stored, origin), key=lambda e: (e.kind, e.source, e.transform,
-                                                                         e.expression or "")):
-                add(e)
+            for column, value in [(stored, origin), *field_origins(stored, origin)]:
+                for e in sorted(column_edges(column, value), key=lambda e: (e.kind, e.source, e.transform,
+                                                                            e.expression or "")):
+                    add(e)
     for i in walk.influences:
         add(Edge(None, i.source, i.transform, "indirect", i.expression, False))
     return result

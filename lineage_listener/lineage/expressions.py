@@ -9,6 +9,8 @@ children (``derived``), and logged once.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import sqlglot.expressions as exp
 
 from lineage_listener.lineage import column_path, sqltext
@@ -270,11 +272,38 @@ def null_choice(node: Node, walk: Walk) -> Origin:
     return origin(out.flows, influences, sql)
 
 
+@rule("CreateNamedStruct")
+def named_struct(node: Node, walk: Walk) -> Origin:
+    """``struct(a AS x)`` / ``named_struct('x', a)``: the struct is derived from every value,
+    and each field keeps its own origin, so a written struct ``s`` gets ``s.x <- a`` too.
+
+    >>> from lineage_listener.plan.tree import parse
+    >>> o = Walk().expression(parse('[{"class": "e.CreateNamedStruct", "num-children": 2}, '
+    ...     '{"class": "e.Literal", "num-children": 0, "value": "x", "dataType": "string"}, '
+    ...     '{"class": "e.Literal", "num-children": 0, "value": "1", "dataType": "integer"}]'))
+    >>> [(name, value.text()) for name, value in o.fields]
+    [('x', '1')]
+    """
+    parts = children_of(node, walk)  # once: nested structs would otherwise be walked 2^depth times
+    whole = combine(parts, Transform.DERIVED, sqltext.call("named_struct", [sql_of(p) for p in parts]))
+    fields = []
+    for name, value in zip(node.children[0::2], parts[1::2]):
+        text = name.get("value") if name.name == "Literal" else None
+        if not isinstance(text, str):  # a field name computed at run time: the struct as a whole only
+            return whole
+        fields.append((text, value))
+    return replace(whole, fields=tuple(fields))
+
+
 @rule("GetStructField")
 def struct_field(node: Node, walk: Walk) -> Origin:
-    """``address.city``: a copy of a struct column's field is a copy of ``address.city``."""
+    """``address.city``: a copy of a struct column's field is a copy of ``address.city``;
+    a field of a struct built in the same query is that field's own value."""
     child = evaluate(node.children[0], walk)
     name = node.get("name") or _field_name(node) or str(node.get("ordinal"))
+    built = dict(child.fields)
+    if name in built:
+        return built[name]
     sql = exp.Dot(this=sql_of(child), expression=exp.to_identifier(name))
     flows = {Flow(Column(f.source.dataset, column_path.child(f.source.name, name)), f.transform, f.masking)
              if f.transform in (Transform.COPY,) else f for f in child.flows}

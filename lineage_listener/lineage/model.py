@@ -80,6 +80,8 @@ class Origin:
     influences: frozenset[Influence] = frozenset()
     sql: exp.Expression | None = field(default=None, compare=False)
     size: int = field(default=1, compare=False)  # node count of ``sql``, to cap growth
+    #: A struct built here (``named_struct('x', a)``): each field's own origin, by field name.
+    fields: tuple[tuple[str, "Origin"], ...] = field(default=(), compare=False)
 
     def text(self) -> str | None:
         """The defining expression as Spark SQL text."""

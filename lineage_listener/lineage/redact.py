@@ -23,6 +23,15 @@ their messages.
 'Wrong FS: file://***@localhost/tmp/x, expected: file:///'
 >>> redact_text("Server=db1;User Id=u;Password=hunter2;")
 'Server=db1;User Id=u;Password=***;'
+
+Azure storage URIs name their container where other URIs put a user
+(``abfss://container@account.dfs.core.windows.net/path``): kept, as nothing there is secret;
+a ``user:password@`` in them is still dropped.
+
+>>> redact_url("abfss://raw@acct.dfs.core.windows.net/orders")
+'abfss://raw@acct.dfs.core.windows.net/orders'
+>>> redact_url("wasbs://raw:key@acct.blob.core.windows.net/orders")
+'wasbs://acct.blob.core.windows.net/orders'
 """
 from __future__ import annotations
 
@@ -86,17 +95,26 @@ def _secret_values(text: str) -> str:
     return text
 
 
+#: Schemes whose ``name@host`` part is a storage container, not a user (Azure Data Lake, Blob).
+_CONTAINER_SCHEMES = frozenset({"abfs://", "abfss://", "wasb://", "wasbs://"})
+
+
+def _is_container(m: re.Match[str]) -> bool:
+    return m.group("scheme").lower() in _CONTAINER_SCHEMES and ":" not in m.group("userinfo")
+
+
 def redact_url(url: str) -> str:
     """A name or location: drop ``user:password@``, redact secret-looking parameters."""
     if "@" in url:
-        url = _USERINFO.sub(lambda m: m.group("scheme"), url)
+        url = _USERINFO.sub(lambda m: m.group(0) if _is_container(m) else m.group("scheme"), url)
     return _secret_values(url)
 
 
 def redact_text(text: str) -> str:
     """Free text (errors, SQL, log lines): user-info becomes ``***@``, secret values ``***``."""
     if "@" in text:
-        text = _USERINFO.sub(lambda m: m.group("scheme") + REDACTED + "@", text)
+        text = _USERINFO.sub(
+            lambda m: m.group(0) if _is_container(m) else m.group("scheme") + REDACTED + "@", text)
     return _secret_values(text)
 
 

@@ -119,7 +119,7 @@ class Walk:
         if origin is None:
             return Origin(sql=sqltext.column(name))
         if origin.sql is None or origin.size > MAX_SQL_SIZE:
-            return Origin(origin.flows, origin.influences, sqltext.column(name), 1)
+            return Origin(origin.flows, origin.influences, sqltext.column(name), 1, origin.fields)
         return origin
 
     def define(self, expr_id: int | None, origin: Origin) -> None:

@@ -1,7 +1,8 @@
 """The store's captured queries as OpenLineage ``RunEvent``s (one run per query).
 
 Each query gives a COMPLETE event (FAIL for a failed query), preceded by a START event
-when its duration is known (started = captured - duration). The run id is a UUID
+when its duration is known (started = captured - duration); both carry our ids, so the
+events ingested one by one still make one query. The run id is a UUID
 derived from the query id, so exporting twice sends the same runs. The Spark
 application is the parent run; job name ``<app>.<command>[.<target>]``.
 """
@@ -171,7 +172,7 @@ def _query_events(row: tuple, edges: list[tuple[str | None, facets.Edge]],
     if options.start_events and duration_ms is not None:
         out.append(RunEvent(eventType=RunState.START, eventTime=iso(ended - timedelta(milliseconds=duration_ms)),
                             run=Run(runId=run_id, facets={k: v for k, v in run_facets.items()
-                                                          if k in ("parent", "processing_engine")}),
+                                                          if k in ("parent", "processing_engine", "lineage_listener")}),
                             job=job, inputs=inputs, producer=PRODUCER))
     out.append(RunEvent(eventType=END_STATE.get(status, RunState.COMPLETE), eventTime=iso(ended),
                         run=Run(runId=run_id, facets=run_facets), job=job, inputs=inputs, outputs=outputs,

@@ -40,18 +40,29 @@ class Edge(NamedTuple):
 
 
 def to_transformation(transform: str, kind: str) -> tuple[str, str]:
-    """(type, subtype) of one of our transforms."""
+    """(type, subtype) of one of our transforms (a producer's own subtype goes back as it came)."""
     if kind == "direct":
-        return "DIRECT", DIRECT_SUBTYPES.get(transform, "TRANSFORMATION")
+        if transform in DIRECT_SUBTYPES:
+            return "DIRECT", DIRECT_SUBTYPES[transform]
+        return "DIRECT", "TRANSFORMATION" if transform in INDIRECT else transform.upper()
     return "INDIRECT", transform.upper()
 
 
 def from_transformation(type_: str, subtype: str | None, target: str | None, source: str) -> tuple[str, str]:
-    """(transform, kind) for an OpenLineage transformation (the inverse of :func:`to_transformation`)."""
+    """(transform, kind) for an OpenLineage transformation (the inverse of :func:`to_transformation`).
+
+    A subtype we have no transform for is kept as the producer said it, lowercased
+    (``INDIRECT``/``MAGIC`` -> ``magic``); an ``INDIRECT`` one without subtype is ``indirect``.
+
+    >>> from_transformation("INDIRECT", "MAGIC", None, "id"), from_transformation("DIRECT", "MAGIC", "a", "b")
+    (('magic', 'indirect'), ('magic', 'direct'))
+    >>> from_transformation("INDIRECT", None, None, "id"), to_transformation("magic", "direct")
+    (('indirect', 'indirect'), ('DIRECT', 'MAGIC'))
+    """
     if (type_ or "").upper() == "INDIRECT":
-        sub = (subtype or "").lower()
-        return (sub if sub in INDIRECT else "filter"), "indirect"
-    transform = _DIRECT_BACK.get((subtype or "TRANSFORMATION").upper(), "derived")
+        return (subtype or "indirect").lower(), "indirect"
+    sub = (subtype or "TRANSFORMATION").upper()
+    transform = _DIRECT_BACK.get(sub, sub.lower())
     if transform == "identity" and target is not None and target != source:
         transform = "rename"
     return transform, "direct"

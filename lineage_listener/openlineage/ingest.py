@@ -1,8 +1,11 @@
 """OpenLineage events (ours or any producer's) -> store rows, through the ``columnLineage`` facet.
 
 One query per run (``runId``): START, RUNNING and COMPLETE events of one run merge into
-one ``queries`` row (status from the last state: FAIL -> failed, else succeeded; duration
-from START to the end) with the union of their edges. Our own export carries its ids in
+one ``queries`` row with the union of their edges, whether they come in one call or one
+per request or file, in any order; sending an event again adds nothing. Status, error and
+end time come from the terminal event (COMPLETE -> succeeded, FAIL/ABORT -> failed;
+``running`` until one arrives, and a later START or RUNNING never overrides it); the
+duration runs from START to the end, whichever arrived first. Our own export carries its ids in
 the ``lineage_listener`` run facet, so a round trip gives back the same query ids;
 others get ``openlineage:<runId>``. The Spark application (or scheduler DAG) is the
 parent run when the event names one.
@@ -15,10 +18,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import IO, Any
 
-from lineage_listener.openlineage import facets, naming
+from lineage_listener.openlineage import facets, naming, validate
 from lineage_listener.store.batch import Batch
 
-KINDS = {"file": "path", naming.LOCAL: "local"}
+#: Event types that end a run: its status, error and end time come from them.
+TERMINAL = ("COMPLETE", "FAIL", "ABORT")
 
 
 def read_events(stream: IO[str]) -> Iterator[dict]:
@@ -50,15 +54,6 @@ def _ts(value: str | None) -> datetime | None:
     return t.astimezone(timezone.utc).replace(tzinfo=None) if t.tzinfo else t
 
 
-def _kind(namespace: str) -> str:
-    if namespace in KINDS:
-        return KINDS[namespace]
-    scheme = namespace.partition("://")[0]
-    if "://" in namespace:
-        return "jdbc" if scheme in naming._JDBC_NAMESPACES else "path"
-    return "table"
-
-
 @dataclass
 class _Run:
     query_id: str
@@ -68,10 +63,11 @@ class _Run:
     action: str | None = None
     command: str | None = None
     sql: str | None = None
-    status: str = "succeeded"
+    status: str = "running"
     error: str | None = None
     started: datetime | None = None
     ended: datetime | None = None
+    seen: datetime | None = None
     target: str | None = None
     datasets: dict[str, str] = field(default_factory=dict)
     columns: dict[tuple[str, str], str | None] = field(default_factory=dict)
@@ -88,6 +84,10 @@ def to_batch(events: Iterable[dict], table_namespace: str | None = None) -> tupl
 
     for ev in events:
         n += 1
+        try:
+            validate.check(ev)
+        except validate.BadEvent as exc:
+            raise validate.BadEvent(f"event {n}: {exc}" if n > 1 else str(exc)) from None
         if "run" not in ev or "job" not in ev:
             continue  # a DatasetEvent or JobEvent: no run, no column lineage to record
         run_facets = ev["run"].get("facets") or {}
@@ -110,15 +110,15 @@ def to_batch(events: Iterable[dict], table_namespace: str | None = None) -> tupl
         r.sql = sql or r.sql
         when = _ts(ev.get("eventTime"))
         state = (ev.get("eventType") or "").upper()
+        if when is not None:
+            r.seen = min(r.seen, when) if r.seen else when
         if state == "START":
-            r.started = when
-        elif state in ("COMPLETE", "FAIL", "ABORT"):
+            r.started = min(r.started, when) if r.started and when else (when or r.started)
+        elif state in TERMINAL:
             r.ended = when
             r.status = ours.get("status") or ("succeeded" if state == "COMPLETE" else "failed")
             err = run_facets.get("errorMessage") or {}
             r.error = err.get("message") or r.error
-        elif r.ended is None:
-            r.ended = when
         for ds in ev.get("inputs") or []:
             _dataset(r, ds, name_of)
         for ds in ev.get("outputs") or []:
@@ -133,7 +133,7 @@ def to_batch(events: Iterable[dict], table_namespace: str | None = None) -> tupl
 
 def _dataset(r: _Run, ds: dict, name_of) -> str:
     name = name_of(ds["namespace"], ds["name"])
-    r.datasets[name] = _kind(ds["namespace"])
+    r.datasets[name] = naming.kind_of(ds["namespace"])
     for f in ((ds.get("facets") or {}).get("schema") or {}).get("fields") or []:
         r.columns[(name, f["name"])] = f.get("type")
     return name
@@ -142,11 +142,14 @@ def _dataset(r: _Run, ds: dict, name_of) -> str:
 def _rows(runs: Iterable[_Run]) -> Batch:
     b = Batch()
     for r in runs:
-        at = (r.ended or r.started or datetime.now(timezone.utc).replace(tzinfo=None)).isoformat(sep=" ")
-        duration = int((r.ended - r.started).total_seconds() * 1000) if r.started and r.ended else None
+        ended = r.ended if r.status != "running" else None
+        at = (ended or r.seen or datetime.now(timezone.utc).replace(tzinfo=None)).isoformat(sep=" ")
+        duration = int((ended - r.started).total_seconds() * 1000) if r.started and ended else None
         b.add("runs", (r.run_id, None, r.app_name, r.spark_version, None, None, None, None))
         b.add("queries", (r.query_id, r.run_id, r.action, r.command, r.sql, r.status, r.error, duration, at,
                           r.target))
+        # The store keeps the start (and computes the duration) whichever event comes first.
+        b.add("query_started", (r.query_id, r.started.isoformat(sep=" ") if r.started else None))
         for name, kind in r.datasets.items():
             b.add("datasets", (name, kind, None, None, None, at, at))
         for (name, column), dtype in r.columns.items():
@@ -162,6 +165,7 @@ def ingest(store: str, stream: IO[str], table_namespace: str | None = None) -> d
     from lineage_listener.store.writer import StoreWriter
 
     batch, n = to_batch(read_events(stream), table_namespace)
-    ok = StoreWriter(store).write(batch)
+    writer = StoreWriter(store)
+    ok = writer.write(batch)
     return {"events": n, "queries": len(batch.rows["queries"]), "edges": len(batch.rows["column_lineage"]),
-            "written": ok}
+            "new_edges": writer.new_edges if ok else None, "written": ok}

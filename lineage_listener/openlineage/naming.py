@@ -21,6 +21,28 @@ In-memory data: ``spark-local`` + the rest of its ``local:`` name.
 True
 >>> from_openlineage("hive://metastore:9083", "shop.orders", table_namespace="hive://metastore:9083")
 'spark_catalog.shop.orders'
+
+Other producers' names (the naming spec, https://openlineage.io/docs/spec/naming) come back
+as they were sent: tables of a ``scheme://authority`` namespace (Hive, Trino, Cassandra, ...)
+are stored as ``<namespace>/<name>``; object stores and Kafka keep their key or topic as is;
+JDBC databases become ``jdbc:`` names; a namespace without ``://`` (``bigquery``, a Glue ARN)
+is a catalog: ``<namespace>.<name>``.
+
+>>> spec = [("hive://metastore:9083", "shop.orders"), ("trino://t:8080", "hive.shop.orders"),
+...     ("postgres://db:5432", "shop.public.orders"), ("mysql://db:3306", "shop.orders"),
+...     ("snowflake://org-acct", "DB.PUBLIC.ORDERS"), ("bigquery", "proj.sales.orders"),
+...     ("redshift://c.eu-west-1:5439", "dev.public.t"), ("sqlserver://h:1433", "shop.dbo.t"),
+...     ("oracle://h:1521", "ORCL.SHOP.T"), ("db2://h:50000", "shop.s.t"), ("teradata://h:1025", "shop.t"),
+...     ("mssql://h:1433", "shop.dbo.t"), ("cassandra://h:9042", "ks.t"), ("awsathena://athena.eu-west-1.amazonaws.com",
+...     "AwsDataCatalog.db.t"), ("azurekusto://c.kusto.windows.net", "db/t"), ("arn:aws:glue:eu-west-1:123", "table/db/t"),
+...     ("s3://bucket", "raw/orders.csv"), ("gs://bucket", "raw/o"), ("abfss://c@acct.dfs.core.windows.net", "raw/o"),
+...     ("wasbs://c@acct.blob.core.windows.net", "raw/o"), ("hdfs://nn:8020", "/warehouse/t"), ("dbfs://ws", "/mnt/t"),
+...     ("file", "/data/o.csv"), ("file://host", "/data/o.csv"), ("kafka://broker:9092", "orders"),
+...     ("spark-local", "q1/Range/ab12"), ("spark_catalog", "shop.orders")]
+>>> [(ns, n) for ns, n in spec if to_openlineage(from_openlineage(ns, n)) != (ns, n)]
+[]
+>>> from_openlineage("hive://metastore:9083", "shop.orders"), kind_of("hive://metastore:9083")
+('hive://metastore:9083/shop.orders', 'table')
 """
 from __future__ import annotations
 
@@ -30,16 +52,35 @@ DEFAULT_CATALOG = "spark_catalog"
 #: JDBC sub-protocols whose OpenLineage scheme differs.
 _JDBC_SCHEMES = {"postgresql": "postgres"}
 _JDBC_BACK = {v: k for k, v in _JDBC_SCHEMES.items()}
-_OBJECT_STORES = ("s3", "s3a", "s3n", "gs", "wasb", "wasbs", "abfs", "abfss", "oss", "cos")
+#: Namespaces whose names are keys (no leading slash): object stores, and Kafka topics.
+_OBJECT_STORES = ("s3", "s3a", "s3n", "gs", "wasb", "wasbs", "abfs", "abfss", "oss", "cos", "kafka")
 _JDBC_NAMESPACES = ("postgres", "mysql", "sqlserver", "oracle", "db2", "redshift", "snowflake", "mariadb",
                     "teradata", "jdbc")
+#: Table services of the naming spec other than JDBC ones: the name is ``db.table`` (or the
+#: service's own form), kept as sent after ``<namespace>/``.
+_TABLE_SERVICES = ("hive", "trino", "presto", "cassandra", "crate", "oceanbase", "mssql", "awsathena", "azurekusto",
+                   "azurecosmos", "spanner", "clickhouse", "databricks", "dremio", "vertica", "sqlite")
+
+
+def kind_of(namespace: str) -> str:
+    """Our ``datasets.kind`` for an OpenLineage dataset namespace."""
+    if namespace == "file" or namespace.startswith("file://"):
+        return "path"
+    if namespace == LOCAL:
+        return "local"
+    scheme = namespace.partition("://")[0]
+    if "://" not in namespace or scheme in _TABLE_SERVICES:
+        return "table"
+    return "jdbc" if scheme in _JDBC_NAMESPACES else "path"
 
 
 def to_openlineage(dataset: str, table_namespace: str | None = None) -> tuple[str, str]:
     """(namespace, name) of one of our dataset names."""
+    if dataset.startswith("file://"):  # file:///p (local) or file://host/p (a remote file system)
+        host, _, path = dataset[len("file://"):].partition("/")
+        return ("file://" + host if host else "file"), "/" + path
     if dataset.startswith("file:"):
-        path = dataset[len("file:"):]
-        return "file", "/" + path.lstrip("/") if path.startswith("//") else path
+        return "file", dataset[len("file:"):]
     if dataset.startswith("local:"):
         return LOCAL, dataset[len("local:"):]
     if dataset.startswith("jdbc:"):
@@ -51,7 +92,7 @@ def to_openlineage(dataset: str, table_namespace: str | None = None) -> tuple[st
     if "://" in dataset:
         scheme, _, tail = dataset.partition("://")
         authority, _, path = tail.partition("/")
-        if scheme in _OBJECT_STORES:
+        if scheme in _OBJECT_STORES or scheme in _TABLE_SERVICES:
             return f"{scheme}://{authority}", path
         return f"{scheme}://{authority}", "/" + path
     catalog, _, name = dataset.partition(".")
@@ -76,7 +117,7 @@ def from_openlineage(namespace: str, name: str, table_namespace: str | None = No
             db, _, table = name.partition(".")
             return f"jdbc:{_JDBC_BACK.get(scheme, scheme)}://{authority}/{db}/{table}" if table else \
                 f"jdbc:{_JDBC_BACK.get(scheme, scheme)}://{authority}/{db}"
-        if scheme in _OBJECT_STORES:
+        if scheme in _OBJECT_STORES or scheme in _TABLE_SERVICES:
             return f"{namespace}/{name}"
         return f"{namespace}{name if name.startswith('/') else '/' + name}"
     return f"{namespace}.{name}"

@@ -20,6 +20,7 @@ from typing import Literal
 
 import duckdb
 
+from lineage_listener.query import nested
 from lineage_listener.query.names import Aliases
 
 log = logging.getLogger(__name__)
@@ -118,6 +119,8 @@ def expand(con: duckdb.DuckDBPyConnection, start: Node, direction: Direction,
         hop += 1
         rows = _fetch(con, sql, params, frontier, aliases)
         edges = list(_edges(con, rows, frontier, direction, hop, aliases))
+        edges += nested.fallback(frontier, edges, direction, lambda nodes, hop=hop: list(
+            _edges(con, _fetch(con, sql, params, nodes, aliases), nodes, direction, hop, aliases)))
         found.extend(edges)
         far = [e.source if direction == "upstream" else e.target for e in edges]
         frontier = sorted({n for n in far if n not in seen})

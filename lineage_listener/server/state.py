@@ -29,7 +29,8 @@ def require_token(request: Request) -> ServerState:
     """Writes need ``Authorization: Bearer <token>``; a server started without one accepts none."""
     st = state(request)
     if not st.token:
-        raise HTTPException(403, "this server was started without --token: writes are disabled")
+        raise HTTPException(403, "this server was started without a token (the environment variable "
+                                 "LINEAGE_SERVER_TOKEN, or the one serve --token-env names): writes are disabled")
     given = request.headers.get("authorization", "")
     if not hmac.compare_digest(given.encode(), f"Bearer {st.token}".encode()):
         raise HTTPException(401, "missing or wrong bearer token")

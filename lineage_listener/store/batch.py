@@ -27,7 +27,13 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     # Not a table: edges of query_id written to the path of a table (a CTAS/saveAsTable's
     # nested write) now name the table; the path dataset goes if nothing else uses it.
     "retarget": ("query_id", "target_dataset", "previous_target"),
+    # Not a table: when queries started (OpenLineage START events; null: not in this batch), kept
+    # in query_starts; an ended query's duration_ms is computed from it, whichever came first.
+    "query_started": ("query_id", "started_at"),
 }
+
+#: Entries of COLUMNS that are instructions to the writer, not tables.
+PSEUDO_TABLES = frozenset({"retarget", "query_started"})
 
 #: Primary key of the tables written as upserts (the rest are appended).
 KEYS: dict[str, tuple[str, ...]] = {

@@ -21,7 +21,7 @@ CREATE TABLE IF NOT EXISTS queries (
     action         TEXT,              -- Spark's funcName: command, save, collect, collectToPython, ...
     command        TEXT,              -- root plan node class, short: Project, InsertIntoHadoopFsRelationCommand, ...
     sql_text       TEXT,              -- null when the query did not come from SQL
-    status         TEXT,              -- succeeded | failed | lineage_error
+    status         TEXT,              -- succeeded | failed | lineage_error | running (an OpenLineage run not ended yet)
     error          TEXT,
     duration_ms    BIGINT,
     captured_at    TIMESTAMP,
@@ -68,6 +68,13 @@ CREATE TABLE IF NOT EXISTS column_lineage (
 -- Multi-hop questions start from a dataset name: look edges up by either end.
 CREATE INDEX IF NOT EXISTS column_lineage_target ON column_lineage (target_dataset);
 CREATE INDEX IF NOT EXISTS column_lineage_source ON column_lineage (source_dataset);
+
+-- When OpenLineage runs started (their START event): a terminal event sent on its own still
+-- gets queries.duration_ms from it, whichever of the two arrived first.
+CREATE TABLE IF NOT EXISTS query_starts (
+    query_id   TEXT PRIMARY KEY,
+    started_at TIMESTAMP
+);
 
 -- Problems capture met that are not tied to a query row (e.g. spooled batches).
 CREATE TABLE IF NOT EXISTS capture_errors (

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import duckdb
 
-from lineage_listener.store.batch import COLUMNS, KEYS, Batch
+from lineage_listener.store.batch import COLUMNS, KEYS, PSEUDO_TABLES, Batch
 from lineage_listener.store import spool
 from lineage_listener.store.connection import StoreNeedsAction, is_lock_error, open_writable
 from lineage_listener.lineage import redact
@@ -29,9 +29,17 @@ _MERGE = {
             "spark_user=coalesce(excluded.spark_user, runs.spark_user), master=coalesce(excluded.master, runs.master), "
             "started_at=coalesce(runs.started_at, excluded.started_at), "
             "ended_at=coalesce(excluded.ended_at, runs.ended_at)",
+    # A 'running' row (an OpenLineage run before its terminal event) never overwrites a
+    # final state; while running, captured_at is the earliest event seen.
     "queries": "run_id=excluded.run_id, action=excluded.action, command=excluded.command, "
-               "sql_text=coalesce(excluded.sql_text, queries.sql_text), status=excluded.status, "
-               "error=excluded.error, duration_ms=excluded.duration_ms, captured_at=excluded.captured_at, "
+               "sql_text=coalesce(excluded.sql_text, queries.sql_text), "
+               "status=CASE WHEN excluded.status = 'running' THEN queries.status ELSE excluded.status END, "
+               "error=CASE WHEN excluded.status = 'running' THEN queries.error ELSE excluded.error END, "
+               "duration_ms=CASE WHEN excluded.status = 'running' THEN queries.duration_ms "
+               "ELSE coalesce(excluded.duration_ms, queries.duration_ms) END, "
+               "captured_at=CASE WHEN excluded.status <> 'running' THEN excluded.captured_at "
+               "WHEN queries.status = 'running' THEN least(queries.captured_at, excluded.captured_at) "
+               "ELSE queries.captured_at END, "
                "target_dataset=coalesce(excluded.target_dataset, queries.target_dataset)",
     "datasets": "kind=excluded.kind, format=coalesce(excluded.format, datasets.format), "
                 "location=coalesce(excluded.location, datasets.location), "
@@ -97,24 +105,60 @@ def _column_types(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, str]:
     return _TYPES[table]
 
 
-def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> None:
-    """Write ``batch`` in one transaction; idempotent: writing it twice adds no edge twice.
+#: What makes two ``column_lineage`` rows the same edge (run_id, masking and time aside).
+EDGE_KEY = ("query_id", "target_dataset", "target_column", "source_dataset", "source_column", "transform", "kind",
+            "expression")
+_EDGE_IDX = [COLUMNS["column_lineage"].index(c) for c in EDGE_KEY]
 
-    A query's edges are written with its ``queries`` row in one transaction, so
-    edges whose query is already in the store were written before (a replayed
-    event, a re-ingested spool file) and are skipped.
+
+def _stored_queries(con: duckdb.DuckDBPyConnection, batch: Batch) -> set[str]:
+    """The batch's edge-bearing queries that already have a ``queries`` row (read before writing it)."""
+    ids = batch.query_ids()
+    if not ids:
+        return set()
+    return {r[0] for r in con.execute("SELECT query_id FROM queries WHERE query_id IN (SELECT unnest(?))",
+                                      [sorted(ids)]).fetchall()}
+
+
+def _new_edges(con: duckdb.DuckDBPyConnection, rows: list[tuple], known: set[str]) -> list[tuple]:
+    """``rows`` less the edges already in the store (and repeats among rows of ``known`` queries).
+
+    The dedupe is per edge, not per query: an OpenLineage run's events (START, RUNNING,
+    COMPLETE) arrive separately, each with part of its lineage, and their union is kept.
+    Rows of a query not in the store yet are all new (one capture's rows, as captured).
+    """
+    if not known:
+        return rows
+    seen = set(con.execute(f"SELECT {', '.join(EDGE_KEY)} FROM column_lineage WHERE query_id IN (SELECT unnest(?))",
+                           [sorted(known)]).fetchall())
+    out = []
+    for r in rows:
+        if r[0] in known:
+            key = tuple(r[i] for i in _EDGE_IDX)
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(r)
+    return out
+
+
+def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> int:
+    """Write ``batch`` in one transaction; the number of new edges.
+
+    Idempotent: writing a batch twice adds no edge twice. Edges already in the store
+    (same query, target, source, transform, kind and expression) are skipped, so a
+    replayed batch adds nothing and later events of a run add what they newly carry.
     """
     con.execute("BEGIN TRANSACTION")
     try:
-        known: set[str] = set()
-        if batch.query_ids():
-            known = {r[0] for r in con.execute("SELECT query_id FROM queries WHERE query_id IN (SELECT unnest(?))",
-                                               [sorted(batch.query_ids())]).fetchall()}
+        new_edges = 0
+        known = _stored_queries(con, batch)
         for table, cols in COLUMNS.items():
             rows = _dedupe(table, batch.rows.get(table, []))
-            if table == "column_lineage" and known:
-                rows = [r for r in rows if r[0] not in known]
-            if not rows or table == "retarget":
+            if table == "column_lineage" and rows:
+                rows = _new_edges(con, rows, known)
+                new_edges = len(rows)
+            if not rows or table in PSEUDO_TABLES:
                 continue
             # Column-wise: one statement per table, each column bound as a list and unnested.
             types = _column_types(con, table)
@@ -123,14 +167,44 @@ def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> None:
             if table in _MERGE:
                 sql += f" ON CONFLICT ({', '.join(KEYS[table])}) DO UPDATE SET {_MERGE[table]}"
             con.execute(sql, [list(column) for column in zip(*rows)])
+        _set_started(con, batch.rows.get("query_started", []))
         for query_id, target, previous in batch.rows.get("retarget", []):
             con.execute("UPDATE column_lineage SET target_dataset = ? WHERE query_id = ?", [target, query_id])
+            _drop_repeated_edges(con, query_id)
             if previous:
                 _forget_unused_path(con, previous)
         con.execute("COMMIT")
     except Exception:
         con.execute("ROLLBACK")
         raise
+    return new_edges
+
+
+def _set_started(con: duckdb.DuckDBPyConnection, rows: list[tuple]) -> None:
+    """Keep when queries started (the earliest time given) and set the duration of those that ended."""
+    if not rows:
+        return
+    ids = [r[0] for r in rows]
+    starts = [r for r in rows if r[1] is not None]
+    if starts:
+        con.execute("""INSERT INTO query_starts SELECT unnest(?), CAST(unnest(?) AS TIMESTAMP)
+                       ON CONFLICT (query_id) DO UPDATE SET started_at = least(query_starts.started_at,
+                                                                               excluded.started_at)""",
+                    [[r[0] for r in starts], [r[1] for r in starts]])
+    con.execute("""UPDATE queries q SET duration_ms = date_diff('millisecond', s.started_at, q.captured_at)
+                   FROM query_starts s WHERE q.query_id = s.query_id AND q.query_id IN (SELECT unnest(?))
+                   AND q.status <> 'running' AND q.captured_at >= s.started_at""", [ids])
+
+
+def _drop_repeated_edges(con: duckdb.DuckDBPyConnection, query_id: str) -> None:
+    """After a retarget, a replayed batch's edges (written under the old target) repeat stored ones."""
+    repeats = con.execute(f"SELECT count(*) - count(DISTINCT ({', '.join(EDGE_KEY)})) FROM column_lineage "
+                          "WHERE query_id = ?", [query_id]).fetchone()[0]
+    if not repeats:
+        return
+    con.execute(f"""DELETE FROM column_lineage WHERE query_id = $1 AND rowid NOT IN
+                    (SELECT min(rowid) FROM column_lineage WHERE query_id = $1 GROUP BY {', '.join(EDGE_KEY)})""",
+                [query_id])
 
 
 def _forget_unused_path(con: duckdb.DuckDBPyConnection, dataset: str) -> None:
@@ -163,6 +237,8 @@ class StoreWriter:
         self._dropped_rows = 0
         self._dropped_queries = 0
         self._warned: set[str] = set()
+        #: Edges the last :meth:`write` added to the store (0 when all were there already).
+        self.new_edges = 0
 
     # -- spool ---------------------------------------------------------------------
     def spool_dirs(self) -> list[Path]:
@@ -239,8 +315,7 @@ class StoreWriter:
             try:
                 self._ingest_spool(con)
                 self._write_held(con)
-                if len(batch):
-                    write_batch(con, batch)
+                self.new_edges = write_batch(con, batch) if len(batch) else 0
                 self._warned.difference_update({"spool", "held"})
                 return True
             except Exception as exc:  # noqa: BLE001
