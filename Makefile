@@ -99,7 +99,7 @@ wheel: install
 	$(BIN)/pip wheel --quiet --no-build-isolation --no-deps -w dist .
 	@ls dist/*.whl
 
-## Benchmarks: walker speed on TPC-DS plans, query speed on a 10M-edge store.
+## Benchmarks: walker speed on TPC-DS plans, capture cost per query and per micro-batch, query speed on a 10M-edge store.
 BENCH_STORE ?= /tmp/lineage-bench-10m.duckdb
 
 bench: install
@@ -107,6 +107,7 @@ bench: install
 	$(BIN)/python bench/bridge_overhead.py
 	$(BIN)/python bench/capture_bench.py --quiet
 	$(BIN)/python bench/concurrent_writers.py
+	$(BIN)/python bench/streaming_bench.py --batches 20 --growth 1000
 	$(BIN)/python bench/make_synthetic_store.py $(BENCH_STORE) --edges 10000000
 	$(BIN)/python bench/query_bench.py $(BENCH_STORE) --runs 20
 	$(BIN)/python bench/server_bench.py $(BENCH_STORE) --runs 20

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 #: The class named in ``spark.sql.queryExecutionListeners``.
 LISTENER_CLASS = "lineage.bridge.LineageBridgeListener"
+#: The class named in ``spark.sql.streaming.streamingQueryListeners`` (micro-batches).
+STREAM_LISTENER_CLASS = "lineage.bridge.LineageStreamListener"
 #: The Java interface the worker implements.
 WORKER_INTERFACE = "lineage.bridge.Worker"
 
-__all__ = ["LISTENER_CLASS", "WORKER_INTERFACE"]
+__all__ = ["LISTENER_CLASS", "STREAM_LISTENER_CLASS", "WORKER_INTERFACE"]

@@ -10,7 +10,7 @@ import site
 import sys
 from pathlib import Path
 
-from lineage_listener.bridge import LISTENER_CLASS
+from lineage_listener.bridge import LISTENER_CLASS, STREAM_LISTENER_CLASS
 from lineage_listener.bridge.jar import bridge_jar
 
 
@@ -34,6 +34,7 @@ def spark_conf(store: str | os.PathLike, python: str | None = None) -> dict[str,
     """The ``--conf`` settings, in order: listener class, store, worker Python (and its path)."""
     conf = {
         "spark.sql.queryExecutionListeners": LISTENER_CLASS,
+        "spark.sql.streaming.streamingQueryListeners": STREAM_LISTENER_CLASS,
         "spark.lineage.store": str(Path(store).expanduser().resolve()),
         "spark.lineage.python": python or sys.executable,
     }

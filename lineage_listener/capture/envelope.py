@@ -14,8 +14,8 @@ from typing import Any
 
 from py4j.protocol import Py4JError
 
-from lineage_listener.capture import facts, inference, internal, nodelay, rejected, stages
-from lineage_listener.plan.classes import WRITE_COMMANDS
+from lineage_listener.capture import facts, inference, internal, nodelay, rejected, stages, streams
+from lineage_listener.plan.classes import STREAM_SINK_WRITES, WRITE_COMMANDS
 from lineage_listener.lineage import redact
 
 log = redact.logger(__name__)
@@ -43,6 +43,8 @@ class Envelope:
     duration_ns: int | None = None
     #: ``plan_json`` decoded once by the reader (it needs the leaves); the walk reuses it.
     plan_items: Any = field(default=None, compare=False, repr=False)
+    #: A streaming micro-batch: its progress (the plan is read once per stream run, then None).
+    stream: "streams.Progress | None" = None
 
 
 class Reader:
@@ -52,6 +54,11 @@ class Reader:
         self._runs: dict[str, dict[str, Any]] = {}
         self._facts = facts.FactCache()
         self._nodelay_threads: set[int] = set()
+        self.streams = streams.StreamRegistry()
+        #: Sessions whose streams a foreachBatch write may come from (its own session is a clone).
+        self.stream_sessions: list[Any] = []
+        self._stream_runs: dict[str, Any] = {}  # stream run id -> its query object (until its plan is read)
+        self._stream_app: dict[str, dict[str, Any]] = {}  # stream run id -> its application's facts
 
     def runs(self) -> dict[str, dict[str, Any]]:
         """Facts of every application seen so far, by app id."""
@@ -86,8 +93,8 @@ class Reader:
             return Envelope(func_name, now, run, qe_id, None, None, None, duration_ms,
                             err_text or _error_text(exc), duration_ns=duration_ns)
         root = str(plan.nodeName())
-        if func_name == "command" and root not in WRITE_COMMANDS:
-            return None
+        if func_name == "command" and root not in WRITE_COMMANDS or root in STREAM_SINK_WRITES:
+            return None  # DDL/utility; a micro-batch's own write is captured from its progress event
         sql_text = None
         try:
             sql_text = facts._opt(qe.logical().origin().sqlText())
@@ -114,6 +121,9 @@ class Reader:
                 if nulls:  # fields toJSON could not write: read from the JVM (leaves they hold too)
                     leaves.update(facts.leaves(plan, facts.repair_null_fields(plan, items, nulls), current,
                                                self._facts))
+                if '.LogicalRDD"' in plan_json:  # a foreachBatch micro-batch: the stream's plan
+                    leaves.update(streams.foreach_batch_leaves(items, self.streams, self.stream_sessions,
+                                                               run.get("app_name")))
                 if root not in WRITE_COMMANDS and inference.is_schema_inference(func_name, leaves.values()):
                     log.debug("lineage-listener: skipped Spark's schema inference read (%s)", func_name)
                     return None  # Spark reading a file to infer its schema: not the user's lineage
@@ -127,6 +137,41 @@ class Reader:
             read_error = f"{type(exc).__name__}: {str(exc)[:500]}"
         return Envelope(func_name, now, run, qe_id, root, plan_json, sql_text, duration_ms, err_text,
                         leaves, target, read_error, duration_ns, items)
+
+
+    def read_stream(self, event: Any, query: Any, now: datetime) -> Envelope | None:
+        """An envelope for one micro-batch: its progress, and the stream's plan the first time
+        its run is seen (``query``: the ``StreamingQuery`` the listener took for a new run)."""
+        progress = streams.progress_of(event, now)
+        if query is not None:
+            self._stream_runs[progress.stream_run_id] = query
+        query = self._stream_runs.pop(progress.stream_run_id, None)
+        if query is None:  # plan read already: the recorder knows this run's lineage
+            run = self._stream_app.get(progress.stream_run_id) or next(iter(self._runs.values()), None)
+            if run is None:
+                return None
+            return Envelope("stream", progress.at, run, duration_ms=progress.duration_ms, stream=progress)
+        session = query.sparkSession()
+        run = self.run_of_session(session)
+        self._stream_app[progress.stream_run_id] = run
+        if not any(session.equals(s) for s in self.stream_sessions):  # the bridge: sessions as streams show them
+            self.stream_sessions.append(session)
+        try:
+            with stages.timed("stream.read"):
+                plan = streams.read_plan(query, progress, run.get("app_name"))
+        except (Py4JError, ValueError, RecursionError) as exc:
+            return Envelope("stream", progress.at, run, root=None, duration_ms=progress.duration_ms,
+                            read_error=f"{type(exc).__name__}: {str(exc)[:500]}", stream=progress)
+        self.streams.add(plan)
+        return Envelope("stream", progress.at, run, None, plan.root, plan.plan_json, None, progress.duration_ms,
+                        None, plan.leaves, plan.target, None, None, plan.items, stream=progress)
+
+    def run_of_session(self, jsession: Any) -> dict[str, Any]:
+        sc = jsession.sparkContext()
+        app_id = str(sc.applicationId())
+        if app_id not in self._runs:
+            self._runs[app_id] = facts.run_info(sc)
+        return self._runs[app_id]
 
 
 def _transfer_time(chars: int) -> float:

@@ -9,7 +9,7 @@ swallows its own errors: a fact that cannot be read is simply absent.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,6 +101,9 @@ def relation(leaf: Any, name: str, current: tuple[str, str] | None = None) -> di
                 fact["format"] = fact.get("format") or str(rel.fileFormat().toString()).lower()
             fact["options"] = scala_map(rel.options())
             delta_read(rel, fact)
+        elif kind == "KafkaRelation":  # a batch read of topics: named as a stream of them is
+            options = scala_map(_private(rel, "sourceOptions"))
+            fact.update({"kafka": kafka_names(options, reading=True), "format": "kafka", "options": options})
         elif kind == "JDBCRelation":
             opts = rel.jdbcOptions()
             fact["jdbc"] = {"url": str(opts.url()), "table": str(opts.tableOrQuery())}
@@ -183,6 +186,42 @@ def table_version(table: Any, fact: dict[str, Any]) -> None:
         return
 
 
+
+
+def kafka_names(options: Mapping[str, str], reading: bool) -> list[str]:
+    """``kafka://<bootstrap servers>/<topic>`` for each topic named in ``options``.
+
+    >>> kafka_names({"kafka.bootstrap.servers": "b1:9092,b2:9092", "subscribe": "a, b"}, True)
+    ['kafka://b1:9092,b2:9092/a', 'kafka://b1:9092,b2:9092/b']
+    >>> kafka_names({"kafka.bootstrap.servers": "b:9092", "subscribePattern": "ev.*"}, True)
+    ['kafka://b:9092/ev.*']
+    """
+    lower = {k.lower(): v for k, v in options.items()}
+    servers = lower.get("kafka.bootstrap.servers", "?")
+    topics: list[str] = []
+    if reading:
+        if lower.get("subscribe"):
+            topics = [t.strip() for t in lower["subscribe"].split(",") if t.strip()]
+        elif lower.get("subscribepattern"):
+            topics = [lower["subscribepattern"]]
+        elif lower.get("assign"):
+            try:
+                topics = sorted(json.loads(lower["assign"]))
+            except ValueError:
+                topics = [lower["assign"]]
+    elif lower.get("topic"):
+        topics = [lower["topic"]]
+    return [f"kafka://{servers}/{t}" for t in topics or ["*"]]
+
+
+def _private(obj: Any, name: str) -> Any:
+    """A private field of a JVM object (connectors keep their options there), or None."""
+    try:
+        f = obj.getClass().getDeclaredField(name)
+        f.setAccessible(True)
+        return f.get(obj)
+    except Py4JError:
+        return None
 
 
 @dataclass
@@ -350,6 +389,8 @@ def _target(cmd: Any, name: str, current: tuple[str, str] | None = None) -> dict
                     "options": opts}
         if "path" in opts:
             return {"paths": [qualify(opts["path"])], "format": provider, "options": opts}
+        if provider == "KafkaSourceProvider":
+            return {"kafka": kafka_names(opts, reading=False), "format": "kafka", "options": opts}
         return {"node": provider, "format": provider, "options": opts}
     if name in ("AppendData", "OverwriteByExpression", "OverwritePartitionsDynamic", "ReplaceData",
                 "WriteDelta", "DeltaDynamicPartitionOverwriteCommand"):

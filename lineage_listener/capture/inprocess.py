@@ -6,7 +6,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from lineage_listener.capture import run_end, sigterm, sinks
+from lineage_listener.capture import run_end, sigterm, sinks, streams
 from lineage_listener.capture.listener import PlanListener
 from lineage_listener.capture.pipeline import Capture
 from lineage_listener.lineage import redact
@@ -31,6 +31,7 @@ class CaptureHandle:
     capture: Capture
     listener: PlanListener
     key: str
+    stream_listener: Any = None  # the JVM wrapper of the StreamingQueryListener (None: not registered)
 
     @property
     def store(self) -> str:
@@ -118,7 +119,9 @@ def enable(spark: Any, store: str | os.PathLike | None = None, **options: Any) -
         capture = Capture(store, **options)
         listener = PlanListener(capture)
         spark._jsparkSession.listenerManager().register(listener)
-        handle = CaptureHandle(spark, capture, listener, key)
+        registered = streams.register(spark._jsparkSession, capture)
+        capture.reader.stream_sessions.append(spark._jsparkSession)
+        handle = CaptureHandle(spark, capture, listener, key, registered[1] if registered else None)
         _handles[key] = handle
         sigterm.install()
         log.info("lineage-listener: capturing lineage of session %s into %s", key, capture.store)
@@ -138,6 +141,8 @@ def disable(spark: Any, timeout: float = 30.0) -> None:
     try:
         if _alive(spark):
             spark._jsparkSession.listenerManager().unregister(handle.listener)
+            if handle.stream_listener is not None:
+                streams.unregister(spark._jsparkSession, handle.stream_listener)
     except Exception as exc:  # noqa: BLE001
         log.debug("unregister failed: %s", exc)
     if not _alive(spark):

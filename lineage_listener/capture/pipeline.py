@@ -49,6 +49,15 @@ class _Event:
     at: datetime
 
 
+@dataclass(frozen=True)
+class _StreamEvent:
+    """A streaming query's progress event (one micro-batch), not read yet."""
+
+    event: Any
+    query: Any  # the StreamingQuery, taken for the first event of a stream run; else None
+    at: datetime
+
+
 class _Marker:
     """A control item on the queue: flush, end of run, or stop."""
 
@@ -106,6 +115,16 @@ class Capture:
 
     def on_failure(self, func_name: str, qe: Any, exception: Any) -> None:
         self._accept(func_name, qe, None, exception if exception is not None else "failed")
+
+    def on_stream_progress(self, event: Any, query: Any) -> None:
+        """A micro-batch finished: queue its progress event (read on the capture thread)."""
+        if self._closed:
+            return
+        with self._waiting_lock:
+            full = self._waiting >= self.max_queue
+            self._waiting += not full
+        if not full:  # an unchanged stream loses nothing but one count when its batches outrun capture
+            self._queue.put(_StreamEvent(event, query, datetime.now(timezone.utc).replace(tzinfo=None)))
 
     def _accept(self, func_name: str, qe: Any, duration_ns: int | None, error: Any) -> None:
         if self._closed:
@@ -195,6 +214,11 @@ class Capture:
                     self._waiting -= 1
                 with stages.timed("read"):
                     item = self._read(item)
+            elif isinstance(item, _StreamEvent):
+                with self._waiting_lock:
+                    self._waiting -= 1
+                with stages.timed("read"):
+                    item = self._read_stream(item)
             if isinstance(item, Envelope):
                 if not len(self._pending):
                     self._next_write = self._next_write_at()
@@ -217,6 +241,13 @@ class Capture:
             log.warning("lineage-listener: could not read a %s action: %s", event.func_name, exc)
             return None
         return env
+
+    def _read_stream(self, item: "_StreamEvent") -> Envelope | None:
+        try:
+            return self.reader.read_stream(item.event, item.query, item.at)
+        except Exception as exc:  # noqa: BLE001
+            log.warning("lineage-listener: could not read a streaming micro-batch: %s", exc)
+            return None
 
     def _next_write_at(self) -> float:
         """When to write a batch whose first rows just arrived.

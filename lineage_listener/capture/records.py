@@ -69,12 +69,34 @@ class QueryRow:
                 self.duration_ms, self.captured_at, self.target_dataset)
 
 
+@dataclass(frozen=True)
+class StreamLineage:
+    """A stream run's lineage, computed from its first micro-batch: later ones only count."""
+
+    query_id: str
+    command: str | None
+    target: str | None
+    lineage_hash: str
+    status: str
+    error: str | None
+
+
+def lineage_hash(root: str | None, target: str | None, result: QueryLineage | None) -> str:
+    """A digest of what a stream's plan writes where, from what: equal plans, equal digests."""
+    h = hashlib.sha1(f"{root}|{target}".encode())
+    for e in sorted((e.target_column or "", e.source.dataset, e.source.name, e.transform.value, e.kind,
+                     e.expression or "", str(e.masking)) for e in (result.edges if result is not None else ())):
+        h.update("\x1f".join(e).encode() + b"\x1e")
+    return h.hexdigest()[:16]
+
+
 class Recorder:
     """Turns envelopes into batches; remembers recent writes to merge wrapper events."""
 
     def __init__(self) -> None:
         self._last_write: dict[str, QueryRow] = {}  # run_id -> its most recent write
         self._lineage_errors: set[str] = set()
+        self._streams: dict[str, StreamLineage] = {}  # stream run id -> its lineage
 
     def run_row(self, env: Envelope, ended: datetime | None = None) -> tuple:
         r = env.run
@@ -85,6 +107,8 @@ class Recorder:
 
     def record(self, env: Envelope) -> Batch:
         """Rows for one envelope (may be only an upgraded ``queries`` row)."""
+        if env.stream is not None:
+            return self.record_stream(env)
         batch = Batch()
         batch.add("runs", self.run_row(env))
         run_id = env.run["app_id"]
@@ -134,6 +158,75 @@ class Recorder:
             batch.add("column_lineage", (query_id, run_id, target, e.target_column, e.source.dataset, e.source.name,
                                          e.transform.value, e.kind, e.expression, e.masking, now))
         return batch
+
+    def _lineage(self, env: Envelope) -> tuple[QueryLineage | None, str | None]:
+        """Walk the envelope's plan: its lineage, or None and the error."""
+        try:
+            items = env.plan_items if env.plan_items is not None else json.loads(env.plan_json or "null")
+            with stages.timed("tree"):
+                root = parse(items)
+            with stages.timed("walk"):
+                return lineage(root, env.leaves, env.target, scope=env.run.get("app_name")), None
+        except Exception as exc:  # noqa: BLE001 - an odd plan must not stop capture
+            error = f"lineage: {type(exc).__name__}: {exc}"
+            if (env.root or "?") not in self._lineage_errors:
+                self._lineage_errors.add(env.root or "?")
+                log.warning("lineage-listener: could not compute lineage of a %s plan: %s\n%s",
+                            env.root, exc, traceback.format_exc(limit=5))
+            return None, error
+
+    def record_stream(self, env: Envelope) -> Batch:
+        """Rows for one micro-batch: the stream plan's edges once, then its counters.
+
+        The ``queries`` row of a stream plan has a stable id (stream id + lineage digest), so a
+        restart from the checkpoint with the same code updates it and adds no edge, while new
+        code (other lineage) gets a new row and new edges; the old row keeps its last batch.
+        """
+        batch = Batch()
+        progress = env.stream
+        assert progress is not None
+        run_id = env.run["app_id"]
+        batch.add("runs", self.run_row(env))
+        now = iso(env.captured_at)
+        known = self._streams.get(progress.stream_run_id)
+        if known is None:
+            if env.plan_json is None and env.read_error is None:
+                return batch  # a later batch of a run whose first was never read: nothing to count on
+            result, error = None, env.read_error
+            if env.plan_json is not None:
+                result, error = self._lineage(env)
+            target = result.target.name if result is not None and result.target is not None else None
+            digest = lineage_hash(env.root, target, result) if result is not None else "unread"
+            known = StreamLineage(f"stream:{progress.stream_id}:{digest}", env.root, target, digest,
+                                  "succeeded" if result is not None else "lineage_error", error)
+            if len(self._streams) > 10_000:
+                self._streams.clear()
+            self._streams[progress.stream_run_id] = known
+            if error and not env.read_error:
+                batch.add("capture_errors", (now, run_id, known.query_id, "walk", error[:4000]))
+            if env.read_error:
+                batch.add("capture_errors", (now, run_id, known.query_id, "listener", env.read_error))
+            for problem in result.problems if result is not None else ():
+                batch.add("capture_errors", (now, run_id, known.query_id, "plan", problem))
+            if result is not None:
+                self._add_lineage(batch, known.query_id, run_id, known.target, result, now)
+        batch.add("queries", (known.query_id, run_id, "stream", known.command, None, known.status, known.error,
+                              env.duration_ms, now, known.target))
+        batch.add("streams", (known.query_id, progress.stream_id, progress.stream_run_id, progress.name, run_id,
+                              known.target, known.lineage_hash, progress.batch_id, progress.batch_id,
+                              iso(progress.at), iso(progress.at), 1))
+        return batch
+
+    @staticmethod
+    def _add_lineage(batch: Batch, query_id: str, run_id: str, target: str | None, result: QueryLineage,
+                     now: str | None) -> None:
+        for ds in result.datasets.values():
+            batch.add("datasets", (ds.name, ds.kind, ds.format, ds.location, ds.properties_json(), now, now))
+        for (dataset, column), attr in result.columns.items():
+            batch.add("dataset_columns", (dataset, column, _dtype(attr.data_type), attr.nullable, now, now))
+        for e in result.edges:
+            batch.add("column_lineage", (query_id, run_id, target, e.target_column, e.source.dataset, e.source.name,
+                                         e.transform.value, e.kind, e.expression, e.masking, now))
 
     def _merge_wrapper(self, batch: Batch, env: Envelope, result: QueryLineage | None) -> bool:
         """Fold a wrapper event into the nested write it wraps (fired just before it)."""

@@ -28,7 +28,7 @@ class Dataset:
     """One row of the ``datasets`` table (columns live in ``dataset_columns``)."""
 
     name: str
-    kind: str  # table | path | view | jdbc | local
+    kind: str  # table | path | view | jdbc | local | topic | memory
     format: str | None = None
     location: str | None = None
     properties: Mapping[str, Any] = field(default_factory=dict, compare=False)
@@ -77,6 +77,10 @@ def datasets_of(fact: Mapping[str, Any]) -> list[Dataset]:
     if fact.get("table"):
         kind = "view" if fact.get("view") else "table"
         return [Dataset(table_name(fact["table"]), kind, fmt, location, props)]
+    if fact.get("kafka"):  # topics: kafka://<bootstrap servers>/<topic> (capture/streams.py)
+        return [Dataset(name, "topic", "kafka", name, props) for name in fact["kafka"]]
+    if fact.get("named"):  # a stream's memory sink: memory:<query name>
+        return [Dataset(fact["named"], fact.get("kind") or "memory", fmt, None, props)]
     if fact.get("jdbc"):
         j = fact["jdbc"]
         props.pop("url", None)

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lineage_listener.lineage import column_path, expressions, nodes, rowlevel
+from lineage_listener.lineage import column_path, expressions, nodes, rowlevel, streaming  # noqa: F401 - handlers
 from lineage_listener.lineage.datasets import Dataset, datasets_of
 from lineage_listener.lineage.edges import edges as edges_of
 from lineage_listener.lineage.model import Attribute, Edge

@@ -141,7 +141,7 @@ def _query_events(row: tuple, edges: list[tuple[str | None, facets.Edge]],
     app = app_name or "spark"
     job_name = f"{app}.{command or action or 'query'}" + (f".{name_of(target)[1]}" if target else "")
     job_facets: dict[str, Any] = {"jobType": job_type_job.JobTypeJobFacet(
-        processingType="BATCH", integration="SPARK", jobType="SQL_JOB")}
+        processingType="STREAMING" if action == "stream" else "BATCH", integration="SPARK", jobType="SQL_JOB")}
     if sql_text:
         job_facets["sql"] = sql_job.SQLJobFacet(query=sql_text, dialect="spark")
     run_facets: dict[str, Any] = {

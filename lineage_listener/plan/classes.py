@@ -20,6 +20,7 @@ WRITE_COMMANDS = frozenset({
     "AlterViewAsCommand", "AppendData", "OverwriteByExpression", "OverwritePartitionsDynamic",
     "CreateTableAsSelect", "ReplaceTableAsSelect", "ReplaceData", "WriteDelta", "MergeIntoTable",
     "MergeIntoCommand", "UpdateCommand", "DeleteCommand", "DeltaDynamicPartitionOverwriteCommand",
+    "WriteToMicroBatchDataSource", "WriteToMicroBatchDataSourceV1",  # a stream's sink (capture/streams.py)
 })
 
 #: Row-level writes (MERGE / UPDATE / DELETE): the command itself is walked, not a query it carries
@@ -70,3 +71,10 @@ EXPRESSION_FIELDS: dict[str, tuple[str, ...]] = {
 
 #: Marker field the capture adds to a plan node whose listed fields it read from the JVM.
 READ_FROM_JVM = "lineage-listener:read-from-jvm"
+
+#: Roots of a streaming query's plan: the sink write over the stream's query (its child).
+STREAM_SINK_WRITES = frozenset({"WriteToMicroBatchDataSource", "WriteToMicroBatchDataSourceV1"})
+
+#: Stateful streaming operators running user code per group (their outputs derive from what they read).
+STATEFUL_USER_OPERATORS = ("FlatMapGroupsWithState", "FlatMapGroupsInPandasWithState", "TransformWithState",
+                           "TransformWithStateInPandas", "TransformWithStateInPySpark")

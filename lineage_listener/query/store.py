@@ -73,6 +73,14 @@ class LineageStore:
         """Columns computed from ``dataset.column`` (the impact direction); see :meth:`upstream`."""
         return self._walk("downstream", dataset, column, depth, since, until, direct_only, include_failed)
 
+    def streams(self, limit: int = 100) -> list[dict]:
+        """Streaming queries, one per stream: ``name``, ``targets``, ``batch_count``,
+        ``first_batch_at``/``last_batch_at``, ``plans`` (query ids; new code adds one)..."""
+        from lineage_listener.query.streams import streams
+
+        with self.connect() as con:
+            return streams(con, limit)
+
     def sql(self, query: str, params: object = None) -> duckdb.DuckDBPyRelation:
         """Run SQL on the store; the relation stays valid until :meth:`close`.
 

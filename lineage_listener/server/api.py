@@ -10,6 +10,7 @@ from lineage_listener.query import reports
 from lineage_listener.query import payload
 from lineage_listener.query.names import Aliases, closest
 from lineage_listener.query.store import LineageStore, UnknownNameError
+from lineage_listener.query.streams import streams as stream_rows
 from lineage_listener.query.timewindow import parse_time
 from lineage_listener.server.state import ServerState, state
 from lineage_listener.store.connection import StoreError, open_readonly
@@ -141,6 +142,17 @@ def runs(limit: int = Query(50, ge=1, le=1000), st: ServerState = Depends(state)
             con.close()
     keys = ("run_id", "app_name", "spark_version", "started_at", "ended_at", "queries")
     return [dict(zip(keys, r)) for r in rows]
+
+
+@router.get("/api/streams")
+def streams(limit: int = Query(100, ge=1, le=1000), st: ServerState = Depends(state)) -> list[dict]:
+    """Streaming queries as jobs: batch count, last batch time, sinks, plans."""
+    with st.lock:
+        con = open_readonly(st.store)
+        try:
+            return stream_rows(con, limit)
+        finally:
+            con.close()
 
 
 @router.get("/api/runs/{run_id:path}")

@@ -22,6 +22,8 @@ COLUMNS: dict[str, tuple[str, ...]] = {
                        "source_column", "transform", "kind", "expression", "masking", "captured_at"),
     "capture_errors": ("captured_at", "run_id", "query_id", "stage", "error"),
     "openlineage_sent": ("query_id", "endpoint", "sent_at"),
+    "streams": ("query_id", "stream_id", "stream_run_id", "name", "run_id", "target_dataset", "lineage_hash",
+                "first_batch_id", "last_batch_id", "first_batch_at", "last_batch_at", "batch_count"),
     # Not a table: edges of query_id written to the path of a table (a CTAS/saveAsTable's
     # nested write) now name the table; the path dataset goes if nothing else uses it.
     "retarget": ("query_id", "target_dataset", "previous_target"),
@@ -38,6 +40,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "runs": ("run_id",), "queries": ("query_id",), "datasets": ("dataset",),
     "dataset_columns": ("dataset", "column_name"),
     "openlineage_sent": ("query_id", "endpoint"),
+    "streams": ("query_id",),
 }
 
 

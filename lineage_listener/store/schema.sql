@@ -31,7 +31,7 @@ CREATE TABLE IF NOT EXISTS queries (
 -- One row per dataset ever seen, under its canonical name.
 CREATE TABLE IF NOT EXISTS datasets (
     dataset    TEXT PRIMARY KEY,      -- spark_catalog.db.t | file:/path | jdbc:... | local:...
-    kind       TEXT,                  -- table | path | view | jdbc | local
+    kind       TEXT,                  -- table | path | view | jdbc | local | topic (Kafka) | memory (memory sink)
     format     TEXT,                  -- parquet, csv, json, orc, text, hive, jdbc, ...
     location   TEXT,                  -- storage URI where known
     properties JSON,                  -- read/write options, secrets redacted
@@ -92,4 +92,23 @@ CREATE TABLE IF NOT EXISTS openlineage_sent (
     endpoint TEXT,                    -- URL without credentials or query string
     sent_at  TIMESTAMP,
     PRIMARY KEY (query_id, endpoint)
+);
+
+-- Structured Streaming: one row per distinct plan of a stream (its `queries` row has the same
+-- query_id, 'stream:<stream id>:<lineage digest>'). Its edges are stored once; each micro-batch
+-- only moves these counters. A restart from the checkpoint with the same code continues the row;
+-- new code (other lineage) starts a new row and the old one keeps its last batch.
+CREATE TABLE IF NOT EXISTS streams (
+    query_id       TEXT PRIMARY KEY,  -- the queries/column_lineage rows of this stream plan
+    stream_id      TEXT,              -- StreamingQuery.id: stable across restarts from a checkpoint
+    stream_run_id  TEXT,              -- StreamingQuery.runId of the latest run
+    name           TEXT,              -- queryName, null when unnamed
+    run_id         TEXT,              -- the Spark application of the latest batch
+    target_dataset TEXT,              -- the sink (null: console, foreach, foreachBatch)
+    lineage_hash   TEXT,              -- digest of the plan's edges
+    first_batch_id BIGINT,
+    last_batch_id  BIGINT,
+    first_batch_at TIMESTAMP,
+    last_batch_at  TIMESTAMP,
+    batch_count    BIGINT             -- micro-batches captured with this plan
 );

@@ -52,11 +52,39 @@ _MERGE = {
                        "first_seen=least(dataset_columns.first_seen, excluded.first_seen), "
                        "last_seen=greatest(dataset_columns.last_seen, excluded.last_seen)",
     "openlineage_sent": "sent_at=least(openlineage_sent.sent_at, excluded.sent_at)",
+    # A replayed batch (spool) or a re-run of the last batch after a restart counts nothing twice.
+    "streams": "stream_run_id=excluded.stream_run_id, name=coalesce(excluded.name, streams.name), "
+               "run_id=excluded.run_id, target_dataset=excluded.target_dataset, "
+               "batch_count=streams.batch_count + CASE WHEN excluded.last_batch_id > streams.last_batch_id "
+               "THEN excluded.batch_count ELSE 0 END, "
+               "first_batch_id=least(streams.first_batch_id, excluded.first_batch_id), "
+               "first_batch_at=least(streams.first_batch_at, excluded.first_batch_at), "
+               "last_batch_id=greatest(streams.last_batch_id, excluded.last_batch_id), "
+               "last_batch_at=greatest(streams.last_batch_at, excluded.last_batch_at)",
 }
+
+
+def _fold_streams(rows: list[tuple]) -> list[tuple]:
+    """One row per stream plan from its micro-batches' rows: batch range and count (ids seen once)."""
+    out: dict[str, tuple] = {}
+    seen: dict[str, set] = {}
+    for r in rows:
+        ids = seen.setdefault(r[0], set())
+        new = r[7] not in ids and r[8] not in ids
+        ids.update((r[7], r[8]))
+        old = out.get(r[0])
+        if old is None:
+            out[r[0]] = r
+            continue
+        out[r[0]] = r[:7] + (min(old[7], r[7]), max(old[8], r[8]), min(old[9], r[9]), max(old[10], r[10]),
+                             old[11] + (r[11] if new else 0))
+    return list(out.values())
 
 
 def _dedupe(table: str, rows: list[tuple]) -> list[tuple]:
     """Keep the last row per key: one upsert statement may not touch a row twice."""
+    if table == "streams":
+        return _fold_streams(rows)
     if table not in KEYS:
         return rows
     idx = [COLUMNS[table].index(k) for k in KEYS[table]]

@@ -105,7 +105,10 @@ final class Relay {
     void submit(Event event) {
         if (!appEndRegistered.get()) {
             try {
-                watchApplication(event.qe.sparkSession().sparkContext());
+                SparkContext sc = event.sparkContext();
+                if (sc != null) {
+                    watchApplication(sc);
+                }
             } catch (RuntimeException e) {
                 LOG.debug("cannot watch application end", e);
             }

@@ -14,6 +14,9 @@ public interface Worker {
     /** A query failed. */
     void onFailure(String funcName, QueryExecution qe, Exception exception);
 
+    /** A streaming micro-batch progressed; {@code query} is the stream with its run's first batch, else null. */
+    void onStreamProgress(Object progressEvent, Object query);
+
     /** Wait until everything received so far is in the store (or spooled); true on success. */
     boolean flush(long timeoutMs);
 

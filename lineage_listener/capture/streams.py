@@ -1,0 +1,408 @@
+"""Structured Streaming capture: a ``StreamingQueryListener`` and the facts of a stream's plan.
+
+A micro-batch never reaches a ``QueryExecutionListener``. Spark posts a progress
+event after each one; :class:`StreamListener` (the py4j side of PySpark's
+``PythonStreamingQueryListener``) queues it and returns. On the capture thread,
+:func:`read_stream` reads the stream's analyzed plan once per stream run: the
+``StreamExecution.logicalPlan`` every ``IncrementalExecution`` (``lastExecution``)
+is built from, whose leaves are the sources themselves (a micro-batch's own plan
+lists that batch's files, or an empty ``LocalRelation`` when a source had no new
+data). Sources are named as a batch read of the same path, table or topic names
+them; the sink is the target (``file:`` path, table, ``kafka://servers/topic``,
+``memory:<query name>``; console and foreach: none).
+
+``foreachBatch``: Spark hands the function a ``LogicalRDD`` whose attributes are the
+stream plan's outputs; :class:`StreamRegistry` maps them back to that plan so the
+writes inside the function have the stream's sources.
+"""
+from __future__ import annotations
+
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Protocol
+
+from py4j.protocol import Py4JError
+
+from lineage_listener.capture import facts
+from lineage_listener.lineage import redact
+from lineage_listener.plan.classes import STREAM_SINK_WRITES
+
+log = redact.logger(__name__)
+
+#: ``FileSink[file:/x]``, ``FileStreamSource[file:/x]``, ``DeltaSink[s3a://b/t]``: a path in brackets.
+_BRACKETED = re.compile(r"^\w+\[(?P<uri>[^\]\s,]+)\]$")
+
+
+class StreamEvents(Protocol):
+    """What the listener hands stream events to (the capture pipeline)."""
+
+    def on_stream_progress(self, event: Any, query: Any) -> None: ...
+
+
+class StreamListener:
+    """Implements ``org.apache.spark.sql.streaming.PythonStreamingQueryListener`` for py4j.
+
+    Runs on Spark's listener bus (progress) or the stream's own thread (start): it
+    queues and returns, and never lets an exception escape into Spark.
+    """
+
+    def __init__(self, capture: StreamEvents, jsession: Any) -> None:
+        self.capture = capture
+        self.jsession = jsession
+        self._seen: set[str] = set()  # stream runs whose query object was handed over already
+        self._started: dict[str, Any] = {}  # stream run id -> its query, from the start event
+        self._lock = threading.Lock()
+
+    def onQueryStarted(self, event: Any) -> None:  # noqa: N802 - Java names
+        """Spark calls this on the stream's thread as it starts: take the query object only (one
+        call): a stream that ends fast (``trigger(once=True)``) is gone from ``active`` by the
+        time its progress is delivered, and its plan is read from this object later."""
+        try:
+            query = self.jsession.streams().get(event.id())
+            if query is not None:
+                with self._lock:
+                    self._started[str(event.runId().toString())] = query
+        except Exception as exc:  # noqa: BLE001 - never break the stream
+            log.debug("could not take a started stream: %s", exc)
+
+    def onQueryProgress(self, event: Any) -> None:  # noqa: N802
+        try:
+            query = None
+            progress = event.progress()
+            run = str(progress.runId().toString())
+            if run not in self._seen:  # hand the query object over once: its plan outlives a stop
+                self._seen.add(run)
+                with self._lock:
+                    query = self._started.pop(run, None)
+                if query is None:
+                    query = self.jsession.streams().get(progress.id())
+            self.capture.on_stream_progress(event, query)
+        except Exception as exc:  # noqa: BLE001 - never break the stream
+            log.warning("lineage-listener: could not take a streaming progress event: %s", exc)
+
+    def onQueryIdle(self, event: Any) -> None:  # noqa: N802
+        pass
+
+    def onQueryTerminated(self, event: Any) -> None:  # noqa: N802
+        with self._lock:  # a run that made no progress: nothing to read
+            self._started.pop(str(event.runId().toString()), None)
+
+    def toString(self) -> str:  # noqa: N802
+        return "lineage_listener.StreamListener"
+
+    class Java:
+        implements = ["org.apache.spark.sql.streaming.PythonStreamingQueryListener"]
+
+
+def register(jsession: Any, capture: StreamEvents) -> tuple[StreamListener, Any] | None:
+    """Add a :class:`StreamListener` to ``jsession``'s streams; (listener, JVM wrapper) or None."""
+    listener = StreamListener(capture, jsession)
+    try:
+        from pyspark import SparkContext
+
+        wrapper = SparkContext._jvm.org.apache.spark.sql.streaming.PythonStreamingQueryListenerWrapper(listener)
+        jsession.streams().addListener(wrapper)
+        return listener, wrapper
+    except Exception as exc:  # noqa: BLE001 - an old Spark: batch capture still works
+        log.warning("lineage-listener: streaming queries will not be captured: %s", exc)
+        return None
+
+
+def unregister(jsession: Any, wrapper: Any) -> None:
+    try:
+        jsession.streams().removeListener(wrapper)
+    except Exception as exc:  # noqa: BLE001
+        log.debug("could not remove the streaming listener: %s", exc)
+
+
+# -- reading a progress event -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One micro-batch, as its progress event tells it."""
+
+    stream_id: str
+    stream_run_id: str
+    name: str | None
+    batch_id: int
+    at: datetime
+    duration_ms: int | None
+
+
+def progress_of(event: Any, now: datetime) -> Progress:
+    p = event.progress()
+    name = p.name()
+    try:
+        duration = int(p.batchDuration())
+    except Py4JError:
+        duration = None
+    try:
+        ts = str(p.timestamp())  # ISO 8601 with Z
+        at = datetime.fromisoformat(ts.replace("Z", "+00:00")).astimezone(timezone.utc).replace(tzinfo=None)
+    except (Py4JError, ValueError):
+        at = now
+    return Progress(str(p.id().toString()), str(p.runId().toString()), str(name) if name else None,
+                    int(p.batchId()), at, duration)
+
+
+# -- facts of a stream's plan ----------------------------------------------------------
+
+
+def _first_id(plan: Any) -> int | None:
+    try:
+        return int(plan.output().head().exprId().id())
+    except Py4JError:
+        return None
+
+
+def _leaves(plan: Any) -> list[Any]:
+    return facts._seq(plan.collectLeaves())
+
+
+def source_facts(execution: Any, scope: str | None) -> dict[int, dict[str, Any]]:
+    """Facts of every source leaf of a stream's plan, keyed by its first output's exprId.
+
+    Read from the analyzed plan (``StreamingRelation`` holds the ``DataSource``:
+    format, options, table) and the running plan (a file source prints its
+    qualified root path), so names match a batch read of the same data.
+    """
+    out: dict[int, dict[str, Any]] = {}
+    running: dict[int, Any] = {}
+    for leaf in _leaves(execution.logicalPlan()):
+        eid = _first_id(leaf)
+        if eid is not None:
+            running[eid] = leaf
+    try:
+        analyzed = execution.analyzedPlan()
+    except Py4JError:
+        analyzed = None
+    for leaf in _leaves(analyzed) if analyzed is not None else []:
+        eid = _first_id(leaf)
+        if eid is None:
+            continue
+        try:
+            fact = _source_fact(leaf, running.get(eid), scope)
+        except Py4JError as exc:
+            log.debug("could not read a streaming source: %s", exc)
+            continue
+        if fact is not None:
+            out[eid] = fact
+    return out
+
+
+def _source_fact(leaf: Any, running: Any, scope: str | None) -> dict[str, Any] | None:
+    name = str(leaf.nodeName())
+    if name == "StreamingRelation":
+        ds = leaf.dataSource()
+        table = facts._opt(ds.catalogTable())
+        fmt = str(ds.className())
+        fact: dict[str, Any] = facts.catalog_table(table) if table is not None else {}
+        fact["format"] = fact.get("format") or fmt.rsplit(".", 1)[-1].lower()
+        fact["options"] = facts.scala_map(ds.options())
+        if "table" not in fact:
+            uri = _bracketed(running.source()) if running is not None and "source" in dir(running) else None
+            paths = [uri] if uri else [facts.qualify(str(p)) for p in facts._seq(ds.paths())]
+            fact["paths"] = paths or [facts.qualify(fact["options"].get("path", "?"))]
+        return fact
+    if name == "StreamingRelationV2":
+        options = facts.scala_map(leaf.extraOptions())
+        source = str(leaf.sourceName())
+        ident, catalog = facts._opt(leaf.identifier()), facts._opt(leaf.catalog())
+        if ident is not None:
+            ns = list(ident.namespace())
+            return {"table": {"catalog": str(catalog.name()) if catalog is not None else None,
+                              "database": ".".join(ns) or None, "table": str(ident.name())},
+                    "format": source, "options": options}
+        if source == "kafka":
+            return {"kafka": facts.kafka_names(options, reading=True), "format": "kafka", "options": options}
+        columns = [str(a.name()) for a in facts._seq(leaf.output())]
+        return {"node": source, "format": source, "columns": columns, "scope": scope,
+                "content": json.dumps(options, sort_keys=True)}
+    return None
+
+
+def _bracketed(obj: Any) -> str | None:
+    try:
+        m = _BRACKETED.match(str(obj.toString()))
+    except Py4JError:
+        return None
+    return facts.qualify(m.group("uri")) if m else None  # 3.5 prints a file sink's path as given
+
+
+def sink_fact(execution: Any, root: Any, name: str | None) -> dict[str, Any] | None:
+    """The sink as a target fact; None for sinks that store nothing (console, foreach)."""
+    root_name = str(root.nodeName())
+    if root_name == "WriteToMicroBatchDataSourceV1":
+        table = facts._opt(root.catalogTable())
+        sink = root.sink()
+        uri = _bracketed(sink)
+        if table is not None:
+            fact = facts.catalog_table(table)
+            if uri:
+                fact.setdefault("location", uri)
+            return fact
+        if uri:
+            kind = str(sink.getClass().getSimpleName())
+            fmt = "delta" if kind.startswith("Delta") else _file_format(root)
+            return {"paths": [uri], "format": fmt, "options": facts.scala_map(root.writeOptions())}
+        return None  # ForeachBatchSink, foreach, custom V1 sinks without a location
+    if root_name == "WriteToMicroBatchDataSource":
+        relation = facts._opt(root.relation())
+        table = root.table()
+        if relation is None and str(table.getClass().getSimpleName()) == "DataSourceV2Relation":
+            relation, table = table, table.table()  # 4.x: the table field holds the relation
+        if relation is not None and facts._opt(relation.identifier()) is not None:
+            return facts.relation(relation, "DataSourceV2Relation")
+        try:
+            table = execution.sink()
+        except Py4JError:
+            pass
+        kind = str(table.getClass().getSimpleName())
+        options = facts.scala_map(root.writeOptions())
+        if kind == "MemorySink":
+            return {"named": f"memory:{name or '?'}", "kind": "memory", "format": "memory"}
+        if kind.startswith("Kafka"):
+            return {"kafka": facts.kafka_names(options, reading=False), "format": "kafka", "options": options}
+        return None  # console, foreach writer, noop
+    return None
+
+
+def _file_format(root: Any) -> str | None:
+    sink = root.sink()
+    try:
+        return str(sink.fileFormat().shortName())
+    except Py4JError:  # 3.5: a private field
+        pass
+    try:
+        f = sink.getClass().getDeclaredField("fileFormat")
+        f.setAccessible(True)
+        return str(f.get(sink).shortName())
+    except Py4JError:
+        return None
+
+
+# -- the registry for foreachBatch ------------------------------------------------------
+
+
+@dataclass
+class StreamPlan:
+    """A stream run's plan as read once: what its micro-batches and foreachBatch writes need."""
+
+    progress: Progress
+    root: str
+    plan_json: str
+    items: Any
+    leaves: dict[int, dict[str, Any]]
+    target: dict[str, Any] | None
+    query_items: Any  # the plan under the sink: what a foreachBatch LogicalRDD holds
+    output_ids: tuple[int, ...] = ()
+
+
+@dataclass
+class StreamRegistry:
+    """Stream plans by the exprIds of their query's outputs (bounded). Two streams of one
+    DataFrame share their sources' exprIds: the whole output tells them apart."""
+
+    by_output: dict[tuple[int, ...], StreamPlan] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, plan: StreamPlan) -> None:
+        with self.lock:
+            if len(self.by_output) > 1000:
+                self.by_output.clear()
+            if plan.output_ids:
+                self.by_output[plan.output_ids] = plan
+
+    def get(self, expr_ids: tuple[int, ...]) -> StreamPlan | None:
+        with self.lock:
+            return self.by_output.get(expr_ids)
+
+
+def read_plan(query: Any, progress: Progress, scope: str | None) -> StreamPlan:
+    """Read a stream's plan, sources and sink (py4j calls; on the capture thread)."""
+    execution = query.streamingQuery() if "streamingQuery" in dir(query) else query
+    plan = execution.logicalPlan()
+    root = str(plan.nodeName())
+    plan_json = str(plan.toJSON())
+    items = json.loads(plan_json)
+    leaves = facts.leaves(plan, items)  # static sides of stream-static joins: batch leaves
+    leaves.update(source_facts(execution, scope))
+    target = None
+    if root in STREAM_SINK_WRITES:
+        target = sink_fact(execution, plan, progress.name)
+        child = plan.children().apply(0) if plan.children().length() else plan
+    else:
+        child = plan
+    if target is not None:
+        try:
+            target["schema"] = str(child.schema().json())
+        except Py4JError:
+            pass
+    try:
+        output_ids = tuple(int(a.exprId().id()) for a in facts._seq(child.output()))
+    except Py4JError:
+        output_ids = ()
+    query_items = items[1:] if root in STREAM_SINK_WRITES else items
+    return StreamPlan(progress, root, plan_json, items, leaves, target, query_items, output_ids)
+
+
+def foreach_batch_leaves(items: Any, registry: StreamRegistry, sessions: list[Any],
+                         scope: str | None) -> dict[int, dict[str, Any]]:
+    """Facts for the ``LogicalRDD`` leaves of a batch plan that are a stream's micro-batch
+    (``foreachBatch``): the stream's plan and sources, keyed like any leaf."""
+    rdd_ids = _rdd_leaf_ids(items)
+    if not rdd_ids:
+        return {}
+    out: dict[int, dict[str, Any]] = {}
+    for ids in rdd_ids:
+        plan = registry.get(ids)
+        for session in sessions if plan is None else ():
+            _read_active(registry, session, scope)
+            plan = registry.get(ids)
+            if plan is not None:
+                break
+        if plan is not None:
+            out[ids[0]] = {"stream_plan": plan.query_items, "stream_leaves": plan.leaves,
+                        "stream": {"id": plan.progress.stream_id, "name": plan.progress.name}}
+    return out
+
+
+def _rdd_leaf_ids(items: Any) -> list[tuple[int, ...]]:
+    out = []
+    stack = [items]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, dict):
+            if str(value.get("class", "")).endswith(".LogicalRDD"):
+                ids = tuple(a[0].get("exprId", {}).get("id") for a in value.get("output") or []
+                            if isinstance(a, list) and a and isinstance(a[0], dict))
+                if ids and None not in ids:
+                    out.append(ids)
+            stack.extend(v for v in value.values() if isinstance(v, (list, dict)))
+    return out
+
+
+def _read_active(registry: StreamRegistry, session: Any, scope: str | None) -> None:
+    """Register the plans of the session's active streams (a foreachBatch write may be read
+    before its stream's first progress event; it runs in a clone of the stream's session)."""
+    try:
+        active = session.streams().active()
+        queries = [active[i] for i in range(len(active))]
+    except (Py4JError, TypeError) as exc:
+        log.debug("could not list active streams: %s", exc)
+        return
+    now = datetime.now(timezone.utc).replace(tzinfo=None)
+    for q in queries:
+        try:
+            name = q.name()
+            progress = Progress(str(q.id().toString()), str(q.runId().toString()), str(name) if name else None,
+                                -1, now, None)
+            registry.add(read_plan(q, progress, scope))
+        except (Py4JError, ValueError) as exc:
+            log.debug("could not read an active stream: %s", exc)

@@ -1,0 +1,39 @@
+"""Streaming queries as jobs: one entry per stream, however many micro-batches and plans it had.
+
+>>> import duckdb
+>>> con = duckdb.connect()
+>>> streams(con)   # a store from before streams were captured
+[]
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+
+#: One row per stream id: its plans (a restart with new code adds one), batches, sinks.
+STREAMS_SQL = """
+SELECT stream_id,
+       arg_max(name, last_batch_at)           AS name,
+       arg_max(stream_run_id, last_batch_at)  AS stream_run_id,
+       arg_max(run_id, last_batch_at)         AS run_id,
+       list(DISTINCT target_dataset) FILTER (WHERE target_dataset IS NOT NULL) AS targets,
+       sum(batch_count)::BIGINT               AS batch_count,
+       min(first_batch_id)                    AS first_batch_id,
+       max(last_batch_id)                     AS last_batch_id,
+       min(first_batch_at)                    AS first_batch_at,
+       max(last_batch_at)                     AS last_batch_at,
+       list(query_id ORDER BY first_batch_id) AS plans
+FROM streams GROUP BY stream_id ORDER BY last_batch_at DESC NULLS LAST LIMIT ?
+"""
+
+KEYS = ("stream_id", "name", "stream_run_id", "run_id", "targets", "batch_count", "first_batch_id",
+        "last_batch_id", "first_batch_at", "last_batch_at", "plans")
+
+
+def streams(con: duckdb.DuckDBPyConnection, limit: int = 100) -> list[dict[str, Any]]:
+    """Each stream as one job: name, sinks, batch count, first/last batch, its plans' query ids."""
+    if not con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'streams'").fetchone()[0]:
+        return []  # written before schema version 3
+    rows = con.execute(STREAMS_SQL, [limit]).fetchall()
+    return [dict(zip(KEYS, r)) for r in rows]
