@@ -11,7 +11,7 @@ const BIG_GRAPH = 150;     // nodes: above this the layout ranks by longest path
 const LABEL_PX = 12;       // node label font size in model units
 const MIN_LABEL_PX = 10;   // labels are never drawn smaller than this at first draw: pan instead of shrinking
 const MAX_FIRST_ZOOM = 1.5;
-const MINIMAP_OVER = 50;   // column nodes
+const MINIMAP_OVER = 50;   // nodes; a graph that does not fit at a readable size gets one too
 const EDGE_LABELS_UP_TO = 40;
 const PAGE = 50;
 const STATUS_WORDS = {unmasked: "unmasked (clear copy)", partly: "partly masked", masked: "masked on every path"};
@@ -174,10 +174,12 @@ function draw(data, opts = {}) {
   const names = shortNames([...new Set(nodes.map(n => n.dataset))]);
   const summary = $("summary");
   if (summary) summary.innerHTML = `${plural(nodes.length, "column")} in ${plural(Object.keys(names).length, "dataset")}, ${plural(edges.length, "edge")}<span class="note">${esc(note)}</span>`;
+  const compound = nodes.length <= BIG_GRAPH;
+  const label = n => compound ? String(n.column) : `${names[n.dataset]} ${n.column}`;
   const elements = [
-    ...Object.entries(names).map(([d, label]) => ({data: {id: "ds:" + d, label, dataset: d, w: 10}})),
-    ...nodes.map(n => ({data: {id: nodeId(n), parent: "ds:" + n.dataset, label: n.column, dataset: n.dataset, column: n.column,
-                               w: Math.max(48, 7.4 * String(n.column).length + 18), start: nodeId(n) === start ? 1 : 0,
+    ...(compound ? Object.entries(names) : []).map(([d, label]) => ({data: {id: "ds:" + d, label, dataset: d, w: 10}})),
+    ...nodes.map(n => ({data: {id: nodeId(n), parent: compound ? "ds:" + n.dataset : undefined, label: label(n), dataset: n.dataset,
+                               column: n.column, w: Math.max(48, 7.4 * label(n).length + 18), start: nodeId(n) === start ? 1 : 0,
                                status: status[nodeId(n)] || ""}})),
     ...edges.map((e, i) => ({data: {id: `e${i}`, source: nodeId(e.source), target: nodeId(e.target),
                                     label: e.transform + (e.masking ? " (masked)" : ""), kind: e.kind, masking: e.masking ? 1 : 0,
@@ -190,35 +192,49 @@ function draw(data, opts = {}) {
     container, elements, style: GRAPH_STYLE, userZoomingEnabled: false, boxSelectionEnabled: false,
     minZoom: 0.05, maxZoom: 4,
     // left to right, so the graph uses the width; dagre's network simplex takes ~11 s on 500 nodes, longest-path ~1 s
-    layout: {name: "dagre", rankDir: "LR", nodeSep: 10, rankSep: 70, edgeSep: 6,
+    layout: {name: "dagre", rankDir: "LR", nodeSep: 22, rankSep: 70, edgeSep: 6,
              ranker: nodes.length > BIG_GRAPH ? "longest-path" : "network-simplex", fit: false},
   });
   graphs.push(cy);
   window.lineageGraph = cy;  // for tests and the console
   const startNode = cy.getElementById(start);
-  firstView(cy, startNode);
+  const fits = firstView(cy, startNode);
   wheelZoom(cy, container);
   zoomButtons(cy, startNode);
   hover(cy);
-  if (nodes.length > MINIMAP_OVER) minimap(cy);
+  if (nodes.length > MINIMAP_OVER || !fits) minimap(cy);
   cy.on("tap", "node[column]", ev => select(cy, ev.target, opts));
   cy.on("tap", ev => { if (ev.target === cy) select(cy, null, opts); });
   graphTable(nodes, edges, names, opts);
   return cy;
 }
 
-/** Fit if labels stay >= MIN_LABEL_PX, else a readable zoom centred on the start (pan for the rest). */
+/** Fit if labels stay >= MIN_LABEL_PX, else a readable zoom from the start (pan for the rest); true if it fits. */
 function firstView(cy, startNode) {
   cy.fit(undefined, 24);
   const least = MIN_LABEL_PX / LABEL_PX;
   if (cy.zoom() < least) {
     cy.zoom(1);
     cy.center(startNode.nonempty() ? startNode : cy.nodes()[0]);
-    // keep the start node in view but show as much as possible to its left (backward) or right
-  } else if (cy.zoom() > MAX_FIRST_ZOOM) {
+    fillViewport(cy);
+    return false;
+  }
+  if (cy.zoom() > MAX_FIRST_ZOOM) {
     cy.zoom(MAX_FIRST_ZOOM);
     cy.center();
   }
+  return true;
+}
+
+/** Pan so the graph fills the canvas: the start of a backward graph sits at the right edge, not mid-way. */
+function fillViewport(cy) {
+  const bb = cy.elements().renderedBoundingBox(), w = cy.width(), h = cy.height(), m = 16;
+  let dx = 0, dy = 0;
+  if (bb.w + 2 * m > w) dx = bb.x1 > m ? m - bb.x1 : bb.x2 < w - m ? w - m - bb.x2 : 0;
+  else dx = (w - bb.w) / 2 - bb.x1;
+  if (bb.h + 2 * m > h) dy = bb.y1 > m ? m - bb.y1 : bb.y2 < h - m ? h - m - bb.y2 : 0;
+  else dy = (h - bb.h) / 2 - bb.y1;
+  cy.panBy({x: dx, y: dy});
 }
 
 function zoomAround(cy, factor, at) {
@@ -284,35 +300,43 @@ function select(cy, node, opts) {
   panel.innerHTML = `<b class="mono">${esc(d.dataset)} [${esc(d.column)}]</b>: ${plural(up, "column")} upstream, ${plural(down, "column")} downstream on this graph${links}`;
 }
 
-/** A small second view of the whole graph; the rectangle is the main view; click to move there. */
+/** A small overview of the whole graph on a plain canvas; the rectangle is the main view; click to move there. */
 function minimap(cy) {
   const box = $("minimap");
   box.hidden = false;
-  const mini = cytoscape({
-    container: box, elements: cy.elements().jsons().map(j => ({...j, position: j.position})),
-    layout: {name: "preset"}, userZoomingEnabled: false, userPanningEnabled: false, boxSelectionEnabled: false,
-    autoungrabify: true, autounselectify: true,
-    style: [{selector: "node", style: {"background-color": "#8aa1b8", "width": "data(w)", "height": 24, "shape": "rectangle"}},
-            {selector: ":parent", style: {"background-color": "#e8edf2", "background-opacity": 1}},
-            {selector: "node[start = 1]", style: {"background-color": "#e0b000"}},
-            {selector: "node[status = 'unmasked']", style: {"background-color": "#c0392b"}},
-            {selector: "edge", style: {"width": 1, "line-color": "#bbb"}}],
+  const canvas = document.createElement("canvas");
+  canvas.width = box.clientWidth; canvas.height = box.clientHeight;
+  box.prepend(canvas);
+  const bb = cy.elements().boundingBox(), pad = 4;
+  const z = Math.min((canvas.width - 2 * pad) / bb.w, (canvas.height - 2 * pad) / bb.h);
+  const ox = pad - bb.x1 * z + (canvas.width - 2 * pad - bb.w * z) / 2, oy = pad - bb.y1 * z + (canvas.height - 2 * pad - bb.h * z) / 2;
+  const g = canvas.getContext("2d");
+  const rect = (n, fill) => {
+    const b = n.boundingBox({includeLabels: false});
+    g.fillStyle = fill;
+    g.fillRect(b.x1 * z + ox, b.y1 * z + oy, Math.max(1, b.w * z), Math.max(1, b.h * z));
+  };
+  cy.nodes(":parent").forEach(n => rect(n, "#e8edf2"));
+  g.strokeStyle = "#ccc"; g.lineWidth = 0.5; g.beginPath();
+  cy.edges().forEach(e => {
+    const s = e.source().position(), t = e.target().position();
+    g.moveTo(s.x * z + ox, s.y * z + oy); g.lineTo(t.x * z + ox, t.y * z + oy);
   });
-  graphs.push(mini);
-  mini.fit(undefined, 4);
-  const rect = $("minimap-view");
+  g.stroke();
+  cy.nodes().not(":parent").forEach(n => rect(n, n.data("start") ? "#e0b000" : n.data("status") === "unmasked" ? "#c0392b" : "#8aa1b8"));
+  const view = $("minimap-view");
   let queued = false;
   const update = () => {
     queued = false;
-    const e = cy.extent(), z = mini.zoom(), p = mini.pan();
-    Object.assign(rect.style, {left: `${e.x1 * z + p.x}px`, top: `${e.y1 * z + p.y}px`, width: `${e.w * z}px`, height: `${e.h * z}px`});
+    const e = cy.extent();
+    Object.assign(view.style, {left: `${e.x1 * z + ox}px`, top: `${e.y1 * z + oy}px`, width: `${e.w * z}px`, height: `${e.h * z}px`});
   };
   cy.on("viewport", () => { if (!queued) { queued = true; requestAnimationFrame(update); } });
   update();
-  mini.on("tap", ev => {
-    const z = cy.zoom(), at = ev.position;
-    cy.pan({x: cy.width() / 2 - at.x * z, y: cy.height() / 2 - at.y * z});
-  });
+  canvas.onclick = ev => {
+    const at = {x: (ev.offsetX - ox) / z, y: (ev.offsetY - oy) / z}, k = cy.zoom();
+    cy.pan({x: cy.width() / 2 - at.x * k, y: cy.height() / 2 - at.y * k});
+  };
 }
 
 /** The same graph as a table, for keyboards and screen readers. */
@@ -477,7 +501,7 @@ async function column(n, ds, col, query) {
   setTitle(startName.column, startName.dataset);
   draw(data, {status, query: p});
   const unmasked = Object.values(status).filter(s => s === "unmasked").length;
-  if (unmasked) $("summary").innerHTML += ` · <span class="alarm">${plural(unmasked, "unmasked copy")}</span>`;
+  if (unmasked) $("summary").innerHTML += ` · <span class="alarm">${unmasked} unmasked ${unmasked === 1 ? "copy" : "copies"} of the start</span>`;
 }
 
 function impactQuery(q) {
@@ -572,11 +596,11 @@ async function overview(n, ds) {
   graphs.push(cy);
   window.lineageGraph = cy;
   const start = cy.getElementById(r.dataset);
-  firstView(cy, start);
+  const fits = firstView(cy, start);
   wheelZoom(cy, $("graph"));
   zoomButtons(cy, start);
   hover(cy);
-  if (r.nodes.length > MINIMAP_OVER) minimap(cy);
+  if (r.nodes.length > MINIMAP_OVER || !fits) minimap(cy);
   cy.on("tap", "node", ev => { location.hash = `#/dataset/${enc(ev.target.data("dataset"))}`; });
 }
 
