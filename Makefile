@@ -78,6 +78,7 @@ bench: install
 	$(BIN)/python bench/make_synthetic_store.py $(BENCH_STORE) --edges 10000000
 	$(BIN)/python bench/query_bench.py $(BENCH_STORE) --runs 20
 	$(BIN)/python bench/server_bench.py $(BENCH_STORE) --runs 20
+	$(BIN)/python bench/ui_bench.py
 
 clean:
 	rm -rf $(VENV) $(VENV35) demo-output test-artifacts .pytest_cache build dist *.egg-info
