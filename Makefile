@@ -111,6 +111,7 @@ bench: install
 	$(BIN)/python bench/make_synthetic_store.py $(BENCH_STORE) --edges 10000000
 	$(BIN)/python bench/query_bench.py $(BENCH_STORE) --runs 20
 	$(BIN)/python bench/server_bench.py $(BENCH_STORE) --runs 20
+	$(BIN)/python bench/ui_bench.py
 	$(MAKE) jars $(STAMP35)
 	$(VENV35)/bin/python bench/merge_bench.py
 

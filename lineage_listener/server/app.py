@@ -6,11 +6,12 @@ from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from lineage_listener import __version__
-from lineage_listener.server import api, collect
+from lineage_listener.server import api, collect, views_api
 from lineage_listener.server.state import ServerState
 
 STATIC = Path(str(resources.files("lineage_listener.server").joinpath("static")))
@@ -18,10 +19,12 @@ STATIC = Path(str(resources.files("lineage_listener.server").joinpath("static"))
 
 def create_app(store: str | Path, token: str | None = None) -> FastAPI:
     app = FastAPI(title="lineage-listener", version=__version__,
-                  description="Column-level lineage captured from Spark: read API, collector, UI.")
+                  description="Column-level lineage captured from Spark: read API, collector, UI.",
+                  docs_url=None, redoc_url=None)  # /docs is served below from local files (works offline)
     app.state.lineage = ServerState(Path(store).expanduser().absolute(), token)
     app.include_router(api.router)
     app.include_router(collect.router)
+    app.include_router(views_api.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     @app.exception_handler(RequestValidationError)
@@ -32,6 +35,17 @@ def create_app(store: str | Path, token: str | None = None) -> FastAPI:
     @app.get("/", include_in_schema=False)
     def index() -> FileResponse:
         return FileResponse(STATIC / "index.html")
+
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url=app.openapi_url, title="lineage-listener API",
+                                   swagger_js_url="/static/vendor/swagger-ui/swagger-ui-bundle.js",
+                                   swagger_css_url="/static/vendor/swagger-ui/swagger-ui.css",
+                                   swagger_favicon_url="/static/favicon.svg")
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> FileResponse:
+        return FileResponse(STATIC / "favicon.svg", media_type="image/svg+xml")
 
     @app.get("/healthz", include_in_schema=False)
     def health() -> dict:

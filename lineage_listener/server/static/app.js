@@ -1,169 +1,715 @@
-// lineage-listener UI: hash routes over the read API; the graph is drawn by cytoscape.js + dagre.
+// lineage-listener UI: hash routes over the read API; graphs drawn by cytoscape.js + dagre (loaded on graph pages only).
+//
+// Every navigation starts a Nav: its AbortController cancels the previous page's requests, and a response
+// that arrives for an older Nav is dropped (a slow earlier answer never draws over a later page). The old
+// page's cytoscape instances are destroyed before the next page draws.
 "use strict";
 const view = document.getElementById("view");
+const tip = document.getElementById("tooltip");
 const MAX_NODES = 500;
-const BIG_GRAPH = 150;  // nodes: above this the layout ranks by longest path
+const BIG_GRAPH = 150;     // nodes: above this the layout ranks by longest path (network simplex is ~10x slower)
+const LABEL_PX = 12;       // node label font size in model units
+const MIN_LABEL_PX = 10;   // labels are never drawn smaller than this at first draw: pan instead of shrinking
+const MAX_FIRST_ZOOM = 1.5;
+const MINIMAP_OVER = 50;   // nodes; a graph that does not fit at a readable size gets one too
+const EDGE_LABELS_UP_TO = 40;
+const PAGE = 50;
+const STATUS_WORDS = {unmasked: "unmasked (clear copy)", partly: "partly masked", masked: "masked on every path"};
+// the API's parameter names in the words of the form's fields
+const FIELD_WORDS = {maxLevels: "depth", depth: "depth", start: "from", end: "to", since: "from", until: "to",
+                     directOnly: "direct only", direction: "direction", offset: "page", limit: "page size"};
 
+// ---------------------------------------------------------------- helpers
 function esc(s) { return String(s ?? "").replace(/[&<>"']/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c])); }
 function enc(s) { return encodeURIComponent(s); }
-async function getJSON(url) {
-  const r = await fetch(url);
-  const body = await r.json();
-  if (!r.ok) { throw new Error(typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail)); }
+function $(id) { return document.getElementById(id); }
+/** A store timestamp (naive UTC, ISO) as "2026-11-23 20:35:25 UTC". */
+function when(t) {
+  if (!t) return "";
+  const m = String(t).match(/^(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)/);
+  return m ? `${m[1]} ${m[2]} UTC` : String(t);
+}
+function duration(ms) {
+  if (ms === null || ms === undefined) return "";
+  if (ms < 1000) return `${ms} ms`;
+  const s = ms / 1000;
+  if (s < 60) return `${s.toFixed(1)} s`;
+  const m = Math.floor(s / 60);
+  return m < 60 ? `${m} min ${Math.round(s - m * 60)} s` : `${Math.floor(m / 60)} h ${m % 60} min`;
+}
+function plural(n, word) { return `${n.toLocaleString("en")} ${word}${n === 1 ? "" : "s"}`; }
+function datasetLink(d) { return `<a href="#/dataset/${enc(d)}" title="${esc(d)}">${esc(d)}</a>`; }
+function columnHref(ds, col, query) { return `#/column/${enc(ds)}/${enc(col)}${query ? "?" + query : ""}`; }
+function impactHref(ds, col, query) { return `#/impact/${enc(ds)}/${enc(col)}${query ? "?" + query : ""}`; }
+function setTitle(...parts) { document.title = [...parts.filter(Boolean), "lineage-listener"].join(" · "); }
+
+// ---------------------------------------------------------------- navigation and requests
+class Stale extends Error {}
+class ApiError extends Error {
+  constructor(status, detail) {
+    const text = typeof detail === "string" ? detail : (detail && detail.error) || JSON.stringify(detail);
+    super(inFieldWords(text));
+    this.status = status;
+    const hint = typeof detail === "object" && detail && detail.closest ? detail.closest
+      : ((text.match(/closest known: (.*)$/) || [])[1] || "").split(", ").filter(Boolean);
+    this.closest = hint;
+  }
+}
+function inFieldWords(text) {
+  return String(text).replace(/^bad parameter /, "").replace(/\b(maxLevels|directOnly|start|end|since|until|depth|offset|limit)\b(?=:)/g,
+    name => FIELD_WORDS[name] || name).replace(/^bad time/, "bad time").replace(/--since/g, "from").replace(/--until/g, "to");
+}
+
+let nav = null;
+function newNav() {
+  if (nav) nav.ctrl.abort();
+  destroyGraphs();
+  delete document.body.dataset.view;
+  const n = {id: (nav ? nav.id : 0) + 1, ctrl: new AbortController(), hash: location.hash || "#/"};
+  n.live = () => nav === n;
+  nav = n;
+  return n;
+}
+/** GET a JSON body for navigation ``n``; throws Stale when ``n`` is no longer the current page. */
+async function getJSON(n, url) {
+  let r, body;
+  try {
+    r = await fetch(url, {signal: n.ctrl.signal});
+    body = await r.json();
+  } catch (err) {
+    if (!n.live() || err.name === "AbortError") throw new Stale();
+    throw err;
+  }
+  if (!n.live()) throw new Stale();
+  if (!r.ok) throw new ApiError(r.status, body.detail);
   return body;
 }
-function datasetLink(d) { return `<a href="#/dataset/${enc(d)}">${esc(d)}</a>`; }
+function done(n) { if (n.live()) document.body.dataset.view = n.hash; }  // tests wait for this
 
-async function home(q) {
-  const rows = await getJSON(`/api/datasets?q=${enc(q || "")}`);
-  view.innerHTML = `<h2>Datasets${q ? ` matching “${esc(q)}”` : ""}</h2>
-    <table id="datasets"><tr><th>dataset</th><th>kind</th><th>format</th><th>columns</th><th>last seen</th></tr>
-    ${rows.map(r => `<tr><td>${datasetLink(r.dataset)}</td><td>${esc(r.kind)}</td><td>${esc(r.format)}</td>
-      <td>${r.columns}</td><td>${esc(r.last_seen)}</td></tr>`).join("")}</table>`;
+// ---------------------------------------------------------------- graph libraries, loaded on graph pages only
+let libsLoading = null;
+function loadGraphLibs() {
+  if (window.cytoscape && window.dagre) return Promise.resolve();
+  if (!libsLoading) {
+    const load = src => new Promise((ok, fail) => {
+      const s = document.createElement("script");
+      s.src = src; s.onload = ok; s.onerror = () => fail(new Error(`could not load ${src}`));
+      document.head.appendChild(s);
+    });
+    libsLoading = load("/static/vendor/cytoscape.min.js").then(() => load("/static/vendor/dagre.min.js"))
+      .then(() => load("/static/vendor/cytoscape-dagre.js"));
+  }
+  return libsLoading;
 }
 
-async function dataset(name) {
-  const d = await getJSON(`/api/datasets/${enc(name)}`);
-  view.innerHTML = `<h2 class="mono">${esc(d.dataset)}</h2><p>${esc(d.kind)} ${esc(d.format || "")} ${esc(d.location || "")}</p>
-    <h3>Columns</h3><table id="columns"><tr><th>column</th><th>type</th></tr>
-    ${d.columns.map(c => `<tr><td><a class="column" href="#/column/${enc(d.dataset)}/${enc(c.name)}">${esc(c.name)}</a></td><td>${esc(c.type)}</td></tr>`).join("")}</table>
+let graphs = [];  // cytoscape instances of the current page (graph and minimap)
+function destroyGraphs() {
+  for (const g of graphs) g.destroy();
+  graphs = [];
+  window.lineageGraph = null;
+  tip.hidden = true;
+}
+
+// ---------------------------------------------------------------- the graph
+function nodeId(n) { return JSON.stringify([n.dataset, n.column]); }
+
+/** Dataset labels without the prefix all path datasets of the graph share (full name on hover). */
+function shortNames(datasets) {
+  const paths = datasets.filter(d => /^[a-z0-9]+:\//i.test(d));
+  let prefix = "";
+  if (paths.length > 1) {
+    prefix = paths.reduce((a, b) => { let i = 0; while (i < a.length && a[i] === b[i]) i++; return a.slice(0, i); });
+    prefix = prefix.slice(0, prefix.lastIndexOf("/") + 1);
+  }
+  const out = {};
+  for (const d of datasets) out[d] = prefix && d.startsWith(prefix) && d.length > prefix.length ? "…/" + d.slice(prefix.length) : d;
+  return out;
+}
+
+const GRAPH_STYLE = [
+  {selector: "node", style: {"shape": "round-rectangle", "label": "data(label)", "text-valign": "center",
+    "font-size": LABEL_PX, "width": "data(w)", "height": 24, "background-color": "#dfe9f3", "border-width": 1,
+    "border-color": "#5b7a99", "color": "#111"}},
+  {selector: ":parent", style: {"shape": "round-rectangle", "background-color": "#f4f6f8", "background-opacity": 1,
+    "border-color": "#8aa1b8", "border-width": 1, "text-valign": "top", "text-halign": "center", "font-size": LABEL_PX,
+    "font-weight": "bold", "padding": 8, "color": "#1f3b57"}},
+  {selector: "node[start = 1]", style: {"background-color": "#f7d774", "border-width": 2}},
+  {selector: "node[status = 'unmasked']", style: {"background-color": "#fbd5d0", "border-color": "#c0392b", "border-width": 3}},
+  {selector: "node[status = 'partly']", style: {"background-color": "#fde8c8", "border-color": "#d68910", "border-width": 2}},
+  {selector: "node[status = 'masked']", style: {"background-color": "#d5f0dc", "border-color": "#1e8449"}},
+  {selector: "edge", style: {"curve-style": "bezier", "target-arrow-shape": "triangle", "font-size": 10, "width": 1.5,
+    "line-color": "#555", "target-arrow-color": "#555", "text-background-color": "#fff", "text-background-opacity": 1,
+    "text-rotation": "autorotate"}},
+  {selector: "edge[show = 1], edge.hl", style: {"label": "data(label)"}},
+  {selector: "edge[kind = 'indirect']", style: {"line-style": "dashed", "line-color": "#999", "target-arrow-color": "#999"}},
+  {selector: "edge[masking = 1]", style: {"line-color": "#1e8449", "target-arrow-color": "#1e8449", "color": "#1e8449", "width": 2.5}},
+  {selector: "edge[alarm = 1]", style: {"line-color": "#c0392b", "target-arrow-color": "#c0392b", "color": "#c0392b", "width": 3}},
+  {selector: ".dim", style: {"opacity": 0.15}},
+  {selector: "node.sel", style: {"border-width": 4, "border-color": "#1f3b57"}},
+  {selector: "edge.hl", style: {"width": 3, "z-index": 10}},
+];
+
+/** The graph's frame: zoom buttons, canvas, minimap, selection panel and a table of the same graph. */
+function graphFrame() {
+  return `<div class="graph-wrap"><div id="graph" role="img" aria-label="lineage graph; the same graph is in the table below"></div>
+    <div class="zoom" role="toolbar" aria-label="zoom"><button id="zoom-in" title="zoom in">+</button><button id="zoom-out" title="zoom out">−</button>
+      <button id="zoom-fit" title="fit the whole graph (labels may get small)">fit</button><button id="zoom-reset" title="readable size around the start">1:1</button></div>
+    <div id="minimap" hidden><div id="minimap-view"></div></div></div>
+    <div id="selection" class="selection">Click a column to highlight where it comes from and where it goes; click the background to clear.</div>
+    <details id="graph-table"><summary>the graph as a table</summary><div id="graph-table-body"></div></details>`;
+}
+
+/**
+ * Draw ``data`` ({start, nodes, edges}) into #graph. ``opts.status``: {nodeId: masking status};
+ * ``opts.query``: the URL query to keep when re-centring; ``opts.onRecentre``: link builder.
+ */
+function draw(data, opts = {}) {
+  let nodes = data.nodes;
+  const note = nodes.length > MAX_NODES ? ` (showing the ${MAX_NODES} nearest of ${nodes.length}: lower the depth)` : "";
+  nodes = [...nodes].sort((a, b) => (a.depth ?? 0) - (b.depth ?? 0)).slice(0, MAX_NODES);
+  const keep = new Set(nodes.map(nodeId));
+  const edges = data.edges.filter(e => keep.has(nodeId(e.source)) && keep.has(nodeId(e.target)));
+  const start = nodeId(data.start || nodes[0] || {});
+  const status = opts.status || {};
+  const names = shortNames([...new Set(nodes.map(n => n.dataset))]);
+  const summary = $("summary");
+  if (summary) summary.innerHTML = `${plural(nodes.length, "column")} in ${plural(Object.keys(names).length, "dataset")}, ${plural(edges.length, "edge")}<span class="note">${esc(note)}</span>`;
+  const compound = nodes.length <= BIG_GRAPH;
+  const label = n => compound ? String(n.column) : `${names[n.dataset]} ${n.column}`;
+  const elements = [
+    ...(compound ? Object.entries(names) : []).map(([d, label]) => ({data: {id: "ds:" + d, label, dataset: d, w: 10}})),
+    ...nodes.map(n => ({data: {id: nodeId(n), parent: compound ? "ds:" + n.dataset : undefined, label: label(n), dataset: n.dataset,
+                               column: n.column, w: Math.max(48, 7.4 * label(n).length + 18), start: nodeId(n) === start ? 1 : 0,
+                               status: status[nodeId(n)] || ""}})),
+    ...edges.map((e, i) => ({data: {id: `e${i}`, source: nodeId(e.source), target: nodeId(e.target),
+                                    label: e.transform + (e.masking ? " (masked)" : ""), kind: e.kind, masking: e.masking ? 1 : 0,
+                                    alarm: status[nodeId(e.target)] === "unmasked" && !e.masking ? 1 : 0,
+                                    show: edges.length <= EDGE_LABELS_UP_TO ? 1 : 0,
+                                    expression: e.expression || "", query: e.query_id || "", at: e.captured_at || ""}})),
+  ];
+  const container = $("graph");
+  const cy = cytoscape({
+    container, elements, style: GRAPH_STYLE, userZoomingEnabled: false, boxSelectionEnabled: false,
+    minZoom: 0.05, maxZoom: 4,
+    // left to right, so the graph uses the width; dagre's network simplex takes ~11 s on 500 nodes, longest-path ~1 s
+    layout: {name: "dagre", rankDir: "LR", nodeSep: 22, rankSep: 70, edgeSep: 6,
+             ranker: nodes.length > BIG_GRAPH ? "longest-path" : "network-simplex", fit: false},
+  });
+  graphs.push(cy);
+  window.lineageGraph = cy;  // for tests and the console
+  const startNode = cy.getElementById(start);
+  const fits = firstView(cy, startNode);
+  wheelZoom(cy, container);
+  zoomButtons(cy, startNode);
+  hover(cy);
+  if (nodes.length > MINIMAP_OVER || !fits) minimap(cy);
+  cy.on("tap", "node[column]", ev => select(cy, ev.target, opts));
+  cy.on("tap", ev => { if (ev.target === cy) select(cy, null, opts); });
+  graphTable(nodes, edges, names, opts);
+  return cy;
+}
+
+/** Fit if labels stay >= MIN_LABEL_PX, else a readable zoom from the start (pan for the rest); true if it fits. */
+function firstView(cy, startNode) {
+  cy.fit(undefined, 24);
+  const least = MIN_LABEL_PX / LABEL_PX;
+  if (cy.zoom() < least) {
+    cy.zoom(1);
+    cy.center(startNode.nonempty() ? startNode : cy.nodes()[0]);
+    fillViewport(cy);
+    return false;
+  }
+  if (cy.zoom() > MAX_FIRST_ZOOM) {
+    cy.zoom(MAX_FIRST_ZOOM);
+    cy.center();
+  }
+  return true;
+}
+
+/** Pan so the graph fills the canvas: the start of a backward graph sits at the right edge, not mid-way. */
+function fillViewport(cy) {
+  const bb = cy.elements().renderedBoundingBox(), w = cy.width(), h = cy.height(), m = 16;
+  let dx = 0, dy = 0;
+  if (bb.w + 2 * m > w) dx = bb.x1 > m ? m - bb.x1 : bb.x2 < w - m ? w - m - bb.x2 : 0;
+  else dx = (w - bb.w) / 2 - bb.x1;
+  if (bb.h + 2 * m > h) dy = bb.y1 > m ? m - bb.y1 : bb.y2 < h - m ? h - m - bb.y2 : 0;
+  else dy = (h - bb.h) / 2 - bb.y1;
+  cy.panBy({x: dx, y: dy});
+}
+
+function zoomAround(cy, factor, at) {
+  const level = Math.min(cy.maxZoom(), Math.max(cy.minZoom(), cy.zoom() * factor));
+  cy.zoom({level, renderedPosition: at || {x: cy.width() / 2, y: cy.height() / 2}});
+}
+
+/** One wheel notch zooms by 20% around the pointer (cytoscape's own step depends on the device). */
+function wheelZoom(cy, container) {
+  container.addEventListener("wheel", ev => {
+    ev.preventDefault();
+    const delta = ev.deltaMode === 1 ? ev.deltaY * 33 : ev.deltaMode === 2 ? ev.deltaY * 400 : ev.deltaY;
+    const factor = Math.min(2, Math.max(0.5, Math.pow(1.2, -delta / 100)));
+    const box = container.getBoundingClientRect();
+    zoomAround(cy, factor, {x: ev.clientX - box.left, y: ev.clientY - box.top});
+  }, {passive: false});
+}
+
+function zoomButtons(cy, startNode) {
+  $("zoom-in").onclick = () => zoomAround(cy, 1.25);
+  $("zoom-out").onclick = () => zoomAround(cy, 0.8);
+  $("zoom-fit").onclick = () => cy.fit(undefined, 24);
+  $("zoom-reset").onclick = () => { cy.zoom(1); cy.center(startNode.nonempty() ? startNode : undefined); };
+}
+
+function hover(cy) {
+  const show = (ev, text) => {
+    tip.textContent = text;
+    tip.hidden = false;
+    tip.style.left = (ev.originalEvent.clientX + 12) + "px";
+    tip.style.top = (ev.originalEvent.clientY + 12) + "px";
+  };
+  cy.on("mouseover", "edge", ev => {
+    const d = ev.target.data();
+    show(ev, `${d.label} (${d.kind})${d.expression ? ": " + d.expression : ""}${d.query ? `\n${d.query} ${when(d.at)}` : ""}`);
+  });
+  cy.on("mouseover", "node", ev => {
+    const d = ev.target.data();
+    show(ev, d.column === undefined ? d.dataset : `${d.dataset}\n[${d.column}]${d.status ? " " + STATUS_WORDS[d.status] : ""}`);
+  });
+  cy.on("mouseout", "node, edge", () => { tip.hidden = true; });
+}
+
+/** Highlight ``node``'s upstream and downstream paths and dim the rest (null clears). */
+function select(cy, node, opts) {
+  cy.batch(() => {
+    cy.elements().removeClass("dim hl sel");
+    if (!node) return;
+    const path = node.predecessors().union(node.successors()).union(node);
+    const kept = path.union(path.nodes().parents());
+    cy.elements().not(kept).addClass("dim");
+    path.addClass("hl");
+    node.addClass("sel");
+  });
+  const panel = $("selection");
+  if (!panel) return;
+  if (!node) { panel.textContent = "Click a column to highlight where it comes from and where it goes; click the background to clear."; return; }
+  const d = node.data();
+  const up = node.predecessors("node").length, down = node.successors("node").length;
+  const links = window.LINEAGE_STATIC ? "" :
+    ` · <a id="recentre" href="${columnHref(d.dataset, d.column, opts.query)}">re-centre the graph here</a>
+      · <a href="${impactHref(d.dataset, d.column)}">impact</a> · <a href="#/dataset/${enc(d.dataset)}">dataset</a>`;
+  panel.innerHTML = `<b class="mono">${esc(d.dataset)} [${esc(d.column)}]</b>: ${plural(up, "column")} upstream, ${plural(down, "column")} downstream on this graph${links}`;
+}
+
+/** A small overview of the whole graph on a plain canvas; the rectangle is the main view; click to move there. */
+function minimap(cy) {
+  const box = $("minimap");
+  box.hidden = false;
+  const canvas = document.createElement("canvas");
+  canvas.width = box.clientWidth; canvas.height = box.clientHeight;
+  box.prepend(canvas);
+  const bb = cy.elements().boundingBox(), pad = 4;
+  const z = Math.min((canvas.width - 2 * pad) / bb.w, (canvas.height - 2 * pad) / bb.h);
+  const ox = pad - bb.x1 * z + (canvas.width - 2 * pad - bb.w * z) / 2, oy = pad - bb.y1 * z + (canvas.height - 2 * pad - bb.h * z) / 2;
+  const g = canvas.getContext("2d");
+  const rect = (n, fill) => {
+    const b = n.boundingBox({includeLabels: false});
+    g.fillStyle = fill;
+    g.fillRect(b.x1 * z + ox, b.y1 * z + oy, Math.max(1, b.w * z), Math.max(1, b.h * z));
+  };
+  cy.nodes(":parent").forEach(n => rect(n, "#e8edf2"));
+  g.strokeStyle = "#ccc"; g.lineWidth = 0.5; g.beginPath();
+  cy.edges().forEach(e => {
+    const s = e.source().position(), t = e.target().position();
+    g.moveTo(s.x * z + ox, s.y * z + oy); g.lineTo(t.x * z + ox, t.y * z + oy);
+  });
+  g.stroke();
+  cy.nodes().not(":parent").forEach(n => rect(n, n.data("start") ? "#e0b000" : n.data("status") === "unmasked" ? "#c0392b" : "#8aa1b8"));
+  const view = $("minimap-view");
+  let queued = false;
+  const update = () => {
+    queued = false;
+    const e = cy.extent();
+    Object.assign(view.style, {left: `${e.x1 * z + ox}px`, top: `${e.y1 * z + oy}px`, width: `${e.w * z}px`, height: `${e.h * z}px`});
+  };
+  cy.on("viewport", () => { if (!queued) { queued = true; requestAnimationFrame(update); } });
+  update();
+  canvas.onclick = ev => {
+    const at = {x: (ev.offsetX - ox) / z, y: (ev.offsetY - oy) / z}, k = cy.zoom();
+    cy.pan({x: cy.width() / 2 - at.x * k, y: cy.height() / 2 - at.y * k});
+  };
+}
+
+/** The same graph as a table, for keyboards and screen readers. */
+function graphTable(nodes, edges, names, opts) {
+  const body = $("graph-table-body");
+  if (!body) return;
+  const link = (ds, col) => window.LINEAGE_STATIC ? `${esc(ds)} [${esc(col)}]`
+    : `<a href="${columnHref(ds, col, opts.query)}" title="${esc(ds)}">${esc(names[ds] || ds)} [${esc(col)}]</a>`;
+  body.innerHTML = `<table id="edges-table"><thead><tr><th>from</th><th>to</th><th>transform</th><th>kind</th><th>masked</th><th>expression</th><th>captured</th></tr></thead><tbody>
+    ${edges.map(e => `<tr><td>${link(e.source.dataset, e.source.column)}</td><td>${link(e.target.dataset, e.target.column)}</td>
+      <td>${esc(e.transform)}</td><td>${esc(e.kind)}</td><td>${e.masking ? "masked" : ""}</td><td><code>${esc(e.expression || "")}</code></td>
+      <td>${esc(when(e.captured_at))}</td></tr>`).join("")}</tbody></table>
+    <p>${plural(nodes.length, "column")}: ${nodes.map(n => link(n.dataset, n.column)).join(", ")}</p>`;
+}
+
+// ---------------------------------------------------------------- controls shared by graph views
+function timeHelp() { return `<span class="help">UTC · 2026-11-23, 2026-11-23T19:49:25, or an age: 30s, 24h, 7d</span>`; }
+/** A "bad time 'x'" answer names the form field that holds 'x'; the field is marked invalid. */
+function blameField(err, fields) {
+  if (err instanceof Stale || !/^bad time /.test(err.message)) return;
+  for (const [id, words] of fields) {
+    const v = $(id) && $(id).value.trim();
+    if (v && err.message.includes(`'${v}'`)) {
+      err.message = `${words}: ${err.message.replace(/^bad time '[^']*': /, "")}`;
+      $(id).setAttribute("aria-invalid", "true");
+      return;
+    }
+  }
+}
+function errorBox(err, hintHref) {
+  if (err instanceof Stale) throw err;
+  const links = (err.closest || []).map(h => `<a href="${hintHref ? hintHref(h) : "#"}">${esc(h)}</a>`).join(", ");
+  return `<div class="error" role="alert">${esc(err.message.replace(/; closest known: .*$/, ""))}${links ? `<br>did you mean ${links}?` : ""}</div>`;
+}
+
+// ---------------------------------------------------------------- views
+async function home(n, q, offset, size) {
+  setTitle(q ? `search “${q}”` : "datasets");
+  const p = new URLSearchParams({q: q || "", offset, limit: size, what: q ? "all" : "datasets"});
+  const r = await getJSON(n, `/api/search?${p}`);
+  const pager = (total, key) => {
+    if (total <= size) return "";
+    const href = o => `#/${q ? "search" : ""}?${new URLSearchParams({...(q ? {q} : {}), offset: o, ...(size !== PAGE ? {limit: size} : {})})}`;
+    return `<p class="pager">${offset > 0 ? `<a id="prev-${key}" href="${href(Math.max(0, offset - size))}">← previous</a>` : ""}
+      showing ${Math.min(total, offset + 1)}–${Math.min(total, offset + size)} of ${total.toLocaleString("en")}
+      ${offset + size < total ? `<a id="next-${key}" href="${href(offset + size)}">next →</a>` : ""}</p>`;
+  };
+  let html = `<h2>${q ? `Datasets and columns matching “${esc(q)}”` : "Datasets"}</h2>
+    <p class="count" id="datasets-count">${plural(r.datasets_total, "dataset")}</p>
+    <table id="datasets"><thead><tr><th>dataset</th><th>kind</th><th>format</th><th>columns</th><th>last seen</th></tr></thead><tbody>
+    ${r.datasets.map(d => `<tr><td>${datasetLink(d.dataset)}</td><td>${esc(d.kind)}</td><td>${esc(d.format)}</td>
+      <td>${d.columns}</td><td>${esc(when(d.last_seen))}</td></tr>`).join("")}</tbody></table>${pager(r.datasets_total, "datasets")}`;
+  if (q) {
+    html += `<h3 id="columns-count">${plural(r.columns_total, "column")}</h3>
+      <table id="column-results"><thead><tr><th>column</th><th>type</th><th>dataset</th><th></th></tr></thead><tbody>
+      ${r.columns.map(c => `<tr><td><a class="column" href="${columnHref(c.dataset, c.column)}">${esc(c.column)}</a></td><td>${esc(c.type)}</td>
+        <td>${datasetLink(c.dataset)}</td><td><a href="${impactHref(c.dataset, c.column)}">impact</a></td></tr>`).join("")}</tbody></table>
+      ${pager(r.columns_total, "columns")}`;
+  }
+  view.innerHTML = html;
+}
+
+async function dataset(n, name) {
+  setTitle(name);
+  const [d, s] = await Promise.all([getJSON(n, `/api/datasets/${enc(name)}`), getJSON(n, `/api/schema?dataset=${enc(name)}`)]);
+  setTitle(d.dataset);
+  view.innerHTML = `<h2 class="mono">${esc(d.dataset)}</h2>
+    <p>${esc(d.kind)} ${esc(d.format || "")} ${esc(d.location || "")} · first seen ${esc(when(d.first_seen))} · last seen ${esc(when(d.last_seen))}
+      · <a id="overview-link" href="#/overview/${enc(d.dataset)}">dataset graph</a></p>
+    <h3>Columns <span class="count">(${s.columns.length}, by name: the store does not record schema order)</span></h3>
+    <label>filter <input id="column-filter" type="search" placeholder="part of a column name"></label>
+    <table id="columns"><thead><tr><th>#</th><th>column</th><th>type</th><th>nullable</th><th></th></tr></thead><tbody>
+    ${s.columns.map(c => `<tr data-name="${esc(c.name.toLowerCase())}"><td>${c.position}</td><td><a class="column" href="${columnHref(d.dataset, c.name)}">${esc(c.name)}</a></td>
+      <td>${esc(c.type)}</td><td>${c.nullable === false ? "no" : c.nullable ? "yes" : ""}</td>
+      <td><a href="${impactHref(d.dataset, c.name)}">impact</a></td></tr>`).join("")}</tbody></table>
     <h3>Upstream datasets</h3><ul>${d.upstream.map(u => `<li>${datasetLink(u)}</li>`).join("") || "<li>none</li>"}</ul>
     <h3>Downstream datasets</h3><ul>${d.downstream.map(u => `<li>${datasetLink(u)}</li>`).join("") || "<li>none</li>"}</ul>
-    <h3>Recent queries</h3><table><tr><th>when</th><th>role</th><th>app</th><th>action</th><th>status</th><th>run</th></tr>
-    ${d.queries.map(q => `<tr><td>${esc(q.captured_at)}</td><td>${q.role}</td><td>${esc(q.app_name)}</td><td>${esc(q.action)}</td>
-      <td>${esc(q.status)}</td><td><a href="#/run/${enc(q.run_id)}">${esc(q.run_id)}</a></td></tr>`).join("")}</table>`;
+    <h3>Recent queries <span class="count">(latest ${d.queries.length})</span></h3>
+    <table><thead><tr><th>when</th><th>role</th><th>app</th><th>action</th><th>status</th><th>run</th></tr></thead><tbody>
+    ${d.queries.map(q => `<tr class="${q.status === "succeeded" ? "" : "failed"}"><td>${esc(when(q.captured_at))}</td><td>${q.role}</td><td>${esc(q.app_name)}</td><td>${esc(q.action)}</td>
+      <td>${esc(q.status)}</td><td><a href="#/run/${enc(q.run_id)}">${esc(q.run_id)}</a></td></tr>`).join("")}</tbody></table>`;
+  $("column-filter").oninput = ev => {
+    const f = ev.target.value.toLowerCase();
+    for (const tr of document.querySelectorAll("#columns tbody tr")) tr.hidden = !tr.dataset.name.includes(f);
+  };
 }
 
-function params() {
-  const get = id => document.getElementById(id);
-  const p = new URLSearchParams({direction: get("direction").value, directOnly: get("direct").checked});
-  if (get("depth").value !== "") p.set("maxLevels", get("depth").value);
-  if (get("start").value) p.set("start", get("start").value);
-  if (get("end").value) p.set("end", get("end").value);
+/** The column view's URL query in the API's own parameter names and formats. */
+function lineageQuery(q) {
+  const p = new URLSearchParams();
+  const direction = q.get("direction") || "backward";
+  p.set("direction", direction);
+  // direct edges answer "where does this value come from": the default upstream
+  const direct = q.get("directOnly") ?? (direction === "backward" ? "true" : "false");
+  p.set("directOnly", direct);
+  const depth = q.get("maxLevels") ?? q.get("depth");
+  if (depth) p.set("maxLevels", depth);
+  const start = q.get("start") ?? q.get("since"), end = q.get("end") ?? q.get("until");
+  if (start) p.set("start", start);
+  if (end) p.set("end", end);
   return p;
 }
 
-async function column(ds, col, query) {
-  const q = new URLSearchParams(query || "");
-  view.innerHTML = `<h2 class="mono">${datasetLink(ds)} <span>[${esc(col)}]</span></h2>
-    <div class="controls">
-      <label>direction <select id="direction"><option value="backward">backward (sources)</option>
-        <option value="forward">forward (impact)</option><option value="both">both</option></select></label>
-      <label>depth <input id="depth" type="number" min="0" max="100" style="width:4em" value="${esc(q.get("maxLevels") ?? "")}"></label>
-      <label>from <input id="start" type="datetime-local" value="${esc(q.get("start") ?? "")}"></label>
-      <label>to <input id="end" type="datetime-local" value="${esc(q.get("end") ?? "")}"></label>
-      <label><input id="direct" type="checkbox" ${q.get("directOnly") === "true" ? "checked" : ""}> direct only</label>
-      <button id="apply">draw</button>
-    </div>
-    <div class="legend"><span>── direct</span><span>- - - indirect</span><span style="color:#c0392b">red: masked</span>
-      <span>click a column to re-centre</span></div>
-    <p id="summary"></p><div id="graph"></div>`;
-  document.getElementById("direction").value = q.get("direction") || "backward";
-  document.getElementById("apply").onclick = () => {
-    location.hash = `#/column/${enc(ds)}/${enc(col)}?${params()}`;
-  };
-  const data = await getJSON(`/v3/namespaces/default/datasets/${enc(ds)}/columns/${enc(col)}/lineage?${params()}`);
-  draw(data);
-}
-
-function nodeId(n) { return JSON.stringify([n.dataset, n.column]); }
-
-function draw(data) {
-  let nodes = data.nodes;
-  const note = nodes.length > MAX_NODES ? ` (showing the ${MAX_NODES} nearest of ${nodes.length}: lower the depth)` : "";
-  nodes = [...nodes].sort((a, b) => a.depth - b.depth).slice(0, MAX_NODES);
-  const keep = new Set(nodes.map(nodeId));
-  const edges = data.edges.filter(e => keep.has(nodeId(e.source)) && keep.has(nodeId(e.target)));
-  document.getElementById("summary").innerHTML = `${nodes.length} columns, ${edges.length} edges<span class="note">${esc(note)}</span>`;
-  const start = nodeId(data.start || nodes[0] || {});
-  const elements = [
-    ...nodes.map(n => ({data: {id: nodeId(n), label: `${n.dataset.replace(/^spark_catalog\./, "").split("/").pop()}\n${n.column}`,
-                               dataset: n.dataset, column: n.column, start: nodeId(n) === start ? 1 : 0}})),
-    ...edges.map((e, i) => ({data: {id: `e${i}`, source: nodeId(e.source), target: nodeId(e.target),
-                                    label: e.transform, kind: e.kind, masking: e.masking ? 1 : 0,
-                                    expression: e.expression || "", query: e.query_id, at: e.captured_at}})),
-  ];
-  const cy = cytoscape({
-    container: document.getElementById("graph"), elements, wheelSensitivity: 0.3,
-    // dagre's default ranker (network simplex) takes ~11 s on 500 nodes / 1,400 edges in
-    // headless chromium; longest-path takes ~1 s (bench/server_bench.py), so big graphs use it.
-    layout: {name: "dagre", rankDir: "LR", nodeSep: 20, rankSep: 120,
-             ranker: nodes.length > BIG_GRAPH ? "longest-path" : "network-simplex"},
-    style: [
-      {selector: "node", style: {"shape": "round-rectangle", "label": "data(label)", "text-wrap": "wrap",
-        "text-valign": "center", "font-size": 10, "width": 150, "height": 38, "background-color": "#dfe9f3",
-        "border-width": 1, "border-color": "#5b7a99"}},
-      {selector: "node[start = 1]", style: {"background-color": "#f7d774", "border-width": 2}},
-      {selector: "edge", style: {"curve-style": "bezier", "target-arrow-shape": "triangle", "label": "data(label)",
-        "font-size": 9, "width": 1.5, "line-color": "#555", "target-arrow-color": "#555", "text-background-color": "#fff",
-        "text-background-opacity": 1}},
-      {selector: "edge[kind = 'indirect']", style: {"line-style": "dashed", "line-color": "#999", "target-arrow-color": "#999"}},
-      {selector: "edge[masking = 1]", style: {"line-color": "#c0392b", "target-arrow-color": "#c0392b", "color": "#c0392b"}},
-    ],
-  });
-  window.lineageGraph = cy;  // for tests and the console
-  const tip = document.getElementById("tooltip");
-  cy.on("mouseover", "edge", ev => {
-    const d = ev.target.data();
-    tip.textContent = `${d.label} (${d.kind})${d.masking ? " masked" : ""}: ${d.expression}\n${d.query} ${d.at}`;
-    tip.hidden = false;
-  });
-  cy.on("mousemove", ev => { tip.style.left = (ev.originalEvent.clientX + 12) + "px"; tip.style.top = (ev.originalEvent.clientY + 12) + "px"; });
-  cy.on("mouseout", "edge", () => { tip.hidden = true; });
-  cy.on("tap", "node", ev => {
-    if (window.LINEAGE_STATIC) return;  // a shared file has no server to ask
-    const d = ev.target.data();
-    location.hash = `#/column/${enc(d.dataset)}/${enc(d.column)}?${params()}`;
-  });
-}
-
-async function runs() {
-  const rows = await getJSON("/api/runs");
-  view.innerHTML = `<h2>Runs</h2><table><tr><th>run</th><th>app</th><th>Spark</th><th>started</th><th>ended</th><th>queries</th></tr>
-    ${rows.map(r => `<tr><td><a href="#/run/${enc(r.run_id)}">${esc(r.run_id)}</a></td><td>${esc(r.app_name)}</td>
-      <td>${esc(r.spark_version)}</td><td>${esc(r.started_at)}</td><td>${esc(r.ended_at)}</td><td>${r.queries}</td></tr>`).join("")}</table>`;
-}
-
-async function run(id) {
-  const r = await getJSON(`/api/runs/${enc(id)}`);
-  view.innerHTML = `<h2 class="mono">${esc(r.run_id)}</h2><p>${esc(r.app_name)} · Spark ${esc(r.spark_version)} · ${esc(r.started_at)} – ${esc(r.ended_at || "running")}</p>
-    <table id="queries"><tr><th>captured</th><th>action</th><th>status</th><th>target</th><th>edges</th><th>SQL</th></tr>
-    ${r.queries.map(q => `<tr><td>${esc(q.captured_at)}</td><td>${esc(q.action)}</td><td>${esc(q.status)}${q.error ? `<br><small>${esc(q.error)}</small>` : ""}</td>
-      <td>${q.target_dataset ? datasetLink(q.target_dataset) : "(driver)"}</td><td>${q.edges}</td>
-      <td><pre>${esc(q.sql_text || "")}</pre></td></tr>`).join("")}</table>`;
-}
-
-async function route() {
-  const hash = decodeURIComponent(location.hash.slice(1)) ? location.hash.slice(1) : "/";
-  const [path, query] = hash.split("?");
-  const parts = path.split("/").slice(1).map(decodeURIComponent);
-  try {
-    if (parts[0] === "dataset") await dataset(parts.slice(1).join("/"));
-    else if (parts[0] === "column") await column(parts[1], parts[2], query);
-    else if (parts[0] === "runs") await runs();
-    else if (parts[0] === "run") await run(parts.slice(1).join("/"));
-    else await home(new URLSearchParams(query || "").get("q"));
-  } catch (err) {
-    view.innerHTML = `<p class="note">${esc(err.message)}</p>`;
+function formQuery() {
+  const p = new URLSearchParams({direction: $("direction").value, directOnly: String($("direct").checked)});
+  for (const [id, key] of [["depth", "maxLevels"], ["start", "start"], ["end", "end"]]) {
+    if ($(id).value.trim() !== "") p.set(key, $(id).value.trim());
   }
+  return p;
+}
+
+async function column(n, ds, col, query) {
+  setTitle(col, ds);
+  const p = lineageQuery(new URLSearchParams(query || ""));
+  view.innerHTML = `<h2 class="mono">${datasetLink(ds)} <span>[${esc(col)}]</span></h2>
+    <form class="controls" id="controls">
+      <label>direction <select id="direction"><option value="backward">backward: where it comes from</option>
+        <option value="forward">forward: where it goes</option><option value="both">both</option></select></label>
+      <label>depth <input id="depth" type="text" inputmode="numeric" size="4" placeholder="all" value="${esc(p.get("maxLevels") ?? "")}"></label>
+      <label>from <input id="start" type="text" size="20" placeholder="any time" value="${esc(p.get("start") ?? "")}"></label>
+      <label>to <input id="end" type="text" size="20" placeholder="now" value="${esc(p.get("end") ?? "")}"></label>
+      ${timeHelp()}
+      <label title="direct edges carry values; indirect ones are filters, join and group keys"><input id="direct" type="checkbox" ${p.get("directOnly") === "true" ? "checked" : ""}> direct edges only</label>
+      <button id="apply" type="submit">draw</button>
+      <a href="${impactHref(ds, col)}">impact of this column</a>
+    </form>
+    <div id="errors"></div>
+    <div class="legend"><span>── direct</span><span>- - - indirect (filter, join, group key)</span><span class="masked">green: masked</span>
+      <span class="alarm">red: unmasked copy of the start</span><span>hover for names and expressions</span></div>
+    <p id="summary"></p>${graphFrame()}`;
+  $("direction").value = p.get("direction");
+  $("direction").onchange = () => { $("direct").checked = $("direction").value === "backward"; };
+  $("controls").onsubmit = ev => {
+    ev.preventDefault();
+    const depth = $("depth").value.trim();
+    if (depth !== "" && !/^\d+$/.test(depth)) {
+      $("errors").innerHTML = `<div class="error" role="alert">depth: a whole number of hops, 0 or more (empty: all)</div>`;
+      return;
+    }
+    location.hash = columnHref(ds, col, formQuery());
+  };
+  const url = `/v3/namespaces/default/datasets/${enc(ds)}/columns/${enc(col)}/lineage?${p}`;
+  let data, status = {};
+  try {
+    const forward = p.get("direction") !== "backward";
+    const ip = new URLSearchParams();
+    if (p.get("start")) ip.set("since", p.get("start"));
+    if (p.get("end")) ip.set("until", p.get("end"));
+    if (p.get("maxLevels")) ip.set("depth", p.get("maxLevels"));
+    const [d, imp] = await Promise.all([getJSON(n, url), forward
+      ? getJSON(n, `/api/impact?dataset=${enc(ds)}&column=${enc(col)}&${ip}`) : null, loadGraphLibs()]);
+    data = d;
+    if (imp) for (const x of imp.downstream) status[nodeId(x)] = x.masking;
+  } catch (err) {
+    blameField(err, [["start", "from"], ["end", "to"]]);
+    if (/^depth/.test(err.message)) $("depth").setAttribute("aria-invalid", "true");
+    $("errors").innerHTML = errorBox(err, h => err.message.includes("has no column") ? columnHref(ds, h, p) : columnHref(h, col, p));
+    return;
+  }
+  if (!n.live()) throw new Stale();
+  const startName = data.start || {dataset: ds, column: col};
+  setTitle(startName.column, startName.dataset);
+  draw(data, {status, query: p});
+  const unmasked = Object.values(status).filter(s => s === "unmasked").length;
+  if (unmasked) $("summary").innerHTML += ` · <span class="alarm">${unmasked} unmasked ${unmasked === 1 ? "copy" : "copies"} of the start</span>`;
+}
+
+function impactQuery(q) {
+  const p = new URLSearchParams();
+  const since = q.get("since") ?? q.get("start"), until = q.get("until") ?? q.get("end"), depth = q.get("depth") ?? q.get("maxLevels");
+  if (since) p.set("since", since);
+  if (until) p.set("until", until);
+  if (depth) p.set("depth", depth);
+  return p;
+}
+
+async function impact(n, ds, col, query) {
+  setTitle(`impact of ${col}`, ds);
+  const p = impactQuery(new URLSearchParams(query || ""));
+  view.innerHTML = `<h2 class="mono">Impact of ${datasetLink(ds)} <span>[${esc(col)}]</span></h2>
+    <form class="controls" id="controls">
+      <label>from <input id="since" type="text" size="20" placeholder="any time" value="${esc(p.get("since") ?? "")}"></label>
+      <label>to <input id="until" type="text" size="20" placeholder="now" value="${esc(p.get("until") ?? "")}"></label>
+      ${timeHelp()}
+      <label>depth <input id="depth" type="text" inputmode="numeric" size="4" placeholder="all" value="${esc(p.get("depth") ?? "")}"></label>
+      <button id="apply" type="submit">show</button>
+      <a id="csv" href="/api/impact.csv?dataset=${enc(ds)}&column=${enc(col)}&${p}" download>CSV</a>
+      <a href="${columnHref(ds, col, "direction=forward&directOnly=false")}">forward graph</a>
+    </form><div id="errors"></div><div id="impact-body"></div>`;
+  $("controls").onsubmit = ev => {
+    ev.preventDefault();
+    const q = new URLSearchParams();
+    for (const k of ["since", "until", "depth"]) if ($(k).value.trim()) q.set(k, $(k).value.trim());
+    location.hash = impactHref(ds, col, q);
+  };
+  let r;
+  try {
+    [r] = await Promise.all([getJSON(n, `/api/impact?dataset=${enc(ds)}&column=${enc(col)}&${p}`), loadGraphLibs()]);
+  } catch (err) {
+    blameField(err, [["since", "from"], ["until", "to"]]);
+    $("errors").innerHTML = errorBox(err, h => err.message.includes("has no column") ? impactHref(ds, h, p) : impactHref(h, col, p));
+    return;
+  }
+  if (!n.live()) throw new Stale();
+  setTitle(`impact of ${r.column}`, r.dataset);
+  const by = s => r.downstream.filter(d => d.masking === s);
+  const unmasked = by("unmasked"), partly = by("partly"), masked = by("masked");
+  const apps = new Set(r.downstream.flatMap(d => d.applications));
+  const row = d => `<tr class="st-${d.masking}"><td>${d.hop}</td><td>${datasetLink(d.dataset)}</td>
+      <td><a href="${columnHref(d.dataset, d.column, "direction=backward&directOnly=true")}">${esc(d.column)}</a></td>
+      <td class="status">${esc(STATUS_WORDS[d.masking])}</td>
+      <td>${d.from.map(f => `${esc(f.column)} <small>(${esc(f.transform)}${f.masking ? ", masked" : ""}${f.kind === "indirect" ? ", indirect" : ""})</small>`).join("<br>")}</td>
+      <td>${d.applications.map(esc).join(", ")}</td><td>${d.runs.map(x => `<a href="#/run/${enc(x)}">${esc(x)}</a>`).join(" ")}</td></tr>`;
+  $("impact-body").innerHTML = `
+    <p id="impact-summary"><b>${plural(r.downstream.length, "derived column")}</b>:
+      <span class="alarm" id="n-unmasked">${unmasked.length} unmasked</span>,
+      <span class="partly" id="n-partly">${partly.length} partly masked</span>,
+      <span class="masked" id="n-masked">${masked.length} masked on every path</span>;
+      written by ${plural(apps.size, "application")}; ${plural(r.reads.length, "query")} read it
+      · window ${r.since ? esc(when(r.since)) : "any time"} – ${r.until ? esc(when(r.until)) : "now"}</p>
+    ${unmasked.length ? `<div class="alarm-box" role="alert"><b>Unmasked copies:</b> ${unmasked.map(d => `<span class="mono">${esc(d.dataset)} [${esc(d.column)}]</span>`).join(", ")}</div>` : ""}
+    <table id="impact-table"><thead><tr><th>hop</th><th>dataset</th><th>column</th><th>status</th><th>from</th><th>applications</th><th>runs</th></tr></thead>
+    <tbody>${[...unmasked, ...partly, ...masked].map(row).join("")}</tbody></table>
+    <h3>Reads <span class="count">(${r.reads.length})</span></h3>
+    <table id="reads"><thead><tr><th>when</th><th>application</th><th>action</th><th>status</th><th>into</th><th>transforms</th></tr></thead><tbody>
+    ${r.reads.map(x => `<tr><td>${esc(when(x.captured_at))}</td><td>${esc(x.app_name)}</td><td>${esc(x.action)}</td><td>${esc(x.status)}</td>
+      <td>${x.target_dataset ? datasetLink(x.target_dataset) : "(driver)"}</td><td>${esc((x.transforms || []).join(", "))}</td></tr>`).join("")}</tbody></table>
+    <h3>Graph</h3><p id="summary"></p>${graphFrame()}`;
+  const startNode = {dataset: r.dataset, column: r.column, depth: 0};
+  const nodes = [startNode, ...r.downstream.map(d => ({dataset: d.dataset, column: d.column, depth: d.hop}))];
+  const edges = r.downstream.flatMap(d => d.from.map(f => ({source: {dataset: f.dataset, column: f.column},
+    target: {dataset: d.dataset, column: d.column}, transform: f.transform, kind: f.kind, masking: f.masking, expression: f.expression})));
+  const status = Object.fromEntries(r.downstream.map(d => [nodeId(d), d.masking]));
+  draw({start: startNode, nodes, edges}, {status, query: new URLSearchParams("direction=forward&directOnly=false")});
+}
+
+async function overview(n, ds) {
+  setTitle("dataset graph", ds);
+  const r = await getJSON(n, `/api/overview?dataset=${enc(ds)}`);
+  await loadGraphLibs();
+  if (!n.live()) throw new Stale();
+  view.innerHTML = `<h2 class="mono">Datasets around ${datasetLink(r.dataset)}</h2>
+    <p id="summary"></p><div class="graph-wrap"><div id="graph" role="img" aria-label="dataset graph; the same links are in the table below"></div>
+    <div class="zoom"><button id="zoom-in">+</button><button id="zoom-out">−</button><button id="zoom-fit">fit</button><button id="zoom-reset">1:1</button></div>
+    <div id="minimap" hidden><div id="minimap-view"></div></div></div>
+    <table id="overview-table"><thead><tr><th>from</th><th>to</th><th>column edges</th><th>queries</th></tr></thead><tbody>
+    ${r.edges.map(e => `<tr><td>${datasetLink(e.source)}</td><td>${datasetLink(e.target)}</td><td>${e.columns}</td><td>${e.queries}</td></tr>`).join("")}</tbody></table>`;
+  $("summary").textContent = `${plural(r.nodes.length, "dataset")}, ${plural(r.edges.length, "link")} (${r.depth} hops each way)`;
+  const names = shortNames(r.nodes.map(x => x.dataset));
+  const cy = cytoscape({
+    container: $("graph"), style: GRAPH_STYLE, userZoomingEnabled: false, boxSelectionEnabled: false,
+    elements: [...r.nodes.map(x => ({data: {id: x.dataset, label: names[x.dataset], dataset: x.dataset, start: x.dataset === r.dataset ? 1 : 0,
+                                            w: Math.max(60, 7.4 * names[x.dataset].length + 18)}})),
+               ...r.edges.map((e, i) => ({data: {id: `e${i}`, source: e.source, target: e.target, label: `${e.columns} columns`, show: 1}}))],
+    layout: {name: "dagre", rankDir: "LR", nodeSep: 14, rankSep: 80, fit: false},
+  });
+  graphs.push(cy);
+  window.lineageGraph = cy;
+  const start = cy.getElementById(r.dataset);
+  const fits = firstView(cy, start);
+  wheelZoom(cy, $("graph"));
+  zoomButtons(cy, start);
+  hover(cy);
+  if (r.nodes.length > MINIMAP_OVER || !fits) minimap(cy);
+  cy.on("tap", "node", ev => { location.hash = `#/dataset/${enc(ev.target.data("dataset"))}`; });
+}
+
+async function runs(n, offset, size) {
+  setTitle("runs");
+  const r = await getJSON(n, `/api/browse/runs?offset=${offset}&limit=${size}`);
+  const href = o => `#/runs?offset=${o}${size !== PAGE ? `&limit=${size}` : ""}`;
+  view.innerHTML = `<h2>Runs</h2><p class="count" id="runs-count">${plural(r.total, "run")}</p>
+    <table id="runs"><thead><tr><th>run</th><th>app</th><th>Spark</th><th>started</th><th>duration</th><th>queries</th><th>failed</th><th>status</th></tr></thead><tbody>
+    ${r.rows.map(x => `<tr class="${x.failed ? "failed" : ""}"><td><a href="#/run/${enc(x.run_id)}">${esc(x.run_id)}</a></td><td>${esc(x.app_name)}</td>
+      <td>${esc(x.spark_version)}</td><td>${esc(when(x.started_at))}</td><td>${x.ended_at ? duration(x.duration_ms) : "running"}</td>
+      <td>${x.queries}</td><td>${x.failed || ""}</td><td>${esc(x.status)}</td></tr>`).join("")}</tbody></table>
+    ${r.total > size ? `<p class="pager">${offset > 0 ? `<a id="prev-runs" href="${href(Math.max(0, offset - size))}">← previous</a>` : ""}
+      showing ${Math.min(r.total, offset + 1)}–${Math.min(r.total, offset + size)} of ${r.total}
+      ${offset + size < r.total ? `<a id="next-runs" href="${href(offset + size)}">next →</a>` : ""}</p>` : ""}`;
+}
+
+async function run(n, id) {
+  setTitle(id, "run");
+  const r = await getJSON(n, `/api/runs/${enc(id)}`);
+  setTitle(`${r.app_name || ""} ${r.run_id}`, "run");
+  const failed = r.queries.filter(q => q.status !== "succeeded").length;
+  view.innerHTML = `<h2 class="mono">${esc(r.app_name || "")} <small>${esc(r.run_id)}</small></h2>
+    <p>Spark ${esc(r.spark_version)} · ${esc(r.master || "")} · ${esc(when(r.started_at))} – ${r.ended_at ? esc(when(r.ended_at)) : "running"}
+     · ${plural(r.queries.length, "query")}${failed ? ` · <span class="alarm">${failed} failed</span>` : ""}</p>
+    <table id="queries"><thead><tr><th>captured</th><th>action</th><th>status</th><th>duration</th><th>target</th><th>edges</th><th>SQL</th></tr></thead><tbody>
+    ${r.queries.map(q => `<tr class="${q.status === "succeeded" ? "" : "failed"}"><td>${esc(when(q.captured_at))}</td><td>${esc(q.action)}<br><small>${esc(q.command || "")}</small></td>
+      <td class="status">${esc(q.status)}${q.error ? `<br><small>${esc(q.error)}</small>` : ""}</td><td>${duration(q.duration_ms)}</td>
+      <td>${q.target_dataset ? datasetLink(q.target_dataset) : "(driver)"}</td><td>${q.edges}</td>
+      <td>${q.sql_text ? `<pre>${esc(q.sql_text)}</pre>` : `<span class="none">not from SQL</span>`}</td></tr>`).join("")}</tbody></table>`;
+}
+
+// ---------------------------------------------------------------- router
+async function route() {
+  const n = newNav();
+  const hash = location.hash.slice(1) || "/";
+  const [path, query] = hash.split("?");
+  const q = new URLSearchParams(query || "");
+  const parts = path.split("/").slice(1).map(decodeURIComponent);
+  const offset = Math.max(0, parseInt(q.get("offset") || "0", 10) || 0);
+  const size = Math.min(500, Math.max(1, parseInt(q.get("limit") || String(PAGE), 10) || PAGE));
+  hideSuggestions();
+  try {
+    if (parts[0] === "dataset") await dataset(n, parts.slice(1).join("/"));
+    else if (parts[0] === "column") await column(n, parts[1], parts[2], query);
+    else if (parts[0] === "impact") await impact(n, parts[1], parts[2], query);
+    else if (parts[0] === "overview") await overview(n, parts.slice(1).join("/"));
+    else if (parts[0] === "runs") await runs(n, offset, size);
+    else if (parts[0] === "run") await run(n, parts.slice(1).join("/"));
+    else await home(n, q.get("q"), offset, size);
+  } catch (err) {
+    if (err instanceof Stale || !n.live()) return;
+    const hint = err.closest && err.closest.length ? h => `#/dataset/${enc(h)}` : null;
+    view.innerHTML = errorBox(err, hint);
+  }
+  done(n);
+}
+
+// ---------------------------------------------------------------- search with autocomplete (datasets and columns)
+let suggestCtrl = null, suggestTimer = null;
+function hideSuggestions() { const s = $("suggestions"); if (s) { s.hidden = true; s.innerHTML = ""; } }
+async function suggest(text) {
+  if (suggestCtrl) suggestCtrl.abort();
+  if (!text.trim()) { hideSuggestions(); return; }
+  const ctrl = suggestCtrl = new AbortController();
+  let r;
+  try {
+    r = await (await fetch(`/api/search?q=${enc(text)}&limit=6`, {signal: ctrl.signal})).json();
+  } catch (err) { return; }
+  if (ctrl !== suggestCtrl) return;  // a later keystroke asked again
+  const box = $("suggestions");
+  box.innerHTML = [
+    ...r.datasets.map(d => `<li><a href="#/dataset/${enc(d.dataset)}"><span class="kind">dataset</span> ${esc(d.dataset)}</a></li>`),
+    ...r.columns.map(c => `<li><a href="${columnHref(c.dataset, c.column)}"><span class="kind">column</span> <b>${esc(c.column)}</b> <small>${esc(c.dataset)}</small></a></li>`),
+    `<li><a href="#/search?q=${enc(text)}">all ${r.datasets_total} datasets and ${r.columns_total} columns matching “${esc(text)}”</a></li>`,
+  ].join("");
+  box.hidden = false;
 }
 
 function showStatic(data) {
   document.querySelector("header form").hidden = true;
+  setTitle(data.start.column, data.start.dataset);
   view.innerHTML = `<h2 class="mono">${esc(data.start.dataset)} [${esc(data.start.column)}]</h2>
     <p>${esc(data.direction)} lineage, written ${esc(data.written_at)} by lineage-listener html</p>
-    <div class="legend"><span>── direct</span><span>- - - indirect</span><span style="color:#c0392b">red: masked</span>
-      <span>hover an edge for its expression</span></div><p id="summary"></p><div id="graph"></div>`;
+    <div class="legend"><span>── direct</span><span>- - - indirect</span><span class="masked">green: masked</span>
+      <span>hover an edge for its expression</span></div><p id="summary"></p>${graphFrame()}`;
   draw(data);
 }
 
 if (window.LINEAGE_STATIC) {
   showStatic(window.LINEAGE_STATIC);
 } else {
-  document.getElementById("search-form").onsubmit = ev => {
+  const input = $("search");
+  $("search-form").onsubmit = ev => {
     ev.preventDefault();
-    location.hash = `#/?q=${enc(document.getElementById("search").value)}`;
+    location.hash = `#/search?q=${enc(input.value)}`;
   };
+  input.addEventListener("input", () => { clearTimeout(suggestTimer); suggestTimer = setTimeout(() => suggest(input.value), 120); });
+  input.addEventListener("keydown", ev => {
+    if (ev.key === "ArrowDown") { const a = document.querySelector("#suggestions a"); if (a) { ev.preventDefault(); a.focus(); } }
+    if (ev.key === "Escape") hideSuggestions();
+  });
+  $("suggestions").addEventListener("keydown", ev => {
+    const links = [...document.querySelectorAll("#suggestions a")], i = links.indexOf(document.activeElement);
+    if (ev.key === "ArrowDown" && i < links.length - 1) { ev.preventDefault(); links[i + 1].focus(); }
+    if (ev.key === "ArrowUp") { ev.preventDefault(); (i > 0 ? links[i - 1] : input).focus(); }
+    if (ev.key === "Escape") { hideSuggestions(); input.focus(); }
+  });
+  document.addEventListener("click", ev => { if (!ev.target.closest("#search-form, #suggestions")) hideSuggestions(); });
   window.addEventListener("hashchange", route);
   route();
 }

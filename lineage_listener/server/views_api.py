@@ -1,0 +1,188 @@
+"""Read routes the web UI's views need beyond the core API: search over datasets and columns,
+paged lists with totals, a dataset's columns, a dataset-level overview graph, impact as CSV.
+
+Numbers come from the query layer (``lineage_listener.query``), as in the CLI; SQL here only lists
+and counts what the store holds (parameters bound, never formatted into SQL).
+"""
+from __future__ import annotations
+
+import csv
+import io
+from collections import deque
+from typing import Any, Literal
+
+from fastapi import APIRouter, Depends, HTTPException, Query
+from fastapi.responses import Response
+
+from lineage_listener.query import reports
+from lineage_listener.query.expand import FAILED_WRITES
+from lineage_listener.query.names import Aliases, closest
+from lineage_listener.server.api import _answer, _store, _time
+from lineage_listener.server.state import ServerState, state
+from lineage_listener.store.connection import open_readonly
+
+router = APIRouter(tags=["ui"])
+
+MAX_OVERVIEW = 300  # datasets in one overview graph
+
+
+def _rows(cur) -> list[dict[str, Any]]:
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, r)) for r in cur.fetchall()]
+
+
+@router.get("/api/search")
+def search(q: str = "", what: Literal["all", "datasets", "columns"] = "all",
+           offset: int = Query(0, ge=0), limit: int = Query(20, ge=1, le=500),
+           st: ServerState = Depends(state)) -> dict:
+    """Datasets and columns whose name contains ``q`` (case-insensitive), each list paged by
+    ``offset``/``limit`` with its ``total``. Datasets: most recently seen first; columns: by dataset,
+    then by name."""
+    out: dict[str, Any] = {"q": q, "offset": offset, "limit": limit}
+    with st.lock:
+        con = open_readonly(st.store)
+        try:
+            if what in ("all", "datasets"):
+                where = "contains(lower(d.dataset), lower($q))"
+                out["datasets_total"] = con.execute(f"SELECT count(*) FROM datasets d WHERE {where}",
+                                                    {"q": q}).fetchone()[0]
+                out["datasets"] = _rows(con.execute(
+                    f"""SELECT d.dataset, d.kind, d.format, d.last_seen,
+                               (SELECT count(*) FROM dataset_columns c WHERE c.dataset = d.dataset) AS columns
+                        FROM datasets d WHERE {where}
+                        ORDER BY d.last_seen DESC NULLS LAST, d.dataset LIMIT $limit OFFSET $offset""",
+                    {"q": q, "limit": limit, "offset": offset}))
+            if what in ("all", "columns"):
+                where = "contains(lower(column_name), lower($q))"
+                out["columns_total"] = con.execute(f"SELECT count(*) FROM dataset_columns WHERE {where}",
+                                                   {"q": q}).fetchone()[0]
+                out["columns"] = _rows(con.execute(
+                    f"""SELECT dataset, column_name AS column, data_type AS type FROM dataset_columns
+                        WHERE {where} ORDER BY lower(column_name) = lower($q) DESC, dataset, column_name
+                        LIMIT $limit OFFSET $offset""", {"q": q, "limit": limit, "offset": offset}))
+        finally:
+            con.close()
+    return out
+
+
+@router.get("/api/schema")
+def schema(dataset: str, st: ServerState = Depends(state)) -> dict:
+    """A dataset's columns by name, with type and nullability (the store does not record schema order)."""
+    with st.lock:
+        con = open_readonly(st.store)
+        try:
+            aliases = Aliases(con)
+            canonical = aliases.canonical(dataset)
+            names = sorted(aliases.names(canonical))
+            rows = con.execute(
+                """SELECT column_name, any_value(data_type), any_value(nullable), 0
+                   FROM dataset_columns WHERE dataset IN (SELECT unnest($n)) GROUP BY column_name
+                   ORDER BY column_name""",
+                {"n": names}).fetchall()
+            if not rows and con.execute("SELECT count(*) FROM datasets WHERE dataset IN (SELECT unnest($n))",
+                                        {"n": names}).fetchone()[0] == 0:
+                known = [r[0] for r in con.execute("SELECT dataset FROM datasets").fetchall()]
+                raise HTTPException(404, {"error": f"unknown dataset {dataset!r}",
+                                          "closest": closest(dataset, known)})
+        finally:
+            con.close()
+    return {"dataset": canonical,
+            "columns": [{"position": i + 1, "name": n, "type": t, "nullable": nl} for i, (n, t, nl, _) in
+                        enumerate(rows)]}
+
+
+@router.get("/api/browse/runs")
+def runs(offset: int = Query(0, ge=0), limit: int = Query(50, ge=1, le=1000),
+         st: ServerState = Depends(state)) -> dict:
+    """Runs, newest first, with their duration, query count and failed queries; paged with a total."""
+    with st.lock:
+        con = open_readonly(st.store)
+        try:
+            total = con.execute("SELECT count(*) FROM runs").fetchone()[0]
+            rows = _rows(con.execute(
+                """SELECT r.run_id, r.app_name, r.spark_version, r.started_at, r.ended_at,
+                          CAST(date_diff('millisecond', r.started_at, r.ended_at) AS BIGINT) AS duration_ms,
+                          count(q.query_id) AS queries,
+                          count(q.query_id) FILTER (WHERE q.status <> 'succeeded') AS failed
+                   FROM runs r LEFT JOIN queries q USING (run_id)
+                   GROUP BY ALL ORDER BY r.started_at DESC NULLS LAST, r.run_id LIMIT ? OFFSET ?""",
+                [limit, offset]))
+        finally:
+            con.close()
+    for r in rows:
+        r["status"] = "running" if r["ended_at"] is None else ("failed queries" if r["failed"] else "ended")
+    return {"total": total, "offset": offset, "limit": limit, "rows": rows}
+
+
+@router.get("/api/overview")
+def overview(dataset: str, depth: int = Query(3, ge=0, le=50), st: ServerState = Depends(state)) -> dict:
+    """The datasets upstream and downstream of ``dataset`` (``depth`` hops each way) and, per dataset pair,
+    how many column edges and queries link them (failed writes left out)."""
+    with st.lock:
+        con = open_readonly(st.store)
+        try:
+            pairs = con.execute(
+                f"""SELECT source_dataset, target_dataset, count(DISTINCT (source_column, target_column)),
+                           count(DISTINCT query_id)
+                    FROM column_lineage WHERE target_dataset IS NOT NULL
+                      AND query_id NOT IN ({FAILED_WRITES}) GROUP BY ALL""").fetchall()
+            aliases = Aliases(con)
+            aliases.resolve([dataset] + [p[0] for p in pairs] + [p[1] for p in pairs])
+            start = aliases.canonical(dataset)
+            if not con.execute("SELECT count(*) FROM datasets WHERE dataset = ?", [start]).fetchone()[0]:
+                known = [r[0] for r in con.execute("SELECT dataset FROM datasets").fetchall()]
+                raise HTTPException(404, {"error": f"unknown dataset {dataset!r}",
+                                          "closest": closest(dataset, known)})
+        finally:
+            con.close()
+    links: dict[tuple[str, str], list[int]] = {}
+    for s, t, cols, queries in pairs:
+        key = (aliases.canonical(s), aliases.canonical(t))
+        if key[0] != key[1]:
+            agg = links.setdefault(key, [0, 0])
+            agg[0] += cols
+            agg[1] += queries
+    up: dict[str, set[str]] = {}
+    down: dict[str, set[str]] = {}
+    for s, t in links:
+        down.setdefault(s, set()).add(t)
+        up.setdefault(t, set()).add(s)
+    level = {start: 0}
+    for step, neighbours in ((-1, up), (1, down)):
+        todo = deque([(start, 0)])
+        while todo and len(level) < MAX_OVERVIEW:
+            node, hops = todo.popleft()
+            if hops >= depth:
+                continue
+            for nxt in sorted(neighbours.get(node, ())):
+                if nxt not in level:
+                    level[nxt] = step * (hops + 1)
+                    todo.append((nxt, hops + 1))
+    edges = [{"source": s, "target": t, "columns": c, "queries": q}
+             for (s, t), (c, q) in sorted(links.items()) if s in level and t in level]
+    return {"dataset": start, "depth": depth,
+            "nodes": [{"dataset": d, "level": lv} for d, lv in sorted(level.items(), key=lambda kv: (kv[1], kv[0]))],
+            "edges": edges}
+
+
+IMPACT_CSV = ("hop", "dataset", "column", "masking", "from", "applications", "runs")
+
+
+@router.get("/api/impact.csv")
+def impact_csv(dataset: str, column: str, since: str | None = None, until: str | None = None,
+               depth: int | None = Query(None, ge=0), st: ServerState = Depends(state)) -> Response:
+    """The ``/api/impact`` report's derived columns as CSV (one row per column), for spreadsheets."""
+    with st.lock:
+        report = _answer(reports.impact, _store(st), dataset, column, since=_time(since),
+                         until=_time(until, True), depth=depth)
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(IMPACT_CSV)
+    for d in report["downstream"]:
+        w.writerow([d["hop"], d["dataset"], d["column"], d["masking"],
+                    "; ".join(f"{f['dataset']}.{f['column']} ({f['transform']}{', masked' if f['masking'] else ''})"
+                              for f in d["from"]),
+                    "; ".join(d["applications"]), "; ".join(d["runs"])])
+    name = f"impact-{report['column']}.csv".replace('"', "")
+    return Response(buf.getvalue(), media_type="text/csv",
+                    headers={"content-disposition": f'attachment; filename="{name}"'})
