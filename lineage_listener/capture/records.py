@@ -10,8 +10,10 @@ import hashlib
 import json
 import traceback
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
+from typing import Any
 
 from lineage_listener.capture import stages
 from lineage_listener.capture.envelope import Envelope
@@ -30,6 +32,26 @@ def _dtype(data_type: object) -> str | None:
     if isinstance(data_type, dict):
         return str(data_type.get("type", "complex"))
     return str(data_type)
+
+
+def column_rows(columns: Mapping[tuple[str, str], Any], now: str | None,
+                only: str | None = None) -> list[tuple[Any, ...]]:
+    """``dataset_columns`` rows, each with its 1-based position in its dataset's schema (the
+    walk meets a dataset's columns in schema order, nested fields flattened in place).
+
+    >>> from types import SimpleNamespace as A
+    >>> cols = {("t", "b"): A(data_type="int", nullable=True), ("u", "x"): A(data_type="int", nullable=False),
+    ...         ("t", "a"): A(data_type="string", nullable=True)}
+    >>> [(r[0], r[1], r[-1]) for r in column_rows(cols, None)]
+    [('t', 'b', 1), ('u', 'x', 1), ('t', 'a', 2)]
+    """
+    seen: dict[str, int] = {}
+    rows = []
+    for (dataset, column), attr in columns.items():
+        seen[dataset] = position = seen.get(dataset, 0) + 1
+        if only is None or dataset == only:
+            rows.append((dataset, column, _dtype(attr.data_type), attr.nullable, now, now, position))
+    return rows
 
 
 def query_id_of(env: Envelope) -> str:
@@ -152,8 +174,8 @@ class Recorder:
             return batch
         for ds in result.datasets.values():
             batch.add("datasets", (ds.name, ds.kind, ds.format, ds.location, ds.properties_json(), now, now))
-        for (dataset, column), attr in result.columns.items():
-            batch.add("dataset_columns", (dataset, column, _dtype(attr.data_type), attr.nullable, now, now))
+        for row in column_rows(result.columns, now):
+            batch.add("dataset_columns", row)
         for e in result.edges:
             batch.add("column_lineage", (query_id, run_id, target, e.target_column, e.source.dataset, e.source.name,
                                          e.transform.value, e.kind, e.expression, e.masking, now))
@@ -222,8 +244,8 @@ class Recorder:
                      now: str | None) -> None:
         for ds in result.datasets.values():
             batch.add("datasets", (ds.name, ds.kind, ds.format, ds.location, ds.properties_json(), now, now))
-        for (dataset, column), attr in result.columns.items():
-            batch.add("dataset_columns", (dataset, column, _dtype(attr.data_type), attr.nullable, now, now))
+        for row in column_rows(result.columns, now):
+            batch.add("dataset_columns", row)
         for e in result.edges:
             batch.add("column_lineage", (query_id, run_id, target, e.target_column, e.source.dataset, e.source.name,
                                          e.transform.value, e.kind, e.expression, e.masking, now))
@@ -250,9 +272,8 @@ class Recorder:
                                            or (inner.target_dataset or "").startswith("file:") else None)
             batch.add("datasets", (target.name, target.kind, target.format, location,
                                    target.properties_json(), now, now))
-            for (dataset, column), attr in result.columns.items():
-                if dataset == target.name:
-                    batch.add("dataset_columns", (dataset, column, _dtype(attr.data_type), attr.nullable, now, now))
+            for row in column_rows(result.columns, now, only=target.name):
+                batch.add("dataset_columns", row)
             batch.add("retarget", (inner.query_id, target.name, inner.target_dataset))
         return True
 

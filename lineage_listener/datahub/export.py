@@ -68,7 +68,7 @@ def proposals(store: str | Path, options: DataHubOptions = DataHubOptions()) -> 
         columns: dict[str, list[tuple[str, str | None, bool | None]]] = defaultdict(list)
         for ds, col, dtype, nullable in con.execute(
                 "SELECT dataset, column_name, data_type, nullable FROM dataset_columns "
-                "WHERE dataset IN (SELECT unnest(?)) ORDER BY dataset, column_name", [involved]).fetchall():
+                "WHERE dataset IN (SELECT unnest(?)) ORDER BY dataset, ordinal NULLS LAST, column_name", [involved]).fetchall():
             columns[ds].append((col, dtype, nullable))
     finally:
         con.close()

@@ -118,7 +118,7 @@ def _edges_and_columns(con: duckdb.DuckDBPyConnection, query_ids: list[str]):
     columns: dict[str, list[tuple[str, str | None]]] = defaultdict(list)
     for ds, col, dtype in con.execute(
             "SELECT dataset, column_name, data_type FROM dataset_columns WHERE dataset IN (SELECT unnest(?)) "
-            "ORDER BY dataset, column_name", [sorted(n for n in names if n)]).fetchall():
+            "ORDER BY dataset, ordinal NULLS LAST, column_name", [sorted(n for n in names if n)]).fetchall():
         columns[ds].append((col, dtype))
     return edges, columns
 

@@ -152,8 +152,10 @@ def _rows(runs: Iterable[_Run]) -> Batch:
         b.add("query_started", (r.query_id, r.started.isoformat(sep=" ") if r.started else None))
         for name, kind in r.datasets.items():
             b.add("datasets", (name, kind, None, None, None, at, at))
-        for (name, column), dtype in r.columns.items():
-            b.add("dataset_columns", (name, column, dtype, None, at, at))
+        positions: dict[str, int] = {}
+        for (name, column), dtype in r.columns.items():  # in the schema facet's field order
+            positions[name] = positions.get(name, 0) + 1
+            b.add("dataset_columns", (name, column, dtype, None, at, at, positions[name]))
         for (target, *_), e in r.edges.items():
             b.add("column_lineage", (r.query_id, r.run_id, target, e.target_column, e.source_dataset,
                                      e.source_column, e.transform, e.kind, e.expression, e.masking, at))

@@ -75,7 +75,7 @@ def dataset(dataset: str, st: ServerState = Depends(state)) -> dict:
                 raise HTTPException(404, {"error": f"unknown dataset {dataset!r}", "closest": closest(dataset, known)})
             p = {"n": names}
             columns = con.execute("SELECT column_name, data_type FROM dataset_columns WHERE dataset IN "
-                                  "(SELECT unnest($n)) ORDER BY column_name", p).fetchall()
+                                  "(SELECT unnest($n)) ORDER BY ordinal NULLS LAST, column_name", p).fetchall()
             upstream = con.execute("""SELECT DISTINCT l.source_dataset FROM column_lineage l JOIN queries q USING (query_id)
                                       WHERE l.target_dataset IN (SELECT unnest($n)) AND q.status <> 'failed'
                                       ORDER BY 1""", p).fetchall()

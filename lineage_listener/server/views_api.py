@@ -67,7 +67,8 @@ def search(q: str = "", what: Literal["all", "datasets", "columns"] = "all",
 
 @router.get("/api/schema")
 def schema(dataset: str, st: ServerState = Depends(state)) -> dict:
-    """A dataset's columns by name, with type and nullability (the store does not record schema order)."""
+    """A dataset's columns in schema order (``dataset_columns.ordinal``; columns of stores written before
+    it was recorded come last, by name), with type and nullability."""
     with st.lock:
         con = open_readonly(st.store)
         try:
@@ -75,9 +76,9 @@ def schema(dataset: str, st: ServerState = Depends(state)) -> dict:
             canonical = aliases.canonical(dataset)
             names = sorted(aliases.names(canonical))
             rows = con.execute(
-                """SELECT column_name, any_value(data_type), any_value(nullable), 0
+                """SELECT column_name, any_value(data_type), any_value(nullable), min(ordinal)
                    FROM dataset_columns WHERE dataset IN (SELECT unnest($n)) GROUP BY column_name
-                   ORDER BY column_name""",
+                   ORDER BY min(ordinal) NULLS LAST, column_name""",
                 {"n": names}).fetchall()
             if not rows and con.execute("SELECT count(*) FROM datasets WHERE dataset IN (SELECT unnest($n))",
                                         {"n": names}).fetchone()[0] == 0:

@@ -17,7 +17,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "queries": ("query_id", "run_id", "action", "command", "sql_text", "status", "error", "duration_ms",
                 "captured_at", "target_dataset"),
     "datasets": ("dataset", "kind", "format", "location", "properties", "first_seen", "last_seen"),
-    "dataset_columns": ("dataset", "column_name", "data_type", "nullable", "first_seen", "last_seen"),
+    "dataset_columns": ("dataset", "column_name", "data_type", "nullable", "first_seen", "last_seen", "ordinal"),
     "column_lineage": ("query_id", "run_id", "target_dataset", "target_column", "source_dataset",
                        "source_column", "transform", "kind", "expression", "masking", "captured_at"),
     "capture_errors": ("captured_at", "run_id", "query_id", "stage", "error"),

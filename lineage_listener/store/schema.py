@@ -33,7 +33,7 @@ import duckdb
 SCHEMA_FILES = ("schema.sql", "views.sql")
 
 #: Bump when schema.sql or views.sql change; older stores are migrated to it on first write.
-SCHEMA_VERSION = 4  # 4: streams
+SCHEMA_VERSION = 5  # 4: streams; 5: dataset_columns.ordinal
 
 _VERSION_DDL = """
 CREATE TABLE IF NOT EXISTS schema_version (

@@ -47,6 +47,7 @@ CREATE TABLE IF NOT EXISTS dataset_columns (
     nullable    BOOLEAN,
     first_seen  TIMESTAMP,
     last_seen   TIMESTAMP,
+    ordinal     INTEGER,    -- position in the dataset's schema as last seen (1-based, nested fields flattened)
     PRIMARY KEY (dataset, column_name)
 );
 

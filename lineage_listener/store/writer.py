@@ -48,7 +48,7 @@ _MERGE = {
                 "first_seen=least(datasets.first_seen, excluded.first_seen), "
                 "last_seen=greatest(datasets.last_seen, excluded.last_seen)",
     "dataset_columns": "data_type=coalesce(excluded.data_type, dataset_columns.data_type), "
-                       "nullable=excluded.nullable, "
+                       "nullable=excluded.nullable, ordinal=coalesce(excluded.ordinal, dataset_columns.ordinal), "
                        "first_seen=least(dataset_columns.first_seen, excluded.first_seen), "
                        "last_seen=greatest(dataset_columns.last_seen, excluded.last_seen)",
     "openlineage_sent": "sent_at=least(openlineage_sent.sent_at, excluded.sent_at)",
@@ -82,7 +82,11 @@ def _fold_streams(rows: list[tuple]) -> list[tuple]:
 
 
 def _dedupe(table: str, rows: list[tuple]) -> list[tuple]:
-    """Keep the last row per key: one upsert statement may not touch a row twice."""
+    """Keep the last row per key: one upsert statement may not touch a row twice. Rows
+    shorter than the table's columns (spooled or sent by an older version) get nulls."""
+    width = len(COLUMNS[table])
+    if any(len(r) < width for r in rows):
+        rows = [tuple(r) + (None,) * (width - len(r)) for r in rows]
     if table == "streams":
         return _fold_streams(rows)
     if table not in KEYS:

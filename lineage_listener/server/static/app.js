@@ -406,7 +406,7 @@ async function dataset(n, name) {
   view.innerHTML = `<h2 class="mono">${esc(d.dataset)}</h2>
     <p>${esc(d.kind)} ${esc(d.format || "")} ${esc(d.location || "")} · first seen ${esc(when(d.first_seen))} · last seen ${esc(when(d.last_seen))}
       · <a id="overview-link" href="#/overview/${enc(d.dataset)}">dataset graph</a></p>
-    <h3>Columns <span class="count">(${s.columns.length}, by name: the store does not record schema order)</span></h3>
+    <h3>Columns <span class="count">(${s.columns.length}, in schema order)</span></h3>
     <label>filter <input id="column-filter" type="search" placeholder="part of a column name"></label>
     <table id="columns"><thead><tr><th>#</th><th>column</th><th>type</th><th>nullable</th><th></th></tr></thead><tbody>
     ${s.columns.map(c => `<tr data-name="${esc(c.name.toLowerCase())}"><td>${c.position}</td><td><a class="column" href="${columnHref(d.dataset, c.name)}">${esc(c.name)}</a></td>
