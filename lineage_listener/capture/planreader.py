@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from py4j.java_gateway import JVMView
+from py4j.java_gateway import JavaClass, JVMView
 from py4j.protocol import DEFAULT_JVM_ID, DEFAULT_JVM_NAME, Py4JError
 
 from lineage_listener.capture import stages
@@ -102,7 +102,16 @@ def _load(plan: Any, client: Any) -> Any:
             continue
         made = _instance(cls)
         if made is not None:
+            log.info("lineage-listener: plans are read by the compact PlanReader on the JVM's class path")
             return made
+    try:  # py4j's own class loading (the zero-code bridge's gateway)
+        found = jvm.lineage.bridge.PlanReader
+        made = _instance(found._java_lang_class) if isinstance(found, JavaClass) else None
+    except Py4JError:
+        made = None
+    if made is not None:
+        log.info("lineage-listener: plans are read by the bridge's compact PlanReader")
+        return made
     if _jar is None:
         _once("nojar", "lineage-listener: no compact plan reader in this JVM (enable() did not find the "
               "bridge jar): plans are read with toJSON")
@@ -116,7 +125,9 @@ def _load(plan: Any, client: Any) -> Any:
         _once("load", "lineage-listener: cannot load the compact plan reader from %s (%s): plans are "
               "read with toJSON", _jar, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
         return None
-    if made is None:
+    if made is not None:
+        log.info("lineage-listener: plans are read by the compact PlanReader of %s", _jar)
+    else:
         _once("version", "lineage-listener: the bridge jar %s has another PlanReader version: plans are "
               "read with toJSON", _jar)
     return made

@@ -11,9 +11,9 @@ into the pre-order list of dicts that ``json.loads(plan.toJSON())`` gives, every
 of an attribute being the same dict, so the fact readers and :func:`~lineage_listener.plan.tree.parse`
 work on it unchanged (``parse`` builds one :class:`~lineage_listener.plan.tree.Node` per shared dict).
 
->>> items = expand('{"v": 1, "attrs": [{"class": "e.A", "num-children": 0, "name": "x"}], '
-...                '"plan": {"@t": [{"class": "p.Project", "num-children": 0, "projectList": '
-...                '[{"@t": [0]}, {"@t": [0]}]}]}}')
+>>> items = expand('{"v":1,"attrs":[{"class":"e.A","num-children":0,"name":"x"}],'
+...                '"plan":{"@t":[{"class":"p.Project","num-children":0,"projectList":'
+...                '[{"@t":[0]},{"@t":[0]}]}]}}')
 >>> items[0]["projectList"][0][0]["name"], items[0]["projectList"][0][0] is items[0]["projectList"][1][0]
 ('x', True)
 """
@@ -38,7 +38,37 @@ def is_compact(text: str) -> bool:
 
 def expand(text: str | dict) -> list[dict[str, Any]]:
     """The ``toJSON``-shaped pre-order list of the compact plan ``text`` (attributes shared)."""
-    raw = json.loads(text) if isinstance(text, str) else text
+    if isinstance(text, dict):  # already decoded (a replayed envelope): expand in Python
+        return _expand_decoded(text)
+    # The attribute table comes first: decode it, then the plan with a hook that expands each
+    # tree as json.loads builds it (no second pass over the plan). Inside JSON strings a quote
+    # is escaped, so the first ``,"plan":`` is the separator.
+    head, sep, tail = text.partition(',"plan":')
+    if not sep:  # not as PlanReader writes it (spaces...): the general way
+        try:
+            return _expand_decoded(json.loads(text))
+        except ValueError as exc:
+            raise CompactError(f"not a compact plan: {exc}") from None
+    try:
+        raw = json.loads(head + "}")
+    except ValueError as exc:
+        raise CompactError(f"not a compact plan: {exc}") from None
+    if not isinstance(raw, dict) or raw.get("v") != VERSION:
+        raise CompactError(f"not a version-{VERSION} compact plan")
+    attrs: list[dict[str, Any]] = [_node(a, []) for a in raw["attrs"]]
+
+    def hook(d: dict[str, Any]) -> Any:
+        if TREE in d and len(d) == 1:
+            return [attrs[i] if type(i) is int else i for i in d[TREE]]
+        return d
+
+    plan = json.loads(tail[:-1], object_hook=hook)
+    if not (isinstance(plan, list) and plan):
+        raise CompactError("compact plan without a tree")
+    return plan
+
+
+def _expand_decoded(raw: Any) -> list[dict[str, Any]]:
     if not isinstance(raw, dict) or raw.get("v") != VERSION:
         raise CompactError(f"not a version-{VERSION} compact plan")
     attrs: list[dict[str, Any]] = []
