@@ -68,6 +68,7 @@ test-spark35: $(STAMP35) jars
 	LINEAGE_TEST_OTHER_SPARK_HOME=$$([ -x $(BIN)/python ] && $(BIN)/python -c \
 	  'import os, pyspark; print(os.path.dirname(pyspark.__file__))') \
 	$(VENV35)/bin/python -m pytest -q -p no:cacheprovider --ignore tests/lakehouse \
+	  --deselect tests/test_plan_reader.py::test_every_tpcds_query \
 	  --ignore tests/test_tpcds.py --ignore tests/test_ui.py --ignore tests/test_datahub.py \
 	  --ignore tests/test_openlineage.py --ignore tests/test_cli_errors.py --ignore tests/test_faults.py \
 	  --ignore tests/test_query_graph.py --ignore tests/test_query_sql_macros.py --ignore tests/test_server.py \

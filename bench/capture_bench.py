@@ -1,19 +1,25 @@
 """Where in-process capture spends its time, stage by stage, and what it costs the job.
 
     python bench/capture_bench.py [--workload mixed|tpcds|chains|all] [--pairs 3] [--limit N]
+                                  [--readers compact,tojson]
 
-Per query and in total (milliseconds):
+Each workload runs once per plan reader (``compact``: the bridge jar's ``PlanReader``;
+``tojson``: Spark's ``toJSON``, the reader before issue 24), then prints both side by side
+(``after/before`` per stage). Per query and in total (milliseconds):
 
-- ``tojson``: ``plan.toJSON()`` on the JVM (the py4j call minus ``transfer``);
+- ``read``: reading the plan on the JVM: ``PlanReader.encode`` or ``plan.toJSON()`` (the py4j
+  call minus ``transfer``);
 - ``transfer``: moving a string of the same length over py4j (a ``String.repeat`` call,
   which costs the JVM next to nothing);
 - ``facts``: py4j round trips for leaf and write-target facts;
-- ``decode``: ``json.loads`` of the plan (once per action; the walk reuses it);
+- ``decode``: ``json.loads`` of the plan (once per action; the walk reuses it), and for the
+  compact reader its expansion into ``toJSON``-shaped items;
 - ``tree``: building the ``Node`` tree; ``walk``: the walker *without* ``render``;
 - ``render``: expression text (sqlglot ``Expression.sql``, timed by wrapping it here);
 - ``records``: turning lineage into store rows; ``store``: DuckDB writes;
 - ``cap_cpu``: CPU time of the capture thread (``/proc/self/task/<tid>/stat``); as the capture
   thread holds the GIL whenever it runs Python code, this is also the GIL time it takes;
+- ``lag``: from the action's return to its edges being stored (``flush``);
 - ``peak_mb``: how far this process's resident memory rose above where it stood before the
   query (Linux peak RSS, reset per query through ``/proc/self/clear_refs``); MAX row, not a sum;
 - ``gil_lost``: time a busy Python thread standing for the user's driver code lost: it counts loop
@@ -42,11 +48,13 @@ sys.path.insert(0, str(REPO))
 import sqlglot.expressions as exp  # noqa: E402
 
 import lineage_listener  # noqa: E402
-from lineage_listener.capture import stages  # noqa: E402
+from lineage_listener.capture import planreader, stages  # noqa: E402
 from tests import tpcds  # noqa: E402
 
-COLUMNS = ("tojson", "transfer", "facts", "decode", "tree", "walk", "render", "records", "store", "cap_cpu",
-           "peak_mb")
+COLUMNS = ("read", "transfer", "facts", "decode", "tree", "walk", "render", "records", "store", "cap_cpu",
+           "lag", "peak_mb")
+#: Columns that are not capture stages (not summed into the capture total).
+NOT_STAGES = ("cap_cpu", "lag", "peak_mb")
 
 _render_sql = exp.Expression.sql
 
@@ -99,10 +107,10 @@ def breakdown(totals: dict[str, float], cpu: float) -> dict[str, float]:
     """Stage totals (seconds) as exclusive milliseconds per column."""
     t = dict(totals)
     out = {
-        "tojson": t.get("tojson+transfer", 0) - t.get("transfer", 0),
+        "read": t.get("tojson+transfer", 0) + t.get("compact.read+transfer", 0) - t.get("transfer", 0),
         "transfer": t.get("transfer", 0),
         "facts": t.get("facts", 0),
-        "decode": t.get("decode", 0) + t.get("decode.walker", 0),
+        "decode": t.get("decode", 0) + t.get("compact.decode", 0) + t.get("decode.walker", 0),
         "tree": t.get("tree", 0),
         "walk": t.get("walk", 0) - t.get("render", 0),
         "render": t.get("render", 0),
@@ -168,9 +176,9 @@ def chains(spark: Any) -> list[Query]:
             df = df.withColumn(f"c{i}", F.col(f"c{i - 1}") + 1)
         df.collect()
 
-    def wide_select() -> None:
-        spark.range(10).select(*[(F.col("id") * i).alias(f"w{i}") for i in range(1000)]).collect()
-    return [("withColumn300", with_column), ("select1000", wide_select)]
+    def wide_select(n: int) -> Callable[[], None]:
+        return lambda: spark.range(10).select(*[(F.col("id") * i).alias(f"w{i}") for i in range(n)]).collect()
+    return [("withColumn300", with_column), ("select1000", wide_select(1000)), ("select5000", wide_select(5000))]
 
 
 def planning_ms(spark: Any, sql: str) -> float:
@@ -201,8 +209,12 @@ def per_query(spark: Any, queries: list[Query], store: Path) -> list[tuple[str, 
         for name, q in queries:
             cpu0, rss0 = thread_cpu(tid), reset_peak()
             q()
+            done = time.perf_counter()
             handle.flush()
-            row = breakdown(stages.totals(reset=True), thread_cpu(tid) - cpu0)
+            totals = stages.totals(reset=True)
+            row = breakdown(totals, thread_cpu(tid) - cpu0)
+            row["lag"] = (time.perf_counter() - done) * 1000
+            row["fallback"] = 1.0 if "compact.fallback" in totals else 0.0
             row["peak_mb"] = max(0, _status_kb("VmHWM") - rss0) / 1024
             rows.append((name, row))
     finally:
@@ -229,21 +241,32 @@ def in_a_job(spark: Any, queries: list[Query], store: Path) -> tuple[float, dict
         lineage_listener.disable(spark)
 
 
-def ratio(spark: Any, queries: list[Query], store: Path, pairs: int) -> tuple[float, list[float]]:
-    """Median wall-time ratio with/without capture over alternating pairs (order flips each pair)."""
-    ratios = []
+def ratio(spark: Any, queries: list[Query], store: Path, pairs: int,
+          readers: list[str]) -> dict[str, tuple[float, list[float]]]:
+    """Per reader, the median wall-time ratio with/without capture over alternating runs: each
+    round runs the job without capture and with each reader, in an order that rotates."""
+    ratios: dict[str, list[float]] = {r: [] for r in readers}
     for i in range(pairs):
-        times = {}
-        for on in ((False, True) if i % 2 == 0 else (True, False)):
-            if on:
+        order = [None, *readers]
+        order = order[i % len(order):] + order[:i % len(order)]
+        times: dict[str | None, float] = {}
+        for reader in order:
+            if reader is not None:
+                use_reader(reader)
                 lineage_listener.enable(spark, store=str(store))
             try:
-                times[on] = run_all(queries)  # the job's time; capture still running after it is not
+                times[reader] = run_all(queries)  # the job's time; capture still running after it is not
             finally:
-                if on:
+                if reader is not None:
                     lineage_listener.disable(spark)
-        ratios.append(times[True] / times[False])
-    return statistics.median(ratios), ratios
+        for r in readers:
+            ratios[r].append(times[r] / times[None])
+    return {r: (statistics.median(v), v) for r, v in ratios.items()}
+
+
+def use_reader(name: str) -> None:
+    """Capture from now on with plan reader ``name`` (``compact`` or ``tojson``)."""
+    os.environ[planreader.ENV] = name
 
 
 def gil_lost(spark: Any, queries: list[Query], store: Path) -> tuple[float, float]:
@@ -283,15 +306,30 @@ def report(title: str, rows: list[tuple[str, dict[str, float]]], show_rows: bool
     header = f"{'query':<16}" + "".join(f"{c:>9}" for c in COLUMNS)
     print(header)
     total = {c: 0.0 for c in COLUMNS}
+    total["fallback"] = 0.0
     for name, b in rows:
         for c in COLUMNS:
             total[c] = max(total[c], b[c]) if c == "peak_mb" else total[c] + b[c]
+        total["fallback"] += b.get("fallback", 0.0)
         if show_rows:
             print(f"{name:<16}" + "".join(f"{b[c]:>9.1f}" for c in COLUMNS))
     print(f"{'TOTAL':<16}" + "".join(f"{total[c]:>9.0f}" for c in COLUMNS))
     n = max(1, len(rows))
     print(f"{'MEAN':<16}" + "".join(f"{total[c] / (1 if c == 'peak_mb' else n):>9.1f}" for c in COLUMNS))
+    if total["fallback"]:
+        print(f"queries read with toJSON after the compact reader failed: {total['fallback']:.0f}")
     return total
+
+
+def compare(title: str, before: dict[str, float], after: dict[str, float]) -> None:
+    """One line per stage: toJSON reader (before), compact reader (after), after/before."""
+    print(f"\n== {title}: before (toJSON) -> after (compact), totals ==")
+    for c in COLUMNS:
+        r = after[c] / before[c] if before[c] > 0 else float("nan")
+        print(f"{c:<10}{before[c]:>10.0f}{after[c]:>10.0f}   {r:>6.2f}x")
+    b = sum(before[c] for c in COLUMNS if c not in NOT_STAGES)
+    a = sum(after[c] for c in COLUMNS if c not in NOT_STAGES)
+    print(f"{'stages':<10}{b:>10.0f}{a:>10.0f}   {a / b if b else float('nan'):>6.2f}x")
 
 
 def main() -> None:
@@ -300,6 +338,8 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--limit", type=int, default=None, help="first N TPC-DS queries only")
     ap.add_argument("--quiet", action="store_true", help="totals only, no per-query rows")
+    ap.add_argument("--readers", default="compact,tojson",
+                    help="plan readers to measure, comma-separated: compact (issue 24), tojson (before)")
     args = ap.parse_args()
 
     from pyspark.sql import SparkSession
@@ -314,6 +354,8 @@ def main() -> None:
              .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={work}")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
+    readers = [r.strip() for r in args.readers.split(",") if r.strip()]
+    planreader.install_default(background=False)  # build the jar now, not during the first workload
     try:
         kinds = ["mixed", "tpcds", "chains"] if args.workload == "all" else [args.workload]
         for kind in kinds:
@@ -328,32 +370,40 @@ def main() -> None:
                 continue
             run_all(queries)  # warm-up: JIT, caches, table files
             store = work / f"{kind}.duckdb"
-            rows = per_query(spark, queries, store)
-            total = report(f"{kind} ({len(queries)} queries)", rows, not args.quiet)
-            capture_ms = sum(total[c] for c in COLUMNS if c not in ("cap_cpu", "peak_mb"))
-            print(f"capture stages total {capture_ms:.0f} ms, capture-thread CPU {total['cap_cpu']:.0f} ms")
-            job_cpu, job_stages = in_a_job(spark, queries, store)
-            # toJSON and its transfer together: while a job runs, the driver thread's own py4j
-            # traffic shares the socket timer, so the two cannot be told apart here.
-            jvm_ms = job_stages.get("tojson+transfer", 0) * 1000
-            n = len(queries)
-            print(f"as in a job (batched writes): capture-thread CPU {job_cpu * 1000 / n:.1f} ms/query, "
-                  f"store {job_stages.get('store', 0) * 1000 / n:.1f} ms/query, "
-                  f"waiting for toJSON + transfer {jvm_ms / n:.1f} ms/query")
-            if kind == "tpcds":
-                plan_ms = sum(planning_ms(spark, tpcds.queries()[n]) for n, _ in queries)
-                print(f"Spark analysis+planning {plan_ms / n:.1f} ms/query; capture CPU / planning = "
-                      f"{job_cpu * 1000 / plan_ms:.2f}x (Python), "
-                      f"{(job_cpu * 1000 + jvm_ms) / plan_ms:.2f}x (Python + toJSON + transfer); "
-                      f"with a store write per query {total['cap_cpu'] / plan_ms:.2f}x")
+            totals: dict[str, dict[str, float]] = {}
+            for reader in readers:
+                use_reader(reader)
+                per_query(spark, queries[:3], store)  # warm-up of this reader (JIT, class loading)
+                rows = per_query(spark, queries, store)
+                total = totals[reader] = report(f"{kind} ({len(queries)} queries), {reader} reader", rows,
+                                                not args.quiet)
+                capture_ms = sum(total[c] for c in COLUMNS if c not in NOT_STAGES)
+                print(f"capture stages total {capture_ms:.0f} ms, capture-thread CPU {total['cap_cpu']:.0f} ms")
+                job_cpu, job_stages = in_a_job(spark, queries, store)
+                # The JVM read and its transfer together: while a job runs, the driver thread's own
+                # py4j traffic shares the socket timer, so the two cannot be told apart here.
+                jvm_ms = (job_stages.get("tojson+transfer", 0) + job_stages.get("compact.read+transfer", 0)) * 1000
+                n = len(queries)
+                print(f"as in a job (batched writes): capture-thread CPU {job_cpu * 1000 / n:.1f} ms/query, "
+                      f"store {job_stages.get('store', 0) * 1000 / n:.1f} ms/query, "
+                      f"waiting for the JVM read + transfer {jvm_ms / n:.1f} ms/query")
+                if kind == "tpcds":
+                    plan_ms = sum(planning_ms(spark, tpcds.queries()[q]) for q, _ in queries)
+                    print(f"Spark analysis+planning {plan_ms / n:.1f} ms/query; capture CPU / planning = "
+                          f"{job_cpu * 1000 / plan_ms:.2f}x (Python), "
+                          f"{(job_cpu * 1000 + jvm_ms) / plan_ms:.2f}x (Python + JVM read + transfer); "
+                          f"with a store write per query {total['cap_cpu'] / plan_ms:.2f}x")
+                if kind != "chains":
+                    lost, cpu = gil_lost(spark, queries, store)
+                    print(f"GIL lost by a busy driver thread: {lost * 1000:.0f} ms; "
+                          f"extra process CPU with capture: {cpu * 1000:.0f} ms")
+            if "tojson" in totals and "compact" in totals:
+                compare(kind, totals["tojson"], totals["compact"])
             if kind == "chains":
                 continue
-            lost, cpu = gil_lost(spark, queries, store)
-            print(f"GIL lost by a busy driver thread: {lost * 1000:.0f} ms; "
-                  f"extra process CPU with capture: {cpu * 1000:.0f} ms")
-            med, ratios = ratio(spark, queries, store, args.pairs)
-            print(f"job wall time with/without capture: median {med:.3f}x "
-                  f"(pairs: {', '.join(f'{r:.3f}' for r in ratios)})")
+            for reader, (med, ratios) in ratio(spark, queries, store, args.pairs, readers).items():
+                print(f"job wall time with/without capture, {reader} reader: median {med:.3f}x "
+                      f"(rounds: {', '.join(f'{r:.3f}' for r in ratios)})")
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)

@@ -5,7 +5,6 @@ from this plain, immutable record.
 """
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -14,7 +13,7 @@ from typing import Any
 
 from py4j.protocol import Py4JError
 
-from lineage_listener.capture import facts, inference, internal, nodelay, rejected, stages, streams
+from lineage_listener.capture import facts, inference, internal, nodelay, planreader, rejected, stages, streams
 from lineage_listener.plan.classes import STREAM_SINK_WRITES, WRITE_COMMANDS
 from lineage_listener.lineage import redact
 
@@ -108,13 +107,11 @@ class Reader:
             self._nodelay_threads.add(threading.get_ident())
             nodelay.disable_nagle(plan)
         try:
-            with stages.timed("tojson+transfer"):
-                plan_json = str(plan.toJSON())
+            plan_json, items, fallback = planreader.read(plan)  # compact reader, else toJSON
+            read_error = fallback  # recorded (capture_errors), not an error of the capture
             if stages.enabled():
                 stages.add("transfer", _transfer_time(len(plan_json)))
             current = _current(qe) if root in _NEEDS_CURRENT else None
-            with stages.timed("decode"):
-                items = json.loads(plan_json)
             with stages.timed("facts"):
                 nulls: list[dict[str, Any]] = []
                 leaves = facts.leaves(plan, items, current, self._facts, nulls)

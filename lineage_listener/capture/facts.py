@@ -246,11 +246,15 @@ def json_leaves(items: Any, nulls: list[dict[str, Any]] | None = None) -> Iterat
     :data:`~lineage_listener.plan.classes.EXPRESSION_FIELDS`) are appended to ``nulls``.
     """
     stack = [items]
+    seen: set[int] = set()  # the compact reader's items share each attribute's dict: visit it once
     while stack:
         value = stack.pop()
         if isinstance(value, list):
             stack.extend(value)
         elif isinstance(value, dict):
+            if id(value) in seen:
+                continue
+            seen.add(id(value))
             cls = value.get("class")
             short = cls.rsplit(".", 1)[-1] if isinstance(cls, str) else ""
             if short in SOURCE_LEAVES:

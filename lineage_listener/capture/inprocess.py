@@ -6,7 +6,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from lineage_listener.capture import run_end, sigterm, sinks, streams
+from lineage_listener.capture import planreader, run_end, sigterm, sinks, streams
 from lineage_listener.capture.listener import PlanListener
 from lineage_listener.capture.pipeline import Capture
 from lineage_listener.lineage import redact
@@ -108,6 +108,7 @@ def enable(spark: Any, store: str | os.PathLike | None = None, **options: Any) -
                             existing.store)
             return existing
         _ensure_callbacks(spark)
+        planreader.install_default()  # the bridge jar's compact plan reader, loaded on the first read
         options.setdefault("defer_reads", True)  # callbacks arrive on Spark's listener bus
         ol_url = options.pop("openlineage_url", None) or spark.conf.get(OPENLINEAGE_URL_CONF, None)
         if ol_url:

@@ -63,19 +63,27 @@ def _is_tree(value: Any) -> bool:
     return isinstance(value, list) and bool(value) and isinstance(value[0], dict) and "class" in value[0]
 
 
-def _convert(value: list) -> Any:
+def _convert(value: list, shared: dict[int, Node]) -> Any:
     """A list field: a nested tree becomes a node; lists (of trees, of lists...) become tuples.
 
     Only lists come here (the caller tests ``type(v) is list``: most fields are scalars,
     and a 300-step plan has ~300,000 of them).
     """
     if value and type(value[0]) is dict and "class" in value[0]:
-        return _build(value)
-    return tuple([_convert(v) if type(v) is list else v for v in value])
+        if len(value) == 1 and id(value[0]) in shared:
+            return shared[id(value[0])]
+        return _build(value, shared)
+    return tuple([_convert(v, shared) if type(v) is list else v for v in value])
 
 
-def _build(items: list[dict]) -> Node:
-    """Build a tree from a pre-order list (iteratively: deep plans must not recurse)."""
+def _build(items: list[dict], shared: dict[int, Node] | None = None) -> Node:
+    """Build a tree from a pre-order list (iteratively: deep plans must not recurse).
+
+    A leaf dict met again (the compact reader shares each attribute's dict, see
+    :mod:`~lineage_listener.plan.compact`) gives the node built the first time (``shared``,
+    by the dict's id: the items outlive the build).
+    """
+    shared = {} if shared is None else shared
     pos = 0
 
     def take() -> Node:
@@ -92,12 +100,16 @@ def _build(items: list[dict]) -> Node:
                 stack.append((nxt, []))
                 continue
             stack.pop()
-            node = Node(
-                cls=raw.get("class", "?"),
-                fields={k: _convert(v) if type(v) is list else v for k, v in raw.items()
-                        if k != "class" and k != "num-children"},
-                children=tuple(kids),
-            )
+            node = shared.get(id(raw)) if not kids else None
+            if node is None:
+                node = Node(
+                    cls=raw.get("class", "?"),
+                    fields={k: _convert(v, shared) if type(v) is list else v for k, v in raw.items()
+                            if k != "class" and k != "num-children"},
+                    children=tuple(kids),
+                )
+                if not kids:
+                    shared[id(raw)] = node
             if not stack:
                 return node
             stack[-1][1].append(node)
@@ -106,8 +118,11 @@ def _build(items: list[dict]) -> Node:
 
 
 def parse(text: str | list) -> Node:
-    """Parse TreeNode JSON text (or the already-decoded list) into a :class:`Node`."""
+    """Parse TreeNode JSON text (or the already-decoded list, or a compact plan) into a :class:`Node`."""
     items = json.loads(text) if isinstance(text, str) else text
+    if isinstance(items, dict) and "v" in items:  # the bridge's compact plan text
+        from lineage_listener.plan.compact import expand
+        items = expand(items)
     if not _is_tree(items):
         raise ValueError("not a Spark TreeNode JSON list")
     return _build(items)

@@ -1,0 +1,169 @@
+"""Reading the analyzed plan: the bridge jar's compact ``PlanReader`` when the driver has it, else ``toJSON``.
+
+The zero-code bridge runs inside a JVM that loaded the bridge jar: ``PlanReader`` is
+found by name. In process, :func:`install` (called by ``enable(spark)``) gives the jar's
+path; the first read loads it in a child class loader of Spark's. When neither works,
+plans are read with ``toJSON`` (one log line says why). A plan the compact reader cannot
+encode is read with ``toJSON`` too, and the envelope says so (a ``capture_errors`` row).
+
+>>> from lineage_listener.capture import planreader
+>>> planreader.install(None)                        # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from py4j.java_gateway import JavaClass, JVMView
+from py4j.protocol import DEFAULT_JVM_ID, DEFAULT_JVM_NAME, Py4JError
+
+from lineage_listener.capture import stages
+from lineage_listener.plan import compact
+
+log = logging.getLogger(__name__)
+
+CLASS = "lineage.bridge.PlanReader"
+#: ``LINEAGE_PLAN_READER=compact`` turns the compact reader on (benchmarks compare both).
+ENV = "LINEAGE_PLAN_READER"
+
+_lock = threading.Lock()
+_jar: Path | None = None
+_readers: dict[int, Any] = {}  # id(gateway client) -> PlanReader instance, or False: unavailable
+_logged: set[str] = set()
+
+
+def install(jar: str | os.PathLike | None) -> None:
+    """Use the bridge jar at ``jar`` for in-process capture (loaded on the first read)."""
+    global _jar
+    with _lock:
+        _jar = Path(jar) if jar else None
+        _readers.clear()
+
+
+def install_default(background: bool = True) -> None:
+    """Find (or build, in a background thread: javac can take seconds) the bridge jar and install it."""
+    from lineage_listener.bridge import jar as bridge
+
+    def find() -> None:
+        try:
+            install(bridge.bridge_jar())
+        except Exception as exc:  # noqa: BLE001 - no jar: plans are read with toJSON
+            _once("nojar", "lineage-listener: no bridge jar (%s): plans are read with toJSON", exc)
+
+    if not enabled():
+        return
+    try:
+        shipped = bridge.SHIPPED if bridge.SHIPPED.is_file() else bridge.jar_path()
+    except Exception:  # noqa: BLE001
+        shipped = None
+    if shipped is not None and shipped.is_file():
+        install(shipped)
+    elif background:
+        threading.Thread(target=find, name="lineage-listener-jar", daemon=True).start()
+    else:
+        find()
+
+
+def enabled() -> bool:
+    """Opt-in this release: ``LINEAGE_PLAN_READER=compact`` (the default reads plans with ``toJSON``)."""
+    return os.environ.get(ENV, "tojson").lower() == "compact"
+
+
+def _once(key: str, message: str, *args: Any) -> None:
+    if key not in _logged:
+        _logged.add(key)
+        log.warning(message, *args)
+
+
+def reader_for(plan: Any) -> Any:
+    """The JVM ``PlanReader`` for the JVM of ``plan``, or None (then: toJSON)."""
+    client = plan._gateway_client
+    key = id(client)
+    found = _readers.get(key)
+    if found is not None:
+        return found or None
+    with _lock:
+        found = _readers.get(key)
+        if found is None:
+            found = _load(plan, client) or False
+            _readers[key] = found  # install() forgets it
+    return found or None
+
+
+def _load(plan: Any, client: Any) -> Any:
+    jvm = JVMView(client, jvm_name=DEFAULT_JVM_NAME, id=DEFAULT_JVM_ID)
+    spark_loader = plan.getClass().getClassLoader()
+    loaders = [jvm.java.lang.Thread.currentThread().getContextClassLoader(), spark_loader]
+    for loader in loaders:
+        try:
+            cls = jvm.java.lang.Class.forName(CLASS, True, loader)
+        except Py4JError:
+            continue
+        made = _instance(cls)
+        if made is not None:
+            log.info("lineage-listener: plans are read by the compact PlanReader on the JVM's class path")
+            return made
+    try:  # py4j's own class loading (the zero-code bridge's gateway)
+        found = jvm.lineage.bridge.PlanReader
+        made = _instance(found._java_lang_class) if isinstance(found, JavaClass) else None
+    except Py4JError:
+        made = None
+    if made is not None:
+        log.info("lineage-listener: plans are read by the bridge's compact PlanReader")
+        return made
+    if _jar is None:
+        _once("nojar", "lineage-listener: no compact plan reader in this JVM (enable() did not find the "
+              "bridge jar): plans are read with toJSON")
+        return None
+    try:
+        urls = jvm.java.lang.reflect.Array.newInstance(jvm.java.net.URL._java_lang_class, 1)
+        urls[0] = jvm.java.io.File(str(_jar)).toURI().toURL()
+        loader = jvm.java.net.URLClassLoader(urls, spark_loader)
+        made = _instance(loader.loadClass(CLASS))
+    except Py4JError as exc:
+        _once("load", "lineage-listener: cannot load the compact plan reader from %s (%s): plans are "
+              "read with toJSON", _jar, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        return None
+    if made is not None:
+        log.info("lineage-listener: plans are read by the compact PlanReader of %s", _jar)
+    else:
+        _once("version", "lineage-listener: the bridge jar %s has another PlanReader version: plans are "
+              "read with toJSON", _jar)
+    return made
+
+
+def _instance(cls: Any) -> Any:
+    try:
+        if int(cls.getField("VERSION").getInt(None)) != compact.VERSION:
+            return None
+        return cls.newInstance()
+    except Py4JError:
+        return None
+
+
+def read(plan: Any) -> tuple[str, list[dict[str, Any]], str | None]:
+    """``(text, items, fallback)``: the plan's text, its decoded ``toJSON``-shaped items, and
+    why the compact reader was not used for a plan it failed on (None otherwise)."""
+    reader = reader_for(plan) if enabled() else None
+    fallback = None
+    if reader is not None:
+        try:
+            with stages.timed("compact.read+transfer"):
+                text = str(reader.encode(plan))
+            with stages.timed("compact.decode"):
+                return text, compact.expand(text), None
+        except (Py4JError, ValueError, KeyError, IndexError, TypeError) as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+            fallback = f"compact plan reader failed ({type(exc).__name__}: {first}): read with toJSON"
+            _once("fail:" + first[:80], "lineage-listener: %s", fallback)
+            if stages.enabled():
+                stages.add("compact.fallback", 0.0)
+    with stages.timed("tojson+transfer"):
+        text = str(plan.toJSON())
+    with stages.timed("decode"):
+        items = json.loads(text)
+    return text, items, fallback

