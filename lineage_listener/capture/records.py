@@ -170,15 +170,8 @@ class Recorder:
         batch.add("queries", row.row())
         if target is not None:
             self._last_write[run_id] = row
-        if result is None:
-            return batch
-        for ds in result.datasets.values():
-            batch.add("datasets", (ds.name, ds.kind, ds.format, ds.location, ds.properties_json(), now, now))
-        for row in column_rows(result.columns, now):
-            batch.add("dataset_columns", row)
-        for e in result.edges:
-            batch.add("column_lineage", (query_id, run_id, target, e.target_column, e.source.dataset, e.source.name,
-                                         e.transform.value, e.kind, e.expression, e.masking, now))
+        if result is not None:
+            self._add_lineage(batch, query_id, run_id, target, result, now)
         return batch
 
     def _lineage(self, env: Envelope) -> tuple[QueryLineage | None, str | None]:
