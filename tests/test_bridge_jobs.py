@@ -330,14 +330,20 @@ def test_python_without_the_package_leaves_the_job_alone(tmp_path: Path) -> None
 
 
 def test_events_before_a_slow_worker_are_queued_bounded_and_drops_reported(tmp_path: Path) -> None:
-    slow = tmp_path / "slow-python"  # a worker that takes 8 s to start
-    slow.write_text(f"#!/bin/sh\nsleep 8\nexec {sys.executable} \"$@\"\n")
+    # A worker that starts only once the job's four actions have run (the job says so with a file):
+    # whatever the machine's speed, all four events arrive while no worker takes them.
+    go = tmp_path / "actions-done"
+    slow = tmp_path / "slow-python"
+    slow.write_text(f"#!/bin/sh\ni=0\nwhile [ ! -f {go} ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done\n"
+                    f"exec {sys.executable} \"$@\"\n")
     slow.chmod(0o755)
     script = tmp_path / "quick.py"
-    script.write_text("from pyspark.sql import SparkSession\n"
+    script.write_text("import pathlib\n"
+                      "from pyspark.sql import SparkSession\n"
                       "spark = SparkSession.builder.appName('slow_worker_job').getOrCreate()\n"
                       "for i in range(4):\n"
                       "    spark.range(3).selectExpr(f'id + {i} AS v').collect()\n"
+                      f"pathlib.Path({str(go)!r}).touch()\n"
                       "spark.stop()\n")
     store = tmp_path / "lineage.duckdb"
     args = without_confs(capture_args(store), "spark.lineage.python")
