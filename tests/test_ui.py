@@ -412,3 +412,45 @@ def test_html_file_draws_the_same_graph_offline(served, page, tmp_path):
     assert (nodes, edges) == api_graph(lineage_api(served, *target))
     assert any(e[3] == "email_hash" and e[5] == 1 for e in edges)
     page.screenshot(path=str(ARTIFACTS / "html-export.png"), full_page=True)
+
+
+def test_a_stream_is_one_job_with_its_batches(spark, page, tmp_path):
+    """A stream of three micro-batches is one row: its sink, batch count and last batch as the API says."""
+    import lineage_listener
+
+    src, out = tmp_path / "in", tmp_path / "live"
+    src.mkdir()
+    store = tmp_path / "lineage.duckdb"
+    handle = lineage_listener.enable(spark, store=str(store))
+    try:
+        q = (spark.readStream.schema("id INT, name STRING").json(str(src)).selectExpr("id", "upper(name) AS who")
+             .writeStream.format("parquet").option("path", str(out)).option("checkpointLocation", str(tmp_path / "ck"))
+             .queryName("live_people").start())
+        try:
+            for i in range(3):  # a file arrives, a micro-batch runs
+                (tmp_path / f"{i}.tmp").write_text(json.dumps({"id": i, "name": f"n{i}"}) + "\n")
+                (tmp_path / f"{i}.tmp").rename(src / f"{i}.json")
+                q.processAllAvailable()
+        finally:
+            q.stop()
+        assert handle.flush(120)
+    finally:
+        lineage_listener.disable(spark)
+    srv = Server(store).start()
+    try:
+        [body] = api(srv, "/api/streams")
+        assert body["name"] == "live_people" and body["batch_count"] == 3 and body["targets"] == [f"file:{out}"]
+        page.goto(srv.url + "/#/streams")
+        ready(page)
+        assert page.inner_text("#streams-count").startswith("1 stream")
+        row = page.locator("#streams tbody tr")
+        assert row.count() == 1
+        assert row.locator("td.batches").inner_text() == "3"
+        assert "UTC" in row.locator("td.last-batch").inner_text()
+        assert "live_people" in row.inner_text() and f"file:{out}" in row.inner_text()
+        page.screenshot(path=str(ARTIFACTS / "streams.png"), full_page=True)
+        row.locator(f'a[title="file:{out}"]').click()
+        ready(page)
+        assert f"file:{out}" in page.inner_text("h2")
+    finally:
+        srv.stop()

@@ -618,6 +618,19 @@ async function runs(n, offset, size) {
       ${offset + size < r.total ? `<a id="next-runs" href="${href(offset + size)}">next →</a>` : ""}</p>` : ""}`;
 }
 
+async function streams(n) {
+  setTitle("streams");
+  const r = await getJSON(n, "/api/streams?limit=1000");
+  view.innerHTML = `<h2>Streams</h2><p class="count" id="streams-count">${plural(r.length, "stream")}: each a job however many
+    micro-batches it ran; its edges are stored once per plan (a restart with new code adds a plan)</p>
+    <table id="streams"><thead><tr><th>stream</th><th>sinks</th><th>batches</th><th>batch ids</th><th>first batch</th><th>last batch</th><th>plans</th><th>run</th></tr></thead><tbody>
+    ${r.map(x => `<tr><td>${esc(x.name || "(unnamed)")}<br><small class="mono">${esc(x.stream_id)}</small></td>
+      <td>${(x.targets || []).map(datasetLink).join("<br>") || `<span class="none">console / foreach (no dataset)</span>`}</td>
+      <td class="batches">${x.batch_count}</td><td>${x.first_batch_id}–${x.last_batch_id}</td>
+      <td>${esc(when(x.first_batch_at))}</td><td class="last-batch">${esc(when(x.last_batch_at))}</td>
+      <td>${(x.plans || []).length}</td><td><a href="#/run/${enc(x.run_id)}">${esc(x.run_id)}</a></td></tr>`).join("")}</tbody></table>`;
+}
+
 async function run(n, id) {
   setTitle(id, "run");
   const r = await getJSON(n, `/api/runs/${enc(id)}`);
@@ -649,6 +662,7 @@ async function route() {
     else if (parts[0] === "impact") await impact(n, parts[1], parts[2], query);
     else if (parts[0] === "overview") await overview(n, parts.slice(1).join("/"));
     else if (parts[0] === "runs") await runs(n, offset, size);
+    else if (parts[0] === "streams") await streams(n);
     else if (parts[0] === "run") await run(n, parts.slice(1).join("/"));
     else await home(n, q.get("q"), offset, size);
   } catch (err) {
