@@ -454,3 +454,35 @@ def test_a_stream_is_one_job_with_its_batches(spark, page, tmp_path):
         assert f"file:{out}" in page.inner_text("h2")
     finally:
         srv.stop()
+
+
+def test_hover_shows_paths_and_a_dataset_box_expands_to_its_schema(served, page):
+    start = (ds(served, "clean/customers"), "email")
+    page.goto(col_url(served, *start, "direction=both&directOnly=false"))
+    ready(page)
+    pick = "window.lineageGraph.nodes('[column]').filter(n => n.data('column') === 'email_plain')[0]"
+    page.evaluate(f"void {pick}.emit('mouseover')")
+    assert page.evaluate("window.lineageGraph.nodes('.hl[column]').length") > 2
+    assert page.evaluate("window.lineageGraph.elements('.dim').length") > 0
+    page.evaluate(f"void {pick}.emit('mouseout')")
+    assert page.evaluate("window.lineageGraph.elements('.dim, .hl').length") == 0
+    # a click keeps its highlight while the pointer moves over other columns
+    page.evaluate(f"void {pick}.emit('tap')")
+    other = "window.lineageGraph.nodes('[column]').filter(n => n.data('column') === 'email_hash')[0]"
+    page.evaluate(f"void {other}.emit('mouseover')")
+    assert page.evaluate(f"{other}.hasClass('dim')") and page.evaluate(f"{pick}.hasClass('sel')")
+    page.evaluate("void window.lineageGraph.emit('tap')")
+
+    raw = ds(served, "raw/customers")
+    box = f"window.lineageGraph.getElementById({json.dumps('ds:' + raw)})"
+    shown = set(page.evaluate(f"{box}.children().map(n => n.data('column'))"))
+    schema = [c["name"] for c in api(served, "/api/schema", dataset=raw)["columns"]]
+    assert shown < set(schema), (shown, schema)
+    page.evaluate(f"void {box}.emit('tap')")
+    page.wait_for_function(f"{box}.children('.extra').length > 0")
+    extra = page.evaluate(f"{box}.children('.extra').map(n => n.data('column'))")
+    assert extra == [c for c in schema if c not in shown]  # the rest, in schema order
+    page.screenshot(path=str(ARTIFACTS / "column-expanded.png"), full_page=True)
+    page.evaluate(f"void {box}.emit('tap')")
+    page.wait_for_function(f"{box}.children('.extra').length === 0")
+    assert set(page.evaluate(f"{box}.children().map(n => n.data('column'))")) == shown

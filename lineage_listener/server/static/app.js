@@ -146,6 +146,7 @@ const GRAPH_STYLE = [
   {selector: "edge[alarm = 1]", style: {"line-color": "#c0392b", "target-arrow-color": "#c0392b", "color": "#c0392b", "width": 3}},
   {selector: ".dim", style: {"opacity": 0.15}},
   {selector: "node.sel", style: {"border-width": 4, "border-color": "#1f3b57"}},
+  {selector: "node.extra", style: {"border-style": "dashed", "background-color": "#fbfcfd", "color": "#666"}},
   {selector: "edge.hl", style: {"width": 3, "z-index": 10}},
 ];
 
@@ -205,6 +206,12 @@ function draw(data, opts = {}) {
   if (nodes.length > MINIMAP_OVER || !fits) minimap(cy);
   cy.on("tap", "node[column]", ev => select(cy, ev.target, opts));
   cy.on("tap", ev => { if (ev.target === cy) select(cy, null, opts); });
+  // hovering a column shows its paths while nothing is picked by a click
+  cy.on("mouseover", "node[column]", ev => { if (!cy.scratch("picked")) mark(cy, ev.target); });
+  cy.on("mouseout", "node[column]", () => { if (!cy.scratch("picked")) mark(cy, null); });
+  if (compound && !window.LINEAGE_STATIC) {
+    cy.on("tap", "node", ev => { if (ev.target.isParent()) toggleDataset(cy, ev.target); });
+  }
   graphTable(nodes, edges, names, opts);
   return cy;
 }
@@ -262,10 +269,12 @@ function zoomButtons(cy, startNode) {
 
 function hover(cy) {
   const show = (ev, text) => {
+    const at = ev.originalEvent;  // events emitted by code have no pointer: no tooltip
+    if (!at) return;
     tip.textContent = text;
     tip.hidden = false;
-    tip.style.left = (ev.originalEvent.clientX + 12) + "px";
-    tip.style.top = (ev.originalEvent.clientY + 12) + "px";
+    tip.style.left = (at.clientX + 12) + "px";
+    tip.style.top = (at.clientY + 12) + "px";
   };
   cy.on("mouseover", "edge", ev => {
     const d = ev.target.data();
@@ -278,8 +287,35 @@ function hover(cy) {
   cy.on("mouseout", "node, edge", () => { tip.hidden = true; });
 }
 
-/** Highlight ``node``'s upstream and downstream paths and dim the rest (null clears). */
+/**
+ * A dataset box shows the columns on the path; a tap adds the dataset's other columns (dashed, in schema
+ * order, below them) and a second tap takes them away again.
+ */
+async function toggleDataset(cy, box) {
+  const extra = box.children(".extra");
+  if (extra.nonempty()) { cy.remove(extra); box.data("expanded", 0); return; }
+  const dataset = box.data("dataset");
+  let schema;
+  try { schema = await (await fetch(`/api/schema?dataset=${enc(dataset)}`)).json(); } catch (err) { return; }
+  if (cy.destroyed() || box.removed() || box.children(".extra").nonempty()) return;
+  const shown = new Set(box.children().map(n => n.data("column")));
+  const bb = box.children().boundingBox();
+  const more = (schema.columns || []).filter(c => !shown.has(c.name));
+  cy.add(more.map((c, i) => ({group: "nodes", classes: "extra",
+    data: {id: `extra:${dataset}\u0000${c.name}`, parent: box.id(), label: c.name, dataset, column: c.name, extra: 1,
+           w: Math.max(48, 7.4 * c.name.length + 18), start: 0, status: ""},
+    position: {x: (bb.x1 + bb.x2) / 2, y: bb.y2 + 30 + 30 * i}})));
+  box.data("expanded", 1);
+}
+
+/** Highlight ``node``'s upstream and downstream paths and dim the rest (null clears), as a click does. */
 function select(cy, node, opts) {
+  cy.scratch("picked", node || null);
+  mark(cy, node);
+  showSelection(node, opts);
+}
+
+function mark(cy, node) {
   cy.batch(() => {
     cy.elements().removeClass("dim hl sel");
     if (!node) return;
@@ -289,6 +325,9 @@ function select(cy, node, opts) {
     path.addClass("hl");
     node.addClass("sel");
   });
+}
+
+function showSelection(node, opts) {
   const panel = $("selection");
   if (!panel) return;
   if (!node) { panel.textContent = "Click a column to highlight where it comes from and where it goes; click the background to clear."; return; }
