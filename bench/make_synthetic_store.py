@@ -63,7 +63,7 @@ def generate(path: str | os.PathLike, edges: int = 10_000_000, datasets: int | N
     con.execute(sql("""
         INSERT INTO dataset_columns
         SELECT ds.name, 'c' || c, CASE WHEN c = 0 THEN 'bigint' ELSE 'string' END, c <> 0,
-               TIMESTAMP '2025-01-01', TIMESTAMP '2025-03-01'
+               TIMESTAMP '2025-01-01', TIMESTAMP '2025-03-01', c + 1
         FROM ds, range({C}) r(c)"""))
 
     # One template row per (job, edge) with the job's target d (layer >= 1).

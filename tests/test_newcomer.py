@@ -23,7 +23,9 @@ def dry_run(target: str) -> list[str]:
     """The commands `make TARGET` runs from scratch (every stamp outdated), without running them."""
     if not shutil.which("make"):
         pytest.skip("make is not installed")
-    out = subprocess.run(["make", "-n", "-B", target], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}  # not as a sub-make
+    out = subprocess.run(["make", "--no-print-directory", "-n", "-B", target], cwd=ROOT, env=env,
+                         capture_output=True, text=True, check=True).stdout
     return out.splitlines()
 
 

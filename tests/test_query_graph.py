@@ -37,7 +37,8 @@ def store_path(tmp_path):
             "spark_catalog.shop.orders": ["id", "amount", "email"],
             "spark_catalog.shop.clean": ["id", "amount", "email_hash"],
             "spark_catalog.shop.report": ["total", "n"]}
-    con.executemany("INSERT INTO dataset_columns VALUES (?, ?, 'string', true, ?, ?)",
+    con.executemany("INSERT INTO dataset_columns (dataset, column_name, data_type, nullable, first_seen, last_seen) "
+                    "VALUES (?, ?, 'string', true, ?, ?)",
                     [(d, c, T, T) for d, cs in cols.items() for c in cs])
     con.executemany("INSERT INTO column_lineage VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
         # job 1: CTAS from the csv

@@ -191,3 +191,23 @@ def test_library_log_lines_are_redacted(caplog):
         log.exception("failed")
     assert "PW" not in caplog.text
     assert "file://***@h/x" in caplog.text and "s3a://***@b/x" in caplog.text
+
+
+def test_a_logger_made_while_pyspark_swapped_the_logger_class_stays_ours(caplog):
+    """PySparkLogger.getLogger sets the global logger class for a moment (no lock): a logger of ours
+    created then must not become PySpark's, whose JSON handler prints the raw exception."""
+    pyspark_logger = pytest.importorskip("pyspark.logger")
+    before = logging.getLoggerClass()
+    logging.setLoggerClass(pyspark_logger.PySparkLogger)  # what another thread does inside getLogger
+    try:
+        log = logger("lineage_listener.test_secrets_swapped")
+    finally:
+        logging.setLoggerClass(before)
+    assert type(log) is logging.Logger and not log.handlers
+    caplog.set_level(logging.INFO, logger="lineage_listener.test_secrets_swapped")
+    try:
+        raise ValueError("boom at s3a://u:PW@b/x")
+    except ValueError:
+        log.exception("failed")
+    assert "PW" not in caplog.text and "s3a://***@b/x" in caplog.text
+    assert all(r.exc_info is None for r in caplog.records)  # formatters that read it get nothing raw

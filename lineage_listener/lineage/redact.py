@@ -148,6 +148,9 @@ class _Redacting(logging.Filter):
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
             record.exc_text = redact_text(record.exc_text)
+        # The raw exception stays behind: formatters that read exc_info themselves (PySpark's JSON
+        # formatter) would print its unredacted message; every standard formatter prints exc_text.
+        record.exc_info = None
         record.msg, record.args = redact_text(message), None
         return True
 
@@ -156,8 +159,18 @@ _FILTER = _Redacting()
 
 
 def logger(name: str) -> logging.Logger:
-    """``logging.getLogger(name)`` whose records are redacted before any handler sees them."""
+    """``logging.getLogger(name)`` whose records are redacted before any handler sees them.
+
+    PySpark's ``PySparkLogger.getLogger`` swaps the global logger class for a moment, unsynchronized:
+    a logger created on another thread just then is one of PySpark's, with a JSON handler of its own.
+    Ours stay plain loggers that propagate to the application's handlers.
+    """
     log = logging.getLogger(name)
+    if type(log) is not logging.Logger and type(log).__module__.startswith("pyspark."):
+        for handler in list(log.handlers):
+            log.removeHandler(handler)
+        log.__class__ = logging.Logger
+        log.setLevel(logging.NOTSET)
     if _FILTER not in log.filters:
         log.addFilter(_FILTER)
     return log
