@@ -8,6 +8,8 @@ WAL are grepped for each secret.
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import logging
 import subprocess
 import sys
@@ -181,19 +183,37 @@ def test_batches_redact_rows_on_entry_and_from_old_spool_files():
     assert "PW" not in str(Batch.from_json(old).rows["queries"])
 
 
-def test_library_log_lines_are_redacted(caplog):
-    log = logger("lineage_listener.test_secrets")
-    caplog.set_level(logging.INFO, logger="lineage_listener.test_secrets")
-    log.warning("could not read %s: %s", "file://bob:PW@h/x", "Password=PW;")
+@contextlib.contextmanager
+def written(log: logging.Logger, formatter: logging.Formatter | None = None):
+    """What ``log`` writes to a handler of its own with a standard formatter (or ``formatter``). Not
+    caplog: PySpark code run by earlier tests may have put its JSON formatter on pytest's handler."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(formatter or logging.Formatter("%(levelname)s %(name)s %(message)s"))
+    level = log.level
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
     try:
-        raise ValueError("boom at s3a://u:PW@b/x")
-    except ValueError:
-        log.exception("failed")
-    assert "PW" not in caplog.text
-    assert "file://***@h/x" in caplog.text and "s3a://***@b/x" in caplog.text
+        yield stream
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(level)
 
 
-def test_a_logger_made_while_pyspark_swapped_the_logger_class_stays_ours(caplog):
+def test_library_log_lines_are_redacted():
+    log = logger("lineage_listener.test_secrets")
+    with written(log) as out:
+        log.warning("could not read %s: %s", "file://bob:PW@h/x", "Password=PW;")
+        try:
+            raise ValueError("boom at s3a://u:PW@b/x")
+        except ValueError:
+            log.exception("failed")
+    text = out.getvalue()
+    assert "PW" not in text
+    assert "file://***@h/x" in text and "s3a://***@b/x" in text
+
+
+def test_a_logger_made_while_pyspark_swapped_the_logger_class_stays_ours():
     """PySparkLogger.getLogger sets the global logger class for a moment (no lock): a logger of ours
     created then must not become PySpark's, whose JSON handler prints the raw exception."""
     pyspark_logger = pytest.importorskip("pyspark.logger")
@@ -204,10 +224,10 @@ def test_a_logger_made_while_pyspark_swapped_the_logger_class_stays_ours(caplog)
     finally:
         logging.setLoggerClass(before)
     assert type(log) is logging.Logger and not log.handlers
-    caplog.set_level(logging.INFO, logger="lineage_listener.test_secrets_swapped")
-    try:
-        raise ValueError("boom at s3a://u:PW@b/x")
-    except ValueError:
-        log.exception("failed")
-    assert "PW" not in caplog.text and "s3a://***@b/x" in caplog.text
-    assert all(r.exc_info is None for r in caplog.records)  # formatters that read it get nothing raw
+    with written(log) as plain, written(log, pyspark_logger.logger.JSONFormatter()) as as_json:
+        try:
+            raise ValueError("boom at s3a://u:PW@b/x")
+        except ValueError:
+            log.exception("failed")
+    assert "PW" not in plain.getvalue() and "s3a://***@b/x" in plain.getvalue()
+    assert "PW" not in as_json.getvalue() and '"msg": "failed"' in as_json.getvalue()  # reads exc_info: none
