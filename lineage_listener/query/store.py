@@ -94,11 +94,12 @@ class LineageStore:
             found = edge_captures(con, list(by_id), filters)
         out: dict[tuple[Node, Node], list[dict]] = {}
         for eid, rows in found.items():
-            for key, record in by_id[eid]:
+            kept = [(q, run, t) for q, run, t in rows if q is not None]  # not what prune summarised
+            for key, record in by_id[eid] if kept else ():
                 out.setdefault(key, []).extend(
                     {"query_id": q, "run_id": run, "captured_at": t, "transform": record["transform"],
                      "kind": record["kind"], "expression": record["expression"], "masking": record["masking"]}
-                    for q, run, t in rows if q is not None)
+                    for q, run, t in kept)
         for caps in out.values():
             caps.sort(key=lambda c: (c["captured_at"], c["query_id"]))
         return out
@@ -166,7 +167,7 @@ def resolve_column(con: duckdb.DuckDBPyConnection, aliases: Aliases, dataset: st
         found = con.execute(
             "SELECT 1 FROM dataset_columns WHERE dataset IN (SELECT unnest($n)) AND column_name = $c LIMIT 1",
             {"n": names, "c": stored}).fetchone() or con.execute(
-            """SELECT 1 FROM column_lineage
+            """SELECT 1 FROM edges
                WHERE (source_dataset IN (SELECT unnest($n)) AND source_column = $c)
                   OR (target_dataset IN (SELECT unnest($n)) AND target_column = $c)
                LIMIT 1""", {"n": names, "c": stored}).fetchone()
@@ -174,16 +175,16 @@ def resolve_column(con: duckdb.DuckDBPyConnection, aliases: Aliases, dataset: st
             return canonical, stored
     known_columns = [r[0] for r in con.execute(
         """SELECT column_name FROM dataset_columns WHERE dataset IN (SELECT unnest($n))
-           UNION SELECT source_column FROM column_lineage WHERE source_dataset IN (SELECT unnest($n))
-           UNION SELECT target_column FROM column_lineage WHERE target_dataset IN (SELECT unnest($n))""",
+           UNION SELECT source_column FROM edges WHERE source_dataset IN (SELECT unnest($n))
+           UNION SELECT target_column FROM edges WHERE target_dataset IN (SELECT unnest($n))""",
         {"n": names}).fetchall() if r[0] is not None]
     if known_columns:
         hint = closest(column, known_columns) or sorted(known_columns)[:5]
         raise UnknownNameError(f"dataset {canonical} has no column {column!r}; "
                                f"closest known: {', '.join(hint)}")
     datasets = [r[0] for r in con.execute(
-        """SELECT dataset FROM datasets UNION SELECT source_dataset FROM column_lineage
-           UNION SELECT target_dataset FROM column_lineage""").fetchall() if r[0] is not None]
+        """SELECT dataset FROM datasets UNION SELECT source_dataset FROM edges
+           UNION SELECT target_dataset FROM edges""").fetchall() if r[0] is not None]
     hint = closest(dataset, datasets)
     raise UnknownNameError(f"unknown dataset {dataset!r}"
                            + (f"; closest known: {', '.join(hint)}" if hint else "; the store has none like it"))
