@@ -6,6 +6,7 @@ writes), except the round-2 store, built with that release's DDL
 """
 from __future__ import annotations
 
+import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -15,10 +16,11 @@ import pytest
 from lineage_listener.cli import main as cli_main
 from lineage_listener.query import open_store
 from lineage_listener.store.batch import Batch
-from lineage_listener.store.connection import open_writable
+from lineage_listener.store.connection import open_readonly, open_writable
 from lineage_listener.store.doctor import examine
 from lineage_listener.store.prune import prune
 from lineage_listener.store.writer import write_batch
+from tests.server_helpers import Server
 
 DAY1 = datetime(2026, 1, 1, 6, 0)
 V5_DDL = Path(__file__).parent / "fixtures" / "stores" / "schema_v5.sql"
@@ -55,8 +57,11 @@ def write(path: Path, *batches: Batch) -> None:
 
 
 def count(path: Path, sql: str) -> int:
-    with duckdb.connect(str(path), read_only=True) as con:
+    con = open_readonly(path)  # waits while a writer (the server's prune) holds the file
+    try:
         return con.execute(sql).fetchone()[0]
+    finally:
+        con.close()
 
 
 def test_a_job_run_daily_stores_its_edges_once_and_every_run(tmp_path):
@@ -151,8 +156,8 @@ def test_prune_keeps_each_edges_first_and_last_time(tmp_path):
     assert "oldest capture record 2026-02-04" in lines and "summarised back to 2026-01-01" in lines
 
 
-def test_prune_cli(tmp_path, capsys):
-    store = tmp_path / "lineage.duckdb"
+def old_and_new(store: Path) -> None:
+    """Two runs of a job: 500 days ago and yesterday."""
     now = datetime.utcnow()
     b_old, b_new = job_batch("c", 1, ["a"]), job_batch("c", 2, ["a"])
     for b, at in ((b_old, now - timedelta(days=500)), (b_new, now - timedelta(days=1))):
@@ -160,6 +165,11 @@ def test_prune_cli(tmp_path, capsys):
             b.rows[table] = [tuple(at.isoformat(sep=" ") if isinstance(v, str) and v.startswith("2026-01-0") else v
                                    for v in r) for r in b.rows[table]]
     write(store, b_old, b_new)
+
+
+def test_prune_cli(tmp_path, capsys):
+    store = tmp_path / "lineage.duckdb"
+    old_and_new(store)
     assert cli_main(["prune", "--store", str(store), "--keep", "400d", "--dry-run"]) == 0
     assert "would drop 1 queries, 1 capture records, 1 runs" in capsys.readouterr().out
     assert count(store, "SELECT count(*) FROM queries") == 2
@@ -206,3 +216,17 @@ def test_a_round_2_store_migrates_in_place(tmp_path):
     assert sets_after == sets_before   # a set the migration wrote is the set the writer computes
     g = open_store(store).upstream("spark_catalog.mart.m", "a")
     assert g.edges[("spark_catalog.raw.events", "a"), ("spark_catalog.mart.m", "a")]["captures"] == 6
+
+
+def test_serve_keep_prunes_at_start(tmp_path):
+    store = tmp_path / "lineage.duckdb"
+    old_and_new(store)
+    server = Server(store, args=("--keep", "400d")).start()
+    try:
+        deadline = time.monotonic() + 60
+        while count(store, "SELECT count(*) FROM queries") != 1 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert count(store, "SELECT count(*) FROM queries") == 1
+        assert count(store, "SELECT count(*) FROM edges") == 2   # the edges stay
+    finally:
+        server.stop()

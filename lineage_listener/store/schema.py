@@ -109,7 +109,7 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> str:
         _add_missing_columns(con)
         con.execute(schema_sql())
         if old_edges:
-            _move_edges(con, old_edges)
+            move_edges(con, old_edges)
         con.execute(_VERSION_DDL)
         con.execute("INSERT INTO schema_version (version, by_package) VALUES (?, 'lineage-listener')",
                     [SCHEMA_VERSION])
@@ -148,7 +148,7 @@ _ASIDE = "column_lineage_before_v6"
 MOVE_STEP_ROWS = 5_000_000
 
 
-def _move_edges(con: duckdb.DuckDBPyConnection, table: str) -> None:
+def move_edges(con: duckdb.DuckDBPyConnection, table: str) -> None:
     """Store the rows of an old ``column_lineage`` table once per edge and set (as the writer
     would have), keeping each query's edges at the time it first had them; drop the table.
 

@@ -50,7 +50,7 @@ SELECT coalesce(a.dataset, c.dataset) AS dataset, c.column_name
 FROM dataset_columns c LEFT JOIN lineage_dataset_aliases a ON a.alias = rtrim(c.dataset, '/')
 UNION
 SELECT coalesce(a.dataset, e.target_dataset), e.target_column
-FROM (SELECT DISTINCT target_dataset, target_column FROM column_lineage
+FROM (SELECT DISTINCT target_dataset, target_column FROM edges
       WHERE target_dataset IS NOT NULL AND target_column IS NOT NULL) e
 LEFT JOIN lineage_dataset_aliases a ON a.alias = rtrim(e.target_dataset, '/');
 
