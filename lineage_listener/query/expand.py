@@ -3,12 +3,14 @@
 Each hop is one query: the frontier's dataset names go in as a list, DuckDB
 semi-joins the distinct ``edges`` on the dataset and keeps the edges of the
 frontier's columns plus the dataset-level indirect edges (null
-``target_column``); then, for those edges only, the captures that produced them
-(``edge_sets`` -> ``edge_captures``) within the time window and not of a failed
-write give each edge its first and last capture, count and last query. An edge
-with no such capture is not there. Only the rows found come back to Python, and
-the work does not grow with how many times the jobs ran, only with how many
-distinct edges and sets they wrote.
+``target_column``). Each edge carries its history (first and last capture,
+count, last query and run), kept up to date by every capture, so a walk never
+reads the per-run records: its cost grows with the number of distinct edges,
+not with how many times the jobs ran. ``since`` is answered by the history
+(an edge last seen after it was captured in the window); with ``until``, and
+for edges a failed write captured, the candidates of the hop are checked
+against their capture rows (``edge_sets`` -> ``edge_captures``), so windows
+are exact: an edge seen on day 3 and day 30 is not in days 10-20.
 
 Edges are returned in data-flow direction (source -> target) for both
 directions of travel.
@@ -32,7 +34,8 @@ Node = tuple[str, str]
 Direction = Literal["upstream", "downstream"]
 
 _COLUMNS = ("e.target_dataset, e.target_column, e.source_dataset, e.source_column, e.transform, e.kind, "
-            "e.expression, e.masking, h.query_id, h.run_id, h.last_seen, h.first_seen, h.captures, e.edge_id")
+            "e.expression, e.masking, e.last_query_id, e.last_run_id, e.last_seen, e.first_seen, e.captures, "
+            "e.edge_id")
 
 
 @dataclass(frozen=True)
@@ -46,12 +49,12 @@ class Edge:
     kind: str
     expression: str | None
     masking: bool
-    query_id: str               # the last capture's (in the window)
+    query_id: str               # the last capture's
     run_id: str
-    captured_at: datetime       # the last capture (in the window)
+    captured_at: datetime       # the last capture
     dataset_level: bool         # stored with a null target_column (applies to every column)
-    first_seen: datetime | None = None  # the first capture (in the window)
-    captures: int = 1           # how many captures (in the window)
+    first_seen: datetime | None = None  # the first capture
+    captures: int = 1           # how many captures (within ``until`` when given, else all)
     edge_id: int | None = None  # the row of ``edges``; its captures: :func:`captures`
 
 
@@ -86,7 +89,13 @@ class Filters:
 
 
 def _hop_sql(direction: Direction, filters: Filters) -> tuple[str, dict]:
-    on_edge, on_capture, params = filters.sql()
+    """One hop over the distinct edges, with the history every capture keeps on them: an edge
+    last seen before ``since`` or first seen after ``until`` cannot be in the window."""
+    on_edge, _, params = filters.sql()
+    if filters.since is not None:
+        on_edge += " AND e.last_seen >= $since"
+    if filters.until is not None:
+        on_edge += " AND e.first_seen <= $until"
     if direction == "upstream":
         near, near_col, far, far_col = "target_dataset", "target_column", "source_dataset", "source_column"
         match_col = f"(e.{near_col} IS NULL OR (e.{near}, e.{near_col}) IN (SELECT d, c FROM f))"
@@ -94,21 +103,57 @@ def _hop_sql(direction: Direction, filters: Filters) -> tuple[str, dict]:
         near, near_col, far, far_col = "source_dataset", "source_column", "target_dataset", "target_column"
         match_col = f"(e.{near}, e.{near_col}) IN (SELECT d, c FROM f)"
     sql = f"""
-        WITH f AS (SELECT unnest($d) AS d, unnest($c) AS c),
-        e AS MATERIALIZED (
-            SELECT * FROM edges e
-            WHERE e.{near} IN (SELECT d FROM f) AND {match_col}
-              AND e.{far} IS NOT NULL {"AND e." + far_col + " IS NOT NULL" if direction == "upstream" else ""}
-              {on_edge}),
-        h AS (
-            SELECT s.edge_id, min(c.captured_at) AS first_seen, max(c.captured_at) AS last_seen,
-                   sum(c.captures) AS captures, arg_max(c.query_id, c.captured_at) AS query_id,
-                   arg_max(c.run_id, c.captured_at) AS run_id
-            FROM edge_sets s JOIN edge_captures c ON c.set_id = s.set_id
-            WHERE s.edge_id IN (SELECT edge_id FROM e) {on_capture}
-            GROUP BY s.edge_id)
-        SELECT {_COLUMNS} FROM e JOIN h ON h.edge_id = e.edge_id"""
+        WITH f AS (SELECT unnest($d) AS d, unnest($c) AS c)
+        SELECT {_COLUMNS} FROM edges e
+        WHERE e.{near} IN (SELECT d FROM f) AND {match_col} AND e.captures > 0
+          AND e.{far} IS NOT NULL {"AND e." + far_col + " IS NOT NULL" if direction == "upstream" else ""}
+          {on_edge}"""
     return sql, params
+
+
+def _exact(con: duckdb.DuckDBPyConnection, ids: list[int], filters: Filters) -> dict[int, tuple]:
+    """History of ``ids`` from their capture rows within ``filters``: (first, last, count, query, run)
+    per edge that has a capture there (an edge with none is not in the answer)."""
+    _, on_capture, params = filters.sql()
+    return {r[0]: r[1:] for r in con.execute(
+        f"""SELECT s.edge_id, min(c.captured_at), max(c.captured_at), sum(c.captures),
+                   arg_max(c.query_id, c.captured_at), arg_max(c.run_id, c.captured_at)
+            FROM edge_sets s JOIN edge_captures c ON c.set_id = s.set_id
+            WHERE s.edge_id IN (SELECT unnest($ids)) {on_capture}
+            GROUP BY s.edge_id""", {**params, "ids": ids}).fetchall()}
+
+
+def failed_edges(con: duckdb.DuckDBPyConnection) -> set[int]:
+    """Edges captured by a write that failed: their stored history may count it (checked one by one)."""
+    if not con.execute(f"SELECT count(*) FROM ({FAILED_WRITES})").fetchone()[0]:
+        return set()
+    return {r[0] for r in con.execute(
+        f"""SELECT DISTINCT edge_id FROM edge_sets WHERE set_id IN
+            (SELECT set_id FROM edge_captures WHERE query_id IN ({FAILED_WRITES}))""").fetchall()}
+
+
+def _checked(con: duckdb.DuckDBPyConnection, rows: list[tuple], filters: Filters, suspects: set[int]
+             ) -> list[tuple]:
+    """Rows whose stored history cannot answer the filters exactly, answered from their captures.
+
+    - With ``until``: every row (its first, last and count are those of the window; an edge seen
+      before and after the window but not within is dropped).
+    - Rows of ``suspects`` (edges a failed write captured): their history without that write.
+    Other rows stand: ``last_seen >= since`` already says an edge was captured since then.
+    """
+    if filters.until is None and not (suspects and any(r[-1] in suspects for r in rows)):
+        return rows
+    check = sorted({r[-1] for r in rows if filters.until is not None or r[-1] in suspects})
+    exact = _exact(con, check, filters)
+    out = []
+    checked = set(check)
+    for r in rows:
+        if r[-1] not in checked:
+            out.append(r)
+        elif r[-1] in exact:
+            first, last, n, query_id, run_id = exact[r[-1]]
+            out.append(r[:8] + (query_id, run_id, last, first, n, r[-1]))
+    return out
 
 
 def captures(con: duckdb.DuckDBPyConnection, edge_ids: list[int], filters: Filters = Filters()
@@ -139,16 +184,20 @@ def expand(con: duckdb.DuckDBPyConnection, start: Node, direction: Direction,
     """
     aliases = aliases or Aliases(con)
     sql, params = _hop_sql(direction, filters)
+    suspects = set() if filters.include_failed else failed_edges(con)
+
+    def fetch(nodes: list[Node]) -> list[tuple]:
+        return _checked(con, _fetch(con, sql, params, nodes, aliases), filters, suspects)
     seen: set[Node] = {start}
     frontier: list[Node] = [start]
     found: list[Edge] = []
     hop = 0
     while frontier and (depth is None or hop < depth):
         hop += 1
-        rows = _fetch(con, sql, params, frontier, aliases)
+        rows = fetch(frontier)
         edges = list(_edges(con, rows, frontier, direction, hop, aliases))
         edges += nested.fallback(frontier, edges, direction, lambda nodes, hop=hop: list(
-            _edges(con, _fetch(con, sql, params, nodes, aliases), nodes, direction, hop, aliases)))
+            _edges(con, fetch(nodes), nodes, direction, hop, aliases)))
         found.extend(edges)
         far = [e.source if direction == "upstream" else e.target for e in edges]
         frontier = sorted({n for n in far if n not in seen})

@@ -85,13 +85,62 @@ def add_captures(con: duckdb.DuckDBPyConnection, captures: list[tuple[str | None
                 "unnest(?)",
                 [[c[0] for c in captures], [c[1] for c in captures], [set_id(c[3]) for c in captures],
                  [c[2] for c in captures], counts or [1] * len(captures)])
+    _count_captures(con, captures)
+
+
+def _count_captures(con: duckdb.DuckDBPyConnection, captures: list[tuple]) -> None:
+    """Move each captured edge's first/last time, count and last query: one statement per batch."""
+    per_edge: dict[int, list] = {}
+    for query_id, run_id, at, ids in captures:
+        t = str(at)
+        for eid in set(ids):
+            old = per_edge.get(eid)
+            if old is None:
+                per_edge[eid] = [t, t, 1, query_id, run_id]
+                continue
+            old[0], old[2] = min(old[0], t), old[2] + 1
+            if t >= old[1]:
+                old[1], old[3], old[4] = t, query_id, run_id
+    ids = list(per_edge)
+    cols = list(zip(*per_edge.values()))
+    con.execute("""UPDATE edges e SET first_seen = least(e.first_seen, x.f), last_seen = greatest(e.last_seen, x.l),
+                          captures = coalesce(e.captures, 0) + x.n,
+                          last_query_id = CASE WHEN e.last_seen IS NULL OR x.l >= e.last_seen THEN x.q
+                                               ELSE e.last_query_id END,
+                          last_run_id = CASE WHEN e.last_seen IS NULL OR x.l >= e.last_seen THEN x.r
+                                             ELSE e.last_run_id END
+                   FROM (SELECT unnest($1) AS id, CAST(unnest($2) AS TIMESTAMP) AS f, CAST(unnest($3) AS TIMESTAMP) AS l,
+                                unnest($4) AS n, unnest($5) AS q, unnest($6) AS r) x
+                   WHERE e.edge_id = x.id""", [ids, *[list(c) for c in cols]])
+
+
+#: Recompute ``edges``' history columns from the capture rows (``{where}``: which edges).
+_REFRESH = """
+    UPDATE edges e SET first_seen = h.f, last_seen = h.l, captures = h.n, last_query_id = h.q, last_run_id = h.r
+    FROM (SELECT e2.edge_id, min(c.captured_at) AS f, max(c.captured_at) AS l, sum(c.captures) AS n,
+                 arg_max(c.query_id, c.captured_at) AS q, arg_max(c.run_id, c.captured_at) AS r
+          FROM edges e2 LEFT JOIN edge_sets s ON s.edge_id = e2.edge_id
+          LEFT JOIN edge_captures c ON c.set_id = s.set_id
+          WHERE {where} GROUP BY e2.edge_id) h
+    WHERE e.edge_id = h.edge_id"""
+
+
+def refresh_history(con: duckdb.DuckDBPyConnection, edge_ids: Iterable[int] | None = None) -> None:
+    """Recompute the history columns of ``edge_ids`` (None: every edge) from their capture rows."""
+    if edge_ids is None:
+        con.execute(_REFRESH.format(where="true"))
+        return
+    ids = sorted(set(edge_ids))
+    if ids:
+        con.execute(_REFRESH.format(where="e2.edge_id IN (SELECT unnest($1))"), [ids])
 
 
 def retarget(con: duckdb.DuckDBPyConnection, query_id: str, target: str) -> None:
     """Every edge of ``query_id`` now names ``target`` as its target dataset (a table seen after
     its path); captures keep their time, and an edge the query then holds twice is kept once."""
     rows = con.execute(
-        """SELECT c.run_id, c.captured_at, c.rowid, e.* FROM edge_captures c
+        f"""SELECT c.run_id, c.captured_at, c.rowid, e.edge_id, {', '.join('e.' + c for c in EDGE_COLUMNS)}
+           FROM edge_captures c
            JOIN edge_sets s ON s.set_id = c.set_id JOIN edges e ON e.edge_id = s.edge_id
            WHERE c.query_id = ? ORDER BY c.captured_at, c.rowid""", [query_id]).fetchall()
     if not rows:
@@ -109,3 +158,4 @@ def retarget(con: duckdb.DuckDBPyConnection, query_id: str, target: str) -> None
             captures[(run_id, captured_at, rowid)].append(eid)
     con.execute("DELETE FROM edge_captures WHERE query_id = ?", [query_id])
     add_captures(con, [(query_id, run, t, ids) for (run, t, _), ids in captures.items() if ids], edges)
+    refresh_history(con, [r[3] for r in rows])  # the edges under the old name lost these captures

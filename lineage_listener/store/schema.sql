@@ -66,7 +66,13 @@ CREATE TABLE IF NOT EXISTS edges (
     transform      TEXT,              -- identity | rename | derived | aggregate | filter | join | group_by | sort | window | conditional
     kind           TEXT,              -- direct | indirect
     expression     TEXT,              -- Spark SQL text in source column names; condition or key for indirect edges
-    masking        BOOLEAN            -- a hashing/masking function or a count lies on the path
+    masking        BOOLEAN,           -- a hashing/masking function or a count lies on the path
+    -- Kept up to date by every capture (and kept by prune): what a walk reads instead of the captures.
+    first_seen     TIMESTAMP,         -- the first capture
+    last_seen      TIMESTAMP,         -- the last capture
+    captures       BIGINT,            -- how many captures
+    last_query_id  TEXT,              -- the last capture's query and run
+    last_run_id    TEXT
 );
 
 -- Sets of edges, stored once per distinct set: what one capture of a query wrote.

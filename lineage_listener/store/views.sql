@@ -13,16 +13,10 @@ JOIN edge_sets s ON s.set_id = c.set_id
 JOIN edges e ON e.edge_id = s.edge_id
 WHERE c.query_id IS NOT NULL;
 
--- Each distinct edge with its history: first and last capture, how many captures, the last
--- query and run (over every capture kept, including what `prune` summarised).
+-- Each distinct edge with its history: first and last capture, how many, the last query and
+-- run (the columns every capture keeps up to date in `edges`, including what prune dropped).
 CREATE OR REPLACE VIEW lineage_edge_history AS
-SELECT e.*, h.first_seen, h.last_seen, h.captures, h.last_query_id, h.last_run_id
-FROM edges e
-JOIN (SELECT s.edge_id, min(c.captured_at) AS first_seen, max(c.captured_at) AS last_seen,
-             sum(c.captures) AS captures, arg_max(c.query_id, c.captured_at) AS last_query_id,
-             arg_max(c.run_id, c.captured_at) AS last_run_id
-      FROM edge_sets s JOIN edge_captures c ON c.set_id = s.set_id
-      GROUP BY s.edge_id) h ON h.edge_id = e.edge_id;
+SELECT * FROM edges;
 
 -- A catalog table and its storage location are one dataset (CONTRACT section 4).
 -- alias: the location as stored by jobs that read or wrote the table by path.
