@@ -3,14 +3,13 @@
 Each hop is one query: the frontier's dataset names go in as a list, DuckDB
 semi-joins the distinct ``edges`` on the dataset and keeps the edges of the
 frontier's columns plus the dataset-level indirect edges (null
-``target_column``). Each edge carries its history (first and last capture,
-count, last query and run), kept up to date by every capture, so a walk never
-reads the per-run records: its cost grows with the number of distinct edges,
-not with how many times the jobs ran. ``since`` is answered by the history
-(an edge last seen after it was captured in the window); with ``until``, and
-for edges a failed write captured, the candidates of the hop are checked
-against their capture rows (``edge_sets`` -> ``edge_captures``), so windows
-are exact: an edge seen on day 3 and day 30 is not in days 10-20.
+``target_column``); each edge lists the sets of edges holding it, and the
+capture rows of those sets (``edge_captures``) within the time window and not of
+a failed write give it its first and last capture, count and last query and
+run. An edge with no such capture is not in the answer, so windows are exact (an
+edge seen on day 3 and day 30 is not in days 10-20). The work grows with the
+distinct edges near the frontier and their captures, not with the per-edge rows
+a year of daily runs would have stored.
 
 Edges are returned in data-flow direction (source -> target) for both
 directions of travel.
@@ -34,8 +33,7 @@ Node = tuple[str, str]
 Direction = Literal["upstream", "downstream"]
 
 _COLUMNS = ("e.target_dataset, e.target_column, e.source_dataset, e.source_column, e.transform, e.kind, "
-            "e.expression, e.masking, e.last_query_id, e.last_run_id, e.last_seen, e.first_seen, e.captures, "
-            "e.edge_id")
+            "e.expression, e.masking, h.query_id, h.run_id, h.last_seen, h.first_seen, h.captures, e.edge_id")
 
 
 @dataclass(frozen=True)
@@ -49,12 +47,12 @@ class Edge:
     kind: str
     expression: str | None
     masking: bool
-    query_id: str               # the last capture's
+    query_id: str               # the last capture's (in the window)
     run_id: str
-    captured_at: datetime       # the last capture
+    captured_at: datetime       # the last capture (in the window)
     dataset_level: bool         # stored with a null target_column (applies to every column)
-    first_seen: datetime | None = None  # the first capture
-    captures: int = 1           # how many captures (within ``until`` when given, else all)
+    first_seen: datetime | None = None  # the first capture (in the window)
+    captures: int = 1           # how many captures (in the window)
     edge_id: int | None = None  # the row of ``edges``; its captures: :func:`captures`
 
 
@@ -89,13 +87,7 @@ class Filters:
 
 
 def _hop_sql(direction: Direction, filters: Filters) -> tuple[str, dict]:
-    """One hop over the distinct edges, with the history every capture keeps on them: an edge
-    last seen before ``since`` or first seen after ``until`` cannot be in the window."""
-    on_edge, _, params = filters.sql()
-    if filters.since is not None:
-        on_edge += " AND e.last_seen >= $since"
-    if filters.until is not None:
-        on_edge += " AND e.first_seen <= $until"
+    on_edge, on_capture, params = filters.sql()
     if direction == "upstream":
         near, near_col, far, far_col = "target_dataset", "target_column", "source_dataset", "source_column"
         match_col = f"(e.{near_col} IS NULL OR (e.{near}, e.{near_col}) IN (SELECT d, c FROM f))"
@@ -103,57 +95,22 @@ def _hop_sql(direction: Direction, filters: Filters) -> tuple[str, dict]:
         near, near_col, far, far_col = "source_dataset", "source_column", "target_dataset", "target_column"
         match_col = f"(e.{near}, e.{near_col}) IN (SELECT d, c FROM f)"
     sql = f"""
-        WITH f AS (SELECT unnest($d) AS d, unnest($c) AS c)
-        SELECT {_COLUMNS} FROM edges e
-        WHERE e.{near} IN (SELECT d FROM f) AND {match_col} AND e.captures > 0
-          AND e.{far} IS NOT NULL {"AND e." + far_col + " IS NOT NULL" if direction == "upstream" else ""}
-          {on_edge}"""
+        WITH f AS (SELECT unnest($d) AS d, unnest($c) AS c),
+        e AS MATERIALIZED (
+            SELECT * FROM edges e
+            WHERE e.{near} IN (SELECT d FROM f) AND {match_col}
+              AND e.{far} IS NOT NULL {"AND e." + far_col + " IS NOT NULL" if direction == "upstream" else ""}
+              {on_edge}),
+        h AS (
+            SELECT x.edge_id, min(c.captured_at) AS first_seen, max(c.captured_at) AS last_seen,
+                   sum(c.captures) AS captures, arg_max(c.query_id, c.captured_at) AS query_id,
+                   arg_max(c.run_id, c.captured_at) AS run_id
+            FROM (SELECT edge_id, unnest(sets) AS set_id FROM e) x
+            JOIN edge_captures c ON c.set_id = x.set_id
+            WHERE true {on_capture}
+            GROUP BY x.edge_id)
+        SELECT {_COLUMNS} FROM e JOIN h ON h.edge_id = e.edge_id"""
     return sql, params
-
-
-def _exact(con: duckdb.DuckDBPyConnection, ids: list[int], filters: Filters) -> dict[int, tuple]:
-    """History of ``ids`` from their capture rows within ``filters``: (first, last, count, query, run)
-    per edge that has a capture there (an edge with none is not in the answer)."""
-    _, on_capture, params = filters.sql()
-    return {r[0]: r[1:] for r in con.execute(
-        f"""SELECT s.edge_id, min(c.captured_at), max(c.captured_at), sum(c.captures),
-                   arg_max(c.query_id, c.captured_at), arg_max(c.run_id, c.captured_at)
-            FROM edge_sets s JOIN edge_captures c ON c.set_id = s.set_id
-            WHERE s.edge_id IN (SELECT unnest($ids)) {on_capture}
-            GROUP BY s.edge_id""", {**params, "ids": ids}).fetchall()}
-
-
-def failed_edges(con: duckdb.DuckDBPyConnection) -> set[int]:
-    """Edges captured by a write that failed: their stored history may count it (checked one by one)."""
-    if not con.execute(f"SELECT count(*) FROM ({FAILED_WRITES})").fetchone()[0]:
-        return set()
-    return {r[0] for r in con.execute(
-        f"""SELECT DISTINCT edge_id FROM edge_sets WHERE set_id IN
-            (SELECT set_id FROM edge_captures WHERE query_id IN ({FAILED_WRITES}))""").fetchall()}
-
-
-def _checked(con: duckdb.DuckDBPyConnection, rows: list[tuple], filters: Filters, suspects: set[int]
-             ) -> list[tuple]:
-    """Rows whose stored history cannot answer the filters exactly, answered from their captures.
-
-    - With ``until``: every row (its first, last and count are those of the window; an edge seen
-      before and after the window but not within is dropped).
-    - Rows of ``suspects`` (edges a failed write captured): their history without that write.
-    Other rows stand: ``last_seen >= since`` already says an edge was captured since then.
-    """
-    if filters.until is None and not (suspects and any(r[-1] in suspects for r in rows)):
-        return rows
-    check = sorted({r[-1] for r in rows if filters.until is not None or r[-1] in suspects})
-    exact = _exact(con, check, filters)
-    out = []
-    checked = set(check)
-    for r in rows:
-        if r[-1] not in checked:
-            out.append(r)
-        elif r[-1] in exact:
-            first, last, n, query_id, run_id = exact[r[-1]]
-            out.append(r[:8] + (query_id, run_id, last, first, n, r[-1]))
-    return out
 
 
 def captures(con: duckdb.DuckDBPyConnection, edge_ids: list[int], filters: Filters = Filters()
@@ -166,8 +123,9 @@ def captures(con: duckdb.DuckDBPyConnection, edge_ids: list[int], filters: Filte
     out: dict[int, list[tuple]] = {}
     for eid, query_id, run_id, captured_at in con.execute(
             f"""SELECT s.edge_id, c.query_id, c.run_id, c.captured_at
-                FROM edge_sets s JOIN edge_captures c ON c.set_id = s.set_id
-                WHERE s.edge_id IN (SELECT unnest($ids)) {on_capture}
+                FROM (SELECT edge_id, unnest(sets) AS set_id FROM edges WHERE edge_id IN (SELECT unnest($ids))) s
+                JOIN edge_captures c ON c.set_id = s.set_id
+                WHERE true {on_capture}
                 ORDER BY c.captured_at, c.query_id""", {**params, "ids": sorted(set(edge_ids))}).fetchall():
         out.setdefault(eid, []).append((query_id, run_id, captured_at))
     return out
@@ -184,10 +142,9 @@ def expand(con: duckdb.DuckDBPyConnection, start: Node, direction: Direction,
     """
     aliases = aliases or Aliases(con)
     sql, params = _hop_sql(direction, filters)
-    suspects = set() if filters.include_failed else failed_edges(con)
 
     def fetch(nodes: list[Node]) -> list[tuple]:
-        return _checked(con, _fetch(con, sql, params, nodes, aliases), filters, suspects)
+        return _fetch(con, sql, params, nodes, aliases)
     seen: set[Node] = {start}
     frontier: list[Node] = [start]
     found: list[Edge] = []

@@ -40,7 +40,7 @@ def _text(value: Any) -> str:
 
 def edge_id(values: Iterable[Any]) -> int:
     """The id of the edge with these :data:`EDGE_COLUMNS` values."""
-    return _digest(_SEP.join(_text(v) for v in values))
+    return _digest(_SEP.join(v if v.__class__ is str else _text(v) for v in values))
 
 
 def set_id(edge_ids: Iterable[int]) -> int:

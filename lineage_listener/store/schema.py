@@ -31,7 +31,7 @@ from importlib import resources
 import duckdb
 
 from lineage_listener.lineage import redact
-from lineage_listener.store.captures import refresh_history
+from lineage_listener.store.captures import LIST_SETS
 from lineage_listener.store.edge_ids import EDGE_COLUMNS, EDGE_ID_SQL, SET_ID_SQL
 
 log = redact.logger(__name__)
@@ -186,7 +186,7 @@ def move_edges(con: duckdb.DuckDBPyConnection, table: str) -> None:
         if total > MOVE_STEP_ROWS:
             log.warning("lineage-listener: schema 6: step %d of %d done (%.0f s)", step + 1, steps,
                         time.monotonic() - started)
-    refresh_history(con)
+    con.execute(LIST_SETS.format(members="edge_sets"))
     for temp in ("_move", "_first", "_groups"):
         con.execute(f"DROP TABLE IF EXISTS {temp}")
     con.execute(f"DROP TABLE {table}")

@@ -67,12 +67,8 @@ CREATE TABLE IF NOT EXISTS edges (
     kind           TEXT,              -- direct | indirect
     expression     TEXT,              -- Spark SQL text in source column names; condition or key for indirect edges
     masking        BOOLEAN,           -- a hashing/masking function or a count lies on the path
-    -- Kept up to date by every capture (and kept by prune): what a walk reads instead of the captures.
-    first_seen     TIMESTAMP,         -- the first capture
-    last_seen      TIMESTAMP,         -- the last capture
-    captures       BIGINT,            -- how many captures
-    last_query_id  TEXT,              -- the last capture's query and run
-    last_run_id    TEXT
+    sets           UBIGINT[]          -- the sets (edge_sets.set_id) holding this edge: a walk goes from an
+                                      -- edge to its captures without reading edge_sets
 );
 
 -- Sets of edges, stored once per distinct set: what one capture of a query wrote.
@@ -82,7 +78,7 @@ CREATE TABLE IF NOT EXISTS edge_sets (
 );
 
 -- One row per capture: query `query_id` of run `run_id` wrote the edges of `set_id` at
--- `captured_at`. An OpenLineage run sent event by event has one row per event that added
+-- `captured_at`. The only row a job run with unchanged lineage adds. An OpenLineage run sent event by event has one row per event that added
 -- edges. `prune` replaces a set's old rows by two summary rows (query_id null, `captures`
 -- the number of rows they stand for) holding its first and last capture time.
 CREATE TABLE IF NOT EXISTS edge_captures (

@@ -13,10 +13,17 @@ JOIN edge_sets s ON s.set_id = c.set_id
 JOIN edges e ON e.edge_id = s.edge_id
 WHERE c.query_id IS NOT NULL;
 
--- Each distinct edge with its history: first and last capture, how many, the last query and
--- run (the columns every capture keeps up to date in `edges`, including what prune dropped).
+-- Each distinct edge with its history: first and last capture, how many captures, the last
+-- query and run (over every capture kept, including what `prune` summarised).
 CREATE OR REPLACE VIEW lineage_edge_history AS
-SELECT * FROM edges;
+SELECT e.* EXCLUDE (sets), h.first_seen, h.last_seen, h.captures, h.last_query_id, h.last_run_id
+FROM edges e
+JOIN (SELECT x.edge_id, min(c.captured_at) AS first_seen, max(c.captured_at) AS last_seen,
+             sum(c.captures) AS captures, arg_max(c.query_id, c.captured_at) AS last_query_id,
+             arg_max(c.run_id, c.captured_at) AS last_run_id
+      FROM (SELECT edge_id, unnest(sets) AS set_id FROM edges) x
+      JOIN edge_captures c ON c.set_id = x.set_id
+      GROUP BY x.edge_id) h ON h.edge_id = e.edge_id;
 
 -- A catalog table and its storage location are one dataset (CONTRACT section 4).
 -- alias: the location as stored by jobs that read or wrote the table by path.
