@@ -17,11 +17,13 @@ from lineage_listener.store.connection import StoreError, open_readonly
 
 router = APIRouter()
 
-#: Distinct edges with at least one capture that is not a failed query (per set, not per capture row).
-_EDGES_NOT_FAILED = """SELECT * FROM edges WHERE edge_id IN (
-    SELECT s.edge_id FROM edge_sets s WHERE s.set_id IN (
-        SELECT set_id FROM edge_captures
-        WHERE query_id IS NULL OR query_id NOT IN (SELECT query_id FROM queries WHERE status = 'failed')))"""
+#: Datasets at the other end of ``{near}``'s edges that a capture other than a failed one wrote.
+_NEIGHBOURS = """SELECT DISTINCT x.far FROM (
+    SELECT {far} AS far, unnest(sets) AS set_id FROM edges
+    WHERE {near} IN (SELECT unnest($n)) AND {far} IS NOT NULL) x
+JOIN edge_captures c ON c.set_id = x.set_id
+WHERE c.query_id IS NULL OR c.query_id NOT IN (SELECT query_id FROM queries WHERE status = 'failed')
+ORDER BY 1"""
 
 
 def _store(st: ServerState) -> LineageStore:
@@ -82,19 +84,15 @@ def dataset(dataset: str, st: ServerState = Depends(state)) -> dict:
             p = {"n": names}
             columns = con.execute("SELECT column_name, data_type FROM dataset_columns WHERE dataset IN "
                                   "(SELECT unnest($n)) ORDER BY ordinal NULLS LAST, column_name", p).fetchall()
-            upstream = con.execute(f"""SELECT DISTINCT e.source_dataset FROM ({_EDGES_NOT_FAILED}) e
-                                       WHERE e.target_dataset IN (SELECT unnest($n)) ORDER BY 1""", p).fetchall()
-            downstream = con.execute(f"""SELECT DISTINCT e.target_dataset FROM ({_EDGES_NOT_FAILED}) e
-                                         WHERE e.source_dataset IN (SELECT unnest($n))
-                                         AND e.target_dataset IS NOT NULL ORDER BY 1""", p).fetchall()
+            upstream = con.execute(_NEIGHBOURS.format(near="target_dataset", far="source_dataset"), p).fetchall()
+            downstream = con.execute(_NEIGHBOURS.format(near="source_dataset", far="target_dataset"), p).fetchall()
             queries = con.execute(
                 """SELECT q.query_id, q.run_id, r.app_name, q.action, q.status, q.captured_at,
                           CASE WHEN q.target_dataset IN (SELECT unnest($n)) THEN 'wrote' ELSE 'read' END AS role
                    FROM queries q LEFT JOIN runs r USING (run_id)
                    WHERE q.target_dataset IN (SELECT unnest($n))
-                      OR q.query_id IN (SELECT c.query_id FROM edges e JOIN edge_sets s ON s.edge_id = e.edge_id
-                                        JOIN edge_captures c ON c.set_id = s.set_id
-                                        WHERE e.source_dataset IN (SELECT unnest($n)))
+                      OR q.query_id IN (SELECT c.query_id FROM edge_captures c WHERE c.set_id IN (
+                                        SELECT unnest(sets) FROM edges WHERE source_dataset IN (SELECT unnest($n))))
                    ORDER BY q.captured_at DESC LIMIT 50""", p).fetchall()
         finally:
             con.close()
