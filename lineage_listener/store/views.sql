@@ -82,7 +82,7 @@ WITH RECURSIVE walk(name, dataset, column_name, depth) USING KEY (dataset, colum
     SELECT unnest(lineage_names(lineage_canonical(e.source_dataset))),
            lineage_canonical(e.source_dataset), e.source_column, w.depth + 1
     FROM walk w
-    JOIN column_lineage e ON e.target_dataset = w.name
+    JOIN edges e ON e.target_dataset = w.name  -- the walk goes over distinct edges; captures come last
     WHERE (e.target_column = w.column_name OR e.target_column IS NULL)
       AND e.source_dataset IS NOT NULL AND e.source_column IS NOT NULL
       AND (max_depth IS NULL OR w.depth < max_depth)
@@ -92,10 +92,12 @@ WITH RECURSIVE walk(name, dataset, column_name, depth) USING KEY (dataset, colum
 SELECT DISTINCT w.depth + 1 AS hop,
        lineage_canonical(e.source_dataset) AS source_dataset, e.source_column,
        w.dataset AS target_dataset, w.column_name AS target_column,
-       e.transform, e.kind, e.expression, e.masking, e.query_id, e.run_id, e.captured_at,
+       e.transform, e.kind, e.expression, e.masking, c.query_id, c.run_id, c.captured_at,
        e.target_column IS NULL AS dataset_level
 FROM walk w
-JOIN column_lineage e ON e.target_dataset = w.name
+JOIN edges e ON e.target_dataset = w.name
+CROSS JOIN unnest(e.sets) AS u(set_id)
+JOIN edge_captures c ON c.set_id = u.set_id AND c.query_id IS NOT NULL
 WHERE (e.target_column = w.column_name OR e.target_column IS NULL)
   AND e.source_dataset IS NOT NULL AND e.source_column IS NOT NULL
   AND (max_depth IS NULL OR w.depth < max_depth);
@@ -115,7 +117,7 @@ WITH RECURSIVE walk(name, dataset, column_name, depth) USING KEY (dataset, colum
         SELECT lineage_canonical(e.target_dataset) AS dataset,
                coalesce(e.target_column, k.column_name) AS column_name, w.depth + 1 AS depth
         FROM walk w
-        JOIN column_lineage e ON e.source_dataset = w.name AND e.source_column = w.column_name
+        JOIN edges e ON e.source_dataset = w.name AND e.source_column = w.column_name
         LEFT JOIN lineage_dataset_aliases a ON a.alias = rtrim(e.target_dataset, '/')
         LEFT JOIN dataset_columns k
                ON e.target_column IS NULL AND k.dataset = coalesce(a.dataset, e.target_dataset)
@@ -128,10 +130,12 @@ SELECT DISTINCT w.depth + 1 AS hop,
        w.dataset AS source_dataset, w.column_name AS source_column,
        lineage_canonical(e.target_dataset) AS target_dataset,
        coalesce(e.target_column, k.column_name) AS target_column,
-       e.transform, e.kind, e.expression, e.masking, e.query_id, e.run_id, e.captured_at,
+       e.transform, e.kind, e.expression, e.masking, c.query_id, c.run_id, c.captured_at,
        e.target_column IS NULL AS dataset_level
 FROM walk w
-JOIN column_lineage e ON e.source_dataset = w.name AND e.source_column = w.column_name
+JOIN edges e ON e.source_dataset = w.name AND e.source_column = w.column_name
+CROSS JOIN unnest(e.sets) AS u(set_id)
+JOIN edge_captures c ON c.set_id = u.set_id AND c.query_id IS NOT NULL
 LEFT JOIN lineage_dataset_aliases a ON a.alias = rtrim(e.target_dataset, '/')
 LEFT JOIN dataset_columns k
        ON e.target_column IS NULL AND k.dataset = coalesce(a.dataset, e.target_dataset)
