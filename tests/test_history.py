@@ -19,6 +19,7 @@ from lineage_listener.store.batch import Batch
 from lineage_listener.store.connection import open_readonly, open_writable
 from lineage_listener.store.doctor import examine
 from lineage_listener.store.prune import prune
+from lineage_listener.store.schema import SCHEMA_VERSION
 from lineage_listener.store.writer import write_batch
 from tests.server_helpers import Server
 
@@ -200,7 +201,7 @@ def test_a_round_2_store_migrates_in_place(tmp_path):
     v5_store(store, rows)
     con = open_writable(store)   # migrates
     try:
-        assert con.execute("SELECT max(version) FROM schema_version").fetchone()[0] == 6
+        assert con.execute("SELECT max(version) FROM schema_version").fetchone()[0] == SCHEMA_VERSION
         got = sorted(con.execute("SELECT * FROM column_lineage").fetchall(), key=repr)
         tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables "
                                             "WHERE table_type = 'BASE TABLE'").fetchall()}

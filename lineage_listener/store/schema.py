@@ -40,7 +40,8 @@ log = redact.logger(__name__)
 SCHEMA_FILES = ("schema.sql", "views.sql")
 
 #: Bump when schema.sql or views.sql change; older stores are migrated to it on first write.
-SCHEMA_VERSION = 6  # 4: streams; 5: dataset_columns.ordinal; 6: edges stored once (edges, edge_sets, edge_captures)
+SCHEMA_VERSION = 7  # 4: streams; 5: dataset_columns.ordinal; 6: edges stored once (edges, edge_sets,
+#: edge_captures); 7: indexes on edges' ends and captures' sets
 
 _VERSION_DDL = """
 CREATE TABLE IF NOT EXISTS schema_version (
@@ -104,6 +105,7 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> str:
                               f"({SCHEMA_VERSION}): upgrade lineage-listener to write to it")
     had_tables = con.execute("SELECT count(*) FROM information_schema.tables "
                              "WHERE table_name IN ('queries', 'column_lineage')").fetchone()[0] > 0
+    con.execute("SET enable_progress_bar = false")  # no bar in a job's output; big moves log their steps
     old_edges = _set_aside_edge_table(con)
     con.execute("BEGIN TRANSACTION")
     try:

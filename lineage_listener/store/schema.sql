@@ -89,6 +89,11 @@ CREATE TABLE IF NOT EXISTS edge_captures (
     captures    BIGINT DEFAULT 1      -- 1; more on a summary row left by prune
 );
 
+-- A walk looks edges up by either end, and goes from an edge's sets to their captures.
+CREATE INDEX IF NOT EXISTS edges_target ON edges (target_dataset);
+CREATE INDEX IF NOT EXISTS edges_source ON edges (source_dataset);
+CREATE INDEX IF NOT EXISTS edge_captures_set ON edge_captures (set_id);
+
 -- When OpenLineage runs started (their START event): a terminal event sent on its own still
 -- gets queries.duration_ms from it, whichever of the two arrived first.
 CREATE TABLE IF NOT EXISTS query_starts (
