@@ -1,0 +1,180 @@
+"""Many writers through one lineage server: group commits, exact edges, a poison batch, reads meanwhile.
+
+A real ``lineage-listener serve`` on 127.0.0.1 and a real DuckDB store. To make the server's writer
+group batches for sure, the test holds the store file itself (as a job writing it directly would)
+while the posts queue up, then lets go.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from tests.server_helpers import TOKEN, Server
+
+
+def rows(name: str, edges: int, captured_at: str = "2026-03-01 10:00:00") -> dict[str, list[list]]:
+    """A capture batch: one query ``name`` writing ``edges`` columns of ``db.<name>`` from ``db.src``."""
+    target = f"db.{name}"
+    return {"queries": [[name, "run-1", "save", "InsertIntoHadoopFsRelationCommand", None, "succeeded", None, 5,
+                         "2026-03-01 10:00:00", target]],
+            "runs": [["run-1", "app", "writers", "4.3.0", None, "local[2]", "2026-03-01 09:00:00", None]],
+            "datasets": [[target, "table", "parquet", None, None, "2026-03-01 10:00:00", "2026-03-01 10:00:00"]],
+            "column_lineage": [[name, "run-1", target, f"c{i}", "db.src", f"c{i}", "identity", "direct", f"c{i}",
+                                False, captured_at] for i in range(edges)]}
+
+
+def post(url: str, body: dict) -> tuple[int, dict]:
+    req = urllib.request.Request(f"{url}/api/batches", data=json.dumps({"rows": body}).encode(), method="POST",
+                                 headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def get(url: str, path: str) -> dict:
+    with urllib.request.urlopen(url + path, timeout=60) as r:
+        return json.loads(r.read())
+
+
+def edges_in(store: Path) -> tuple[int, int]:
+    """(edges, distinct edges) in the store."""
+    with duckdb.connect(str(store), read_only=True) as con:
+        return con.execute("SELECT count(*), count(DISTINCT (query_id, target_column, source_dataset, source_column)) "
+                           "FROM column_lineage").fetchone()
+
+
+@pytest.fixture
+def server(tmp_path: Path):
+    srv = Server(tmp_path / "lineage.duckdb", extra_args=["--release-idle", "0.2", "--lock-timeout", "120"],
+                 output=tmp_path / "server.log").start()
+    assert post(srv.url, rows("first", 3)) == (200, {"written": True, "rows": 6, "new_edges": 3})
+    yield srv
+    srv.stop()
+
+
+def wait_released(srv: Server) -> None:
+    """Until the server's writer has let the store go (``--release-idle``)."""
+    deadline = time.monotonic() + 30
+    while get(srv.url, "/healthz")["writer"]["open"]:
+        assert time.monotonic() < deadline, "the writer never let the store go"
+        time.sleep(0.05)
+
+
+@contextmanager
+def holding(srv: Server):
+    """Hold the store as another process would while posts queue up; the writer waits, then groups them."""
+    wait_released(srv)
+    con = duckdb.connect(str(srv.store))
+    try:
+        yield
+    finally:
+        con.close()
+
+
+def writers_waiting(srv: Server, batches: int) -> None:
+    """Until ``batches`` batches wait in the server: the group its writer holds (waiting for the store)
+    and the queue behind it (the next group)."""
+    deadline = time.monotonic() + 60
+    while True:
+        w = get(srv.url, "/healthz")["writer"]
+        if w["writing"] and w["writing"] + w["queued"] >= batches:
+            return
+        assert time.monotonic() < deadline, f"posts never queued: {w}"
+        time.sleep(0.05)
+
+
+def test_concurrent_posters_replays_exact_edges(server: Server) -> None:
+    """20 posters x 10 batches, with replays of the same batch (after its answer; by two posters at once,
+    in one group): every edge once, each batch's new_edges summing to the store's edges, fewer commits
+    than batches."""
+    batches = [[rows(f"p{p}-b{b}", 1 + (p * 7 + b * 3) % 40) for b in range(10)] for p in range(20)]
+    for p in range(0, 20, 4):
+        batches[p].append(batches[p][0])  # resent after a lost answer
+        batches[p + 1].insert(0, batches[p][0])  # sent by two at once: one group, most likely
+
+    def poster(mine: list[dict]) -> list[tuple[int, dict]]:
+        return [post(server.url, b) for b in mine]
+    with ThreadPoolExecutor(20) as pool:
+        with holding(server):
+            futures = [pool.submit(poster, mine) for mine in batches]
+            writers_waiting(server, 10)
+    answers = [a for f in futures for a in f.result()]
+    assert {status for status, _ in answers} == {200}
+    stats = get(server.url, "/healthz")["writer"]
+    server.stop()
+    distinct = 3 + sum(len(b["column_lineage"]) for b in {b["queries"][0][0]: b for m in batches for b in m}.values())
+    assert edges_in(server.store) == (distinct, distinct)
+    assert 3 + sum(body["new_edges"] for _, body in answers) == distinct
+    assert stats["batches"] == 1 + len(answers)
+    assert stats["groups"] <= stats["batches"] - 8, stats  # 10 waiting batches made two groups at most
+
+
+def test_poison_batch_sinks_no_other(server: Server) -> None:
+    """A batch that cannot be written (a time that is no time) is refused alone (422); the batches
+    committed in its group are all in the store."""
+    good = [rows(f"good{i}", 5 + i) for i in range(8)]
+    poison = rows("poison", 4, captured_at="not a time")
+
+    with ThreadPoolExecutor(9) as pool:
+        with holding(server):
+            futures = [pool.submit(post, server.url, good[0])]
+            writers_waiting(server, 1)  # the writer holds it, waiting for the store; the rest queue up
+            futures += [pool.submit(post, server.url, b) for b in good[1:4] + [poison] + good[4:]]
+            writers_waiting(server, 9)
+    answers = [f.result() for f in futures]
+    assert answers[4][0] == 422 and "cannot be written" in answers[4][1]["detail"]
+    assert [a[0] for a in answers[:4] + answers[5:]] == [200] * 8
+    assert sum(a[1]["new_edges"] for a in answers[:4] + answers[5:]) == sum(5 + i for i in range(8))
+    stats = get(server.url, "/healthz")["writer"]
+    assert (stats["refused"], stats["split"]) == (1, 1)  # one group of 8 failed, was written one by one
+    # the poster retries the good batches only; the server is fine afterwards
+    assert post(server.url, rows("after", 2))[0] == 200
+    server.stop()
+    expected = 3 + sum(5 + i for i in range(8)) + 2
+    assert edges_in(server.store) == (expected, expected)
+
+
+def test_reads_answer_while_a_group_is_written(server: Server) -> None:
+    """A read answers from the last commit while a big group is being written: it neither waits for the
+    group's commit nor sees part of it."""
+    big = [rows(f"big{i}", 40_000) for i in range(6)]
+    reads: list[tuple[dict, int, dict]] = []  # (writer before, queries seen, writer after)
+    stop = threading.Event()
+
+    def reader() -> None:
+        while not stop.is_set():
+            before = get(server.url, "/healthz")["writer"]
+            if not before["writing_rows"]:
+                time.sleep(0.01)
+                continue
+            seen = get(server.url, "/api/runs?limit=1")[0]["queries"]
+            after = get(server.url, "/healthz")["writer"]
+            if after["writing_rows"]:
+                reads.append((before, seen, after))
+    t = threading.Thread(target=reader)
+    t.start()
+    try:
+        with ThreadPoolExecutor(6) as pool:
+            answers = list(pool.map(lambda b: post(server.url, b), big))
+    finally:
+        stop.set()
+        t.join()
+    assert [a[0] for a in answers] == [200] * 6
+    within = [(b, seen) for b, seen, a in reads
+              if b["groups"] == a["groups"] and not (b["committing"] or a["committing"])]
+    assert within, f"no read answered while one group was being written: {reads}"
+    # a read saw exactly the batches committed before it (one query each), never part of a group
+    assert [seen for _, seen in within] == [b["batches"] for b, _ in within]
+    server.stop()
+    assert edges_in(server.store)[0] == 3 + 6 * 40_000
