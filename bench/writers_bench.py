@@ -9,12 +9,15 @@ client processes. Each is a job: it POSTs capture batches to ``/api/batches`` ov
 and 50-1,000 ``column_lineage`` rows (log-uniform). A 503 is retried after its Retry-After;
 a timeout or a refused connection is retried with the same batch (idempotent: a replay adds
 nothing). Then ``--bursts`` times, ``--burst`` posts start at once (threads spread over the
-client processes) and the time until the last is acknowledged is measured.
+client processes) and the time until the last is acknowledged is measured. A batch still not
+acknowledged ``--grace`` seconds after its phase ends is given up (a server that cannot keep
+up would otherwise keep the bench running for ever).
 
 Meanwhile one reader GETs ``/api/datasets``, an upstream column-lineage answer (depth 10)
 and the UI's index page in turn. Afterwards the server is stopped and every edge in the
-store is counted: it must equal the edges of the batches acknowledged (200: in the store;
-202: spooled beside it, ingested here first), and the sum of the ``new_edges`` answered.
+store is counted per query: each acknowledged batch's edges exactly once (200: in the store;
+202: spooled beside it, ingested here first), the sum of the ``new_edges`` answered equal to
+them, a batch given up either whole or absent, and nothing else.
 Printed: batches/s and edges/s accepted, POST latency p50/p95/max, server peak RSS
 (``VmHWM``), read latency p50/p95 per kind, and the counts.
 """
@@ -24,6 +27,7 @@ import argparse
 import json
 import math
 import multiprocessing as mp
+import os
 import random
 import shutil
 import statistics
@@ -41,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.query_bench import p95  # noqa: E402
 from tests.server_helpers import TOKEN, Server  # noqa: E402
 
-TIMEOUT = 60.0  # per POST attempt; a slower answer is a failure, retried with the same batch
+TIMEOUT = 60.0  # per POST attempt (RemoteWriter gives up after 10 s); slower is a failure, retried as is
 CHAIN = 4  # job j reads job j-1's tables unless j % CHAIN == 0: lineage several hops deep
 TABLES = 20  # tables per job (a job's batches rewrite them)
 READ_COLUMN = ("spark_catalog.bench.j3_t0", "c0")  # 3 hops up to raw sources
@@ -83,42 +87,42 @@ def post(url: str, body: bytes) -> tuple[int, dict, float, float]:
 
 
 class Tally:
-    """What one client saw: per attempt latencies and statuses, per acknowledged batch its edges."""
+    """What one client saw: latencies and statuses per attempt; per batch its query id, edges and answer."""
 
     def __init__(self) -> None:
         self.latency: list[float] = []  # attempts answered 200/202
         self.statuses: dict[int, int] = {}
-        self.batches = self.edges = self.new_edges = self.spooled_edges = 0
+        self.acked: list[tuple[str, int, int, int | None]] = []  # query id, edges, status, new_edges
+        self.unresolved: list[tuple[str, int]] = []  # sent, never acknowledged before giving up
         self.lock = threading.Lock()
 
-    def send(self, url: str, rows: dict[str, list[list]]) -> None:
-        """Post until acknowledged (200 or 202); a 4xx other than 429 is a bug in the bench: raise."""
+    def send(self, url: str, rows: dict[str, list[list]], give_up: float) -> None:
+        """Post until acknowledged (200 or 202) or ``give_up`` (epoch seconds) passes; a 4xx other than 429
+        is a bug in the bench: raise."""
         body = json.dumps({"rows": rows}).encode()
-        edges = len(rows["column_lineage"])
-        while True:
+        qid, edges = rows["queries"][0][0], len(rows["column_lineage"])
+        while time.time() < give_up:
             status, answer, seconds, retry = post(url, body)
             with self.lock:
                 self.statuses[status] = self.statuses.get(status, 0) + 1
                 if status in (200, 202):
                     self.latency.append(seconds)
-                    self.batches += 1
-                    self.edges += edges
-                    if status == 200:
-                        self.new_edges += answer["new_edges"]
-                    else:
-                        self.spooled_edges += edges
+                    self.acked.append((qid, edges, status, answer.get("new_edges")))
                     return
             if 400 <= status < 500 and status != 429:
                 raise RuntimeError(f"POST answered {status}")
             time.sleep(retry * random.uniform(0.5, 1.5))
+        with self.lock:
+            self.unresolved.append((qid, edges))
 
     def result(self) -> dict:
-        return {"latency": self.latency, "statuses": self.statuses, "batches": self.batches, "edges": self.edges,
-                "new_edges": self.new_edges, "spooled_edges": self.spooled_edges}
+        return {"latency": self.latency, "statuses": self.statuses, "acked": self.acked,
+                "unresolved": self.unresolved}
 
 
-def client(job: int, url: str, until: float, bursts: list, per_burst: int, out: "mp.Queue") -> None:
-    """Post back to back until ``until`` (epoch seconds), then wait for each burst's signal."""
+def client(job: int, url: str, until: float, grace: float, bursts: list, per_burst: int, out: "mp.Queue") -> None:
+    """Post back to back until ``until`` (epoch seconds), then wait for each burst's signal. A batch not
+    acknowledged ``grace`` seconds after its phase ends is given up (counted apart)."""
     rng = random.Random(job)
     n = 0
 
@@ -126,15 +130,16 @@ def client(job: int, url: str, until: float, bursts: list, per_burst: int, out: 
         return int(math.exp(rng.uniform(math.log(50), math.log(1000))))
     tally = Tally()
     while time.time() < until:
-        tally.send(url, batch_rows(job, n, edges(), rng))
+        tally.send(url, batch_rows(job, n, edges(), rng), until + grace)
         n += 1
     out.put(("sustained", job, tally.result()))
     for go in bursts:
         tally = Tally()
         todo = [batch_rows(job, n + k, edges(), rng) for k in range(per_burst)]
         n += per_burst
-        threads = [threading.Thread(target=tally.send, args=(url, rows)) for rows in todo]
         go.wait()
+        give_up = time.time() + grace
+        threads = [threading.Thread(target=tally.send, args=(url, rows, give_up)) for rows in todo]
         for t in threads:
             t.start()
         for t in threads:
@@ -180,14 +185,51 @@ def ms(values: list[float]) -> str:
 
 
 def merge(results: list[dict]) -> dict:
-    out: dict = {"latency": [], "statuses": {}, "batches": 0, "edges": 0, "new_edges": 0, "spooled_edges": 0}
+    out: dict = {"latency": [], "statuses": {}, "acked": [], "unresolved": []}
     for r in results:
         out["latency"] += r["latency"]
         for k, v in r["statuses"].items():
             out["statuses"][k] = out["statuses"].get(k, 0) + v
-        for k in ("batches", "edges", "new_edges", "spooled_edges"):
-            out[k] += r[k]
+        out["acked"] += r["acked"]
+        out["unresolved"] += r["unresolved"]
     return out
+
+
+def acked_edges(r: dict) -> int:
+    return sum(edges for _, edges, _, _ in r["acked"])
+
+
+def phase(title: str, seconds: float, r: dict) -> None:
+    n, edges = len(r["acked"]), acked_edges(r)
+    print(f"{title}: {n} batches ({edges:,} edges) acknowledged in {seconds:.1f} s: {n / seconds:.1f} batches/s, "
+          f"{edges / seconds:,.0f} edges/s; POST latency {ms(r['latency'])}; answers "
+          f"{dict(sorted(r['statuses'].items()))}"
+          + (f"; GAVE UP on {len(r['unresolved'])} batches" if r["unresolved"] else ""), flush=True)
+
+
+def check(store: Path, r: dict) -> bool:
+    """Every acknowledged batch's edges exactly once; a batch given up: all its edges or none; nothing else."""
+    import duckdb
+
+    with duckdb.connect(str(store), read_only=True) as con:
+        per_query = dict(con.execute("SELECT query_id, count(*) FROM column_lineage GROUP BY 1").fetchall())
+        twice = con.execute("SELECT count(*) - count(DISTINCT (query_id, target_dataset, target_column, "
+                            "source_dataset, source_column, transform, kind, expression)) "
+                            "FROM column_lineage").fetchone()[0]
+    acked = {qid: edges for qid, edges, _, _ in r["acked"]}
+    unresolved = dict(r["unresolved"])
+    wrong = [q for q, e in acked.items() if per_query.get(q, 0) != e]
+    partial = [q for q, e in unresolved.items() if per_query.get(q, 0) not in (0, e)]
+    stray = [q for q in per_query if q not in acked and q not in unresolved]
+    landed = sum(per_query.get(q, 0) for q in unresolved)
+    answered = sum(n for _, _, status, n in r["acked"] if status == 200)
+    spooled = sum(e for _, e, status, _ in r["acked"] if status == 202)
+    stored = sum(per_query.values())
+    print(f"edges in store {stored:,}; acknowledged {acked_edges(r):,} (of which spooled {spooled:,}), "
+          f"new_edges answered {answered:,}; given up {sum(unresolved.values()):,} of which in the store "
+          f"{landed:,}; stored twice {twice}; batches with wrong counts {len(wrong)}, partial {len(partial)}, "
+          f"unknown {len(stray)}")
+    return not (wrong or partial or stray or twice) and answered + spooled == acked_edges(r)
 
 
 def report_reads(title: str, reads: dict[str, list[float]]) -> None:
@@ -201,8 +243,9 @@ def main() -> int:
     ap.add_argument("--clients", type=int, default=200, help="client processes (default %(default)s)")
     ap.add_argument("--burst", type=int, default=1000, help="posts started at once per burst (default %(default)s)")
     ap.add_argument("--bursts", type=int, default=3, help="(default %(default)s)")
+    ap.add_argument("--grace", type=float, default=180,
+                    help="give a batch up this long after its phase ends (default %(default)s)")
     ap.add_argument("--serve-arg", action="append", default=[], help="extra argument for serve (repeatable)")
-    ap.add_argument("--keep", help="copy the store here afterwards")
     args = ap.parse_args()
     ctx = mp.get_context("fork")
     folder = Path(tempfile.mkdtemp(prefix="writers-bench-"))
@@ -215,30 +258,37 @@ def main() -> int:
     reads: dict[str, list[float]] = {}
     reading = threading.Thread(target=reader, args=(srv.url, stop, reads), daemon=True)
     print(f"{args.clients} client processes for {args.seconds:.0f} s, then {args.bursts} bursts of "
-          f"{per_burst * args.clients} posts; server pid {srv.proc.pid}, store {store}", flush=True)
+          f"{per_burst * args.clients} posts; {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; "
+          f"server pid {srv.proc.pid}, store {store}", flush=True)
+    procs = []
+    results = []
     try:
         start = time.time() + 3  # every process forked and ready
-        procs = [ctx.Process(target=client, args=(j, srv.url, start + args.seconds, gos, per_burst, out))
-                 for j in range(args.clients)]
+        procs = [ctx.Process(target=client, args=(j, srv.url, start + args.seconds, args.grace, gos, per_burst,
+                                                  out)) for j in range(args.clients)]
         for p in procs:
             p.start()
         reading.start()
-        sustained = [out.get()[2] for _ in procs]
-        wall = time.time() - start
-        reads_sustained = {k: list(v) for k, v in reads.items()}
-        reads.clear()
-        bursts = []
-        for go in gos:
+        sustained = merge([out.get()[2] for _ in procs])
+        results.append(sustained)
+        phase("sustained", time.time() - start, sustained)
+        report_reads("sustained", reads)
+        for i, go in enumerate(gos, 1):
+            reads.clear()
             time.sleep(2)
             t0 = time.time()
             go.set()
-            results = [out.get()[2] for _ in procs]
-            bursts.append((max(r["done"] for r in results) - t0, merge(results)))
+            got = [out.get()[2] for _ in procs]
+            burst = merge(got)
+            results.append(burst)
+            phase(f"burst {i}", max(r["done"] for r in got) - t0, burst)
+            report_reads(f"burst {i}", reads)
         stop.set()
         reading.join()
         for p in procs:
             p.join()
-        rss = peak_rss_mb(srv.proc.pid)
+        print(f"server peak RSS: {peak_rss_mb(srv.proc.pid):.0f} MB; load average now {os.getloadavg()[0]:.1f}",
+              flush=True)
     finally:
         stop.set()
         for p in procs:
@@ -248,34 +298,9 @@ def main() -> int:
     from lineage_listener.store.batch import Batch
     from lineage_listener.store.writer import StoreWriter
 
-    import duckdb
     StoreWriter(store).write(Batch())  # anything spooled (202) goes in first
-    with duckdb.connect(str(store), read_only=True) as con:
-        stored = con.execute("SELECT count(*) FROM column_lineage").fetchone()[0]
-        twice = con.execute("SELECT count(*) - count(DISTINCT (query_id, target_dataset, target_column, "
-                            "source_dataset, source_column, transform, kind, expression)) "
-                            "FROM column_lineage").fetchone()[0]
-        queries = con.execute("SELECT count(*) FROM queries").fetchone()[0]
-    size = store.stat().st_size / 1e6
-    if args.keep:
-        shutil.copy(store, args.keep)
-
-    s = merge(sustained)
-    every = merge([s] + [b for _, b in bursts])
-    print(f"sustained: {s['batches']} batches, {s['edges']:,} edges acknowledged in {wall:.0f} s: "
-          f"{s['batches'] / wall:.1f} batches/s, {s['edges'] / wall:,.0f} edges/s")
-    print(f"  POST latency: {ms(s['latency'])}; answers {dict(sorted(s['statuses'].items()))}")
-    report_reads("sustained", reads_sustained)
-    for i, (seconds, b) in enumerate(bursts, 1):
-        print(f"burst {i}: {b['batches']} batches ({b['edges']:,} edges) acknowledged in {seconds:.1f} s "
-              f"({b['batches'] / seconds:.1f} batches/s); POST latency {ms(b['latency'])}; "
-              f"answers {dict(sorted(b['statuses'].items()))}")
-    report_reads("bursts", reads)
-    print(f"server peak RSS: {rss:.0f} MB; store {size:.1f} MB, {queries} queries")
-    expected = every["edges"]
-    print(f"edges in store {stored:,}; acknowledged {expected:,} (spooled {every['spooled_edges']:,}); "
-          f"new_edges answered {every['new_edges']:,}; stored twice {twice}")
-    ok = stored == expected and twice == 0 and every["new_edges"] + every["spooled_edges"] == expected
+    print(f"store {store.stat().st_size / 1e6:.1f} MB")
+    ok = check(store, merge(results))
     print("nothing lost, nothing twice" if ok else "MISMATCH: edges lost or stored twice")
     shutil.rmtree(folder, ignore_errors=True)
     return 0 if ok else 1

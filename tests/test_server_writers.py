@@ -7,6 +7,9 @@ while the posts queue up, then lets go.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -18,7 +21,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.server_helpers import TOKEN, Server
+from tests.server_helpers import ROOT, TOKEN, Server
 
 
 def rows(name: str, edges: int, captured_at: str = "2026-03-01 10:00:00") -> dict[str, list[list]]:
@@ -56,7 +59,7 @@ def edges_in(store: Path) -> tuple[int, int]:
 
 @pytest.fixture
 def server(tmp_path: Path):
-    srv = Server(tmp_path / "lineage.duckdb", extra_args=["--release-idle", "0.2", "--lock-timeout", "120"],
+    srv = Server(tmp_path / "lineage.duckdb", extra_args=["--lock-timeout", "120"],
                  output=tmp_path / "server.log").start()
     assert post(srv.url, rows("first", 3)) == (200, {"written": True, "rows": 6, "new_edges": 3})
     yield srv
@@ -64,7 +67,7 @@ def server(tmp_path: Path):
 
 
 def wait_released(srv: Server) -> None:
-    """Until the server's writer has let the store go (``--release-idle``)."""
+    """Until the server's writer has let the store go (it does when no batch waits)."""
     deadline = time.monotonic() + 30
     while get(srv.url, "/healthz")["writer"]["open"]:
         assert time.monotonic() < deadline, "the writer never let the store go"
@@ -148,7 +151,7 @@ def test_poison_batch_sinks_no_other(server: Server) -> None:
 def test_reads_answer_while_a_group_is_written(server: Server) -> None:
     """A read answers from the last commit while a big group is being written: it neither waits for the
     group's commit nor sees part of it."""
-    big = [rows(f"big{i}", 40_000) for i in range(6)]
+    big = [rows(f"big{i}", 25_000) for i in range(6)]
     reads: list[tuple[dict, int, dict]] = []  # (writer before, queries seen, writer after)
     stop = threading.Event()
 
@@ -177,4 +180,79 @@ def test_reads_answer_while_a_group_is_written(server: Server) -> None:
     # a read saw exactly the batches committed before it (one query each), never part of a group
     assert [seen for _, seen in within] == [b["batches"] for b, _ in within]
     server.stop()
-    assert edges_in(server.store)[0] == 3 + 6 * 40_000
+    assert edges_in(server.store)[0] == 3 + 6 * 25_000
+
+
+def test_a_job_writing_the_store_directly_gets_its_turn(tmp_path: Path) -> None:
+    """While posts keep the server's writer busy, a job writing the same file directly (StoreWriter) gets
+    the store when the writer lets go (no batch waiting, or ``--hold`` reached), and writes without
+    spooling; the server takes the store back after."""
+    srv = Server(tmp_path / "lineage.duckdb", extra_args=["--hold", "0.5"], output=tmp_path / "server.log").start()
+    stop = threading.Event()
+    answers: list[int] = []
+
+    def poster(p: int) -> None:
+        n = 0
+        while not stop.is_set():
+            answers.append(post(srv.url, rows(f"busy{p}-{n}", 20))[0])
+            n += 1
+    posters = [threading.Thread(target=poster, args=(p,)) for p in range(4)]
+    try:
+        for t in posters:
+            t.start()
+        deadline = time.monotonic() + 30
+        while get(srv.url, "/healthz")["writer"]["opened"] < 1 or not answers:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        direct = subprocess.run(
+            [sys.executable, "-c", DIRECT_WRITE, str(srv.store)], capture_output=True, text=True, timeout=120,
+            env={**os.environ, "PYTHONPATH": str(ROOT)})
+        stats = get(srv.url, "/healthz")["writer"]
+    finally:
+        stop.set()
+        for t in posters:
+            t.join()
+        srv.stop()
+    assert direct.stdout.split() == ["True", "7"], direct.stderr[-2000:]
+    assert set(answers) == {200} and stats["opened"] >= 2  # the server took the store back after
+    assert edges_in(srv.store)[0] == 7 + 20 * len(answers)
+
+
+DIRECT_WRITE = """
+import sys
+from lineage_listener.store.batch import Batch
+from lineage_listener.store.writer import StoreWriter
+b = Batch()
+b.add("queries", ("direct", "run-d", "save", "X", None, "succeeded", None, 1, "2026-03-01 10:00:00", "db.direct"))
+for i in range(7):
+    b.add("column_lineage", ("direct", "run-d", "db.direct", f"c{i}", "db.src", f"c{i}", "identity", "direct",
+                             f"c{i}", False, "2026-03-01 10:00:00"))
+w = StoreWriter(sys.argv[1], lock_timeout=60)
+print(w.write(b), w.new_edges)
+"""
+
+
+def test_a_full_queue_answers_503_with_retry_after(tmp_path: Path) -> None:
+    """The queue is bounded in rows: past ``--queue-rows`` a post is answered 503 with Retry-After (not
+    held in memory); once the queue drains, the same batch is taken."""
+    srv = Server(tmp_path / "lineage.duckdb", extra_args=["--queue-rows", "50", "--lock-timeout", "120"],
+                 output=tmp_path / "server.log").start()
+    try:
+        assert post(srv.url, rows("first", 3))[0] == 200
+        with ThreadPoolExecutor(2) as pool:
+            with holding(srv):
+                futures = [pool.submit(post, srv.url, rows("taken", 20))]
+                writers_waiting(srv, 1)
+                futures.append(pool.submit(post, srv.url, rows("queued", 20)))  # 22 rows wait
+                writers_waiting(srv, 2)
+                req = urllib.request.Request(f"{srv.url}/api/batches", method="POST",
+                                             data=json.dumps({"rows": rows("over", 30)}).encode(),
+                                             headers={"Authorization": f"Bearer {TOKEN}"})
+                with pytest.raises(urllib.error.HTTPError) as refused:
+                    urllib.request.urlopen(req, timeout=60)
+            assert [f.result()[0] for f in futures] == [200, 200]
+        assert refused.value.code == 503 and refused.value.headers["Retry-After"] == "2"
+        assert "retry" in json.loads(refused.value.read())["detail"]
+        assert post(srv.url, rows("over", 30)) == (200, {"written": True, "rows": 33, "new_edges": 30})
+    finally:
+        srv.stop()

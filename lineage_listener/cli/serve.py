@@ -29,8 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="rows waiting at most; further POSTs are answered 503 with Retry-After "
                         "(default %(default)s)")
     w.add_argument("--release-idle", type=float, default=Settings.release_idle, metavar="SECONDS",
-                   help="close the store after this long without a batch, so other processes can open it "
-                        "(default %(default)s)")
+                   help="keep the store open this long after the last batch (default %(default)s: close it as "
+                        "soon as none waits, so other processes can open it; more saves reopening it)")
     w.add_argument("--lock-timeout", type=float, default=Settings.lock_timeout, metavar="SECONDS",
                    help="wait this long for the store while another process holds it, then spool batches beside "
                         "it (202; written once the store is free) (default %(default)s)")

@@ -10,10 +10,12 @@ one by one: a batch that fails alone on a healthy store is refused (422) and sin
 The store stays open while batches keep coming, and reads take cursors of that same
 database instance (DuckDB's MVCC: a read sees the last commit and never waits for a write).
 Other processes (a Spark job writing the file directly, a ``duckdb`` shell) still get it: the
-writer lets go after ``release_idle`` seconds without a batch, and at the latest after
-``hold`` seconds of holding it (it then waits ``HANDOVER`` seconds before taking it back).
-While the writer holds it, a direct writer waits (its lock timeout) and then spools; the
-spool is ingested the next time the writer opens the store: nothing is lost, it is late.
+writer lets go as soon as no batch waits (by default before it answers, so a client that got
+its 200 finds the file free unless others are writing; ``release_idle`` seconds later if set,
+which saves reopening under a steady trickle), and at the latest after ``hold`` seconds of
+holding it (it then stays away ``HANDOVER`` seconds). While the writer holds it, a direct
+writer waits (its lock timeout) and then spools; the spool is ingested the next time the
+writer opens the store: nothing is lost, it is late.
 
 The queue is bounded in rows (``queue_rows``): past it, a POST is answered 503 with
 Retry-After, never an unbounded backlog. A store that cannot be opened or written (locked by
@@ -60,7 +62,7 @@ class Settings:
 
     group_rows: int = 100_000  # at most this many rows in one transaction (one batch always fits)
     queue_rows: int = 500_000  # rows waiting at most; a POST beyond is answered 503
-    release_idle: float = 1.0  # let the store go after this long without a batch
+    release_idle: float = 0.0  # let the store go after this long without a batch (0: as soon as none waits)
     hold: float = 10.0  # ... and at the latest after holding it this long
     lock_timeout: float = 10.0  # wait this long for another process's lock before spooling
 
@@ -70,12 +72,15 @@ class _Item:
     batch: Batch
     rows: int
     answer: Callable[[Answer], None]
-    sent: bool = field(default=False)
+    result: Answer | None = field(default=None)
 
     def reply(self, status: int, body: dict[str, Any]) -> None:
-        if not self.sent:
-            self.sent = True
-            self.answer((status, body))
+        """Decide the answer (sent by :meth:`send`, after the store is let go if it is to be)."""
+        if self.result is None:
+            self.result = (status, body)
+
+    def send(self) -> None:
+        self.answer(self.result or (500, {"detail": "the batch was not written"}))
 
 
 class _InGroup:
@@ -207,6 +212,10 @@ class GroupWriter:
             finally:
                 with self._cond:
                     self._writing = self._writing_rows = 0
+                    if self.settings.release_idle <= 0 and not self._queue:
+                        self._release_locked()  # nothing waits: the store is free when the answers go
+                for item in group:
+                    item.send()
 
     # -- writing -----------------------------------------------------------------------
     def _write(self, group: list[_Item]) -> None:
