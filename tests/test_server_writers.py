@@ -59,7 +59,7 @@ def edges_in(store: Path) -> tuple[int, int]:
 
 @pytest.fixture
 def server(tmp_path: Path):
-    srv = Server(tmp_path / "lineage.duckdb", extra_args=["--lock-timeout", "120"],
+    srv = Server(tmp_path / "lineage.duckdb", extra_args=["--lock-timeout", "120", "--queue-rows", "200000"],
                  output=tmp_path / "server.log").start()
     assert post(srv.url, rows("first", 3)) == (200, {"written": True, "rows": 6, "new_edges": 3})
     yield srv
@@ -251,7 +251,7 @@ def test_a_full_queue_answers_503_with_retry_after(tmp_path: Path) -> None:
                 with pytest.raises(urllib.error.HTTPError) as refused:
                     urllib.request.urlopen(req, timeout=60)
             assert [f.result()[0] for f in futures] == [200, 200]
-        assert refused.value.code == 503 and refused.value.headers["Retry-After"] == "2"
+        assert refused.value.code == 503 and int(refused.value.headers["Retry-After"]) >= 2
         assert "retry" in json.loads(refused.value.read())["detail"]
         assert post(srv.url, rows("over", 30)) == (200, {"written": True, "rows": 33, "new_edges": 30})
     finally:

@@ -15,30 +15,47 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
 from lineage_listener.server.state import ServerState, require_token
-from lineage_listener.server.writer import RETRY_AFTER, Answer, QueueFull
+from lineage_listener.server.writer import Answer, QueueFull
 from lineage_listener.store.batch import Batch
 
 router = APIRouter()
 log = logging.getLogger(__name__)
 
+#: Seconds between checks that a client waiting for its batch is still there.
+CHECK_CLIENT = 1.0
 
-def _busy(detail: str) -> HTTPException:
-    return HTTPException(503, detail, headers={"Retry-After": str(RETRY_AFTER)})
+
+def _busy(detail: str, retry_after: int) -> HTTPException:
+    return HTTPException(503, detail, headers={"Retry-After": str(retry_after)})
 
 
-async def _write(st: ServerState, batch: Batch) -> JSONResponse:
+def _check_room(st: ServerState) -> None:
+    """503 before the body is read when the queue is full: a full queue takes no more memory."""
+    wait = st.writer.full()
+    if wait:
+        raise _busy(f"the server's write queue is full; retry in {wait} s", wait)
+
+
+async def _write(request: Request, st: ServerState, batch: Batch) -> JSONResponse:
     """``rows``: rows received; ``new_edges``: edges the store did not hold yet (null when spooled).
-    202: accepted but spooled beside the store (another process holds it); written later."""
+    202: accepted but spooled beside the store (another process holds it); written later.
+    A batch whose client hangs up while it waits in the queue is withdrawn (the client resends)."""
     loop = asyncio.get_running_loop()
     done: asyncio.Future[Answer] = loop.create_future()
 
     def answer(result: Answer) -> None:  # from the writer thread
         loop.call_soon_threadsafe(lambda: done.done() or done.set_result(result))
     try:
-        st.writer.submit(batch, answer)
+        item = st.writer.submit(batch, answer)
     except QueueFull as exc:
-        raise _busy(str(exc)) from None
-    status, body = await done
+        raise _busy(str(exc), exc.retry_after) from None
+    while True:
+        try:
+            status, body = await asyncio.wait_for(asyncio.shield(done), timeout=CHECK_CLIENT)
+            break
+        except asyncio.TimeoutError:
+            if await request.is_disconnected() and st.writer.withdraw(item):
+                return JSONResponse({"detail": "the client went away; the batch was not written"}, 499)
     if status >= 400:
         raise HTTPException(status, body["detail"])
     return JSONResponse(body, status_code=status)
@@ -98,10 +115,9 @@ async def _body(request: Request, st: ServerState) -> bytes:
 @router.post("/api/batches")
 async def post_batch(request: Request, st: ServerState = Depends(require_token)) -> JSONResponse:
     """One capture batch: ``{"rows": {table: [[...], ...]}}`` (the spool file format)."""
-    if st.writer.full():  # before reading the body: a full queue takes no more memory
-        raise _busy(f"the server's write queue is full; retry in {RETRY_AFTER} s")
+    _check_room(st)
     batch = await _parse(await _body(request, st), _capture_batch, "a lineage batch")
-    return await _write(st, batch)
+    return await _write(request, st, batch)
 
 
 @router.post("/api/v1/lineage")
@@ -112,7 +128,6 @@ async def post_openlineage(request: Request, st: ServerState = Depends(require_t
     except ImportError:
         raise HTTPException(501, "OpenLineage support is not installed on the server "
                                  "(pip install 'lineage-listener[openlineage]')") from None
-    if st.writer.full():
-        raise _busy(f"the server's write queue is full; retry in {RETRY_AFTER} s")
+    _check_room(st)
     batch = await _parse(await _body(request, st), _openlineage_batch, "an OpenLineage event")
-    return await _write(st, batch)
+    return await _write(request, st, batch)

@@ -45,23 +45,28 @@ log = logging.getLogger(__name__)
 
 #: Seconds the writer stays away after letting go at ``hold``: a process waiting for the store gets its turn.
 HANDOVER = 0.2
-#: Seconds a client is asked to wait when the queue is full.
-RETRY_AFTER = 2
+#: Seconds a client is asked to wait when the queue is full, at least and at most (else: the time the
+#: writer needs for what waits, at the rate it has been writing).
+RETRY_AFTER = (2, 60)
 
 #: An answer: HTTP status and JSON body.
 Answer = tuple[int, dict[str, Any]]
 
 
 class QueueFull(Exception):
-    """The queue holds ``queue_rows`` rows already: the client should retry after ``RETRY_AFTER`` s."""
+    """The queue holds ``queue_rows`` rows already: the client should retry after ``retry_after`` s."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 @dataclass
 class Settings:
     """How the writer groups batches and when it lets the store go (``serve`` options)."""
 
-    group_rows: int = 100_000  # at most this many rows in one transaction (one batch always fits)
-    queue_rows: int = 500_000  # rows waiting at most; a POST beyond is answered 503
+    group_rows: int = 10_000  # at most this many rows in one transaction (a bigger batch goes alone)
+    queue_rows: int = 50_000  # rows waiting at most (seconds of work, under clients' timeouts); then 503
     release_idle: float = 0.0  # let the store go after this long without a batch (0: as soon as none waits)
     hold: float = 10.0  # ... and at the latest after holding it this long
     lock_timeout: float = 10.0  # wait this long for another process's lock before spooling
@@ -128,12 +133,13 @@ class GroupWriter:
         self._warned = False
         self._writing = self._writing_rows = 0
         self._committing = False
+        self._rate = 0.0  # rows written per second, recent groups weighted most
         self._counts = {"batches": 0, "groups": 0, "refused": 0, "spooled": 0, "opened": 0,
-                        "split": 0}
+                        "split": 0, "withdrawn": 0}
 
     def stats(self) -> dict[str, Any]:
         """Counters since start (``batches`` written, ``groups`` committed, groups ``split`` (failed, written one
-        by one), batches ``refused`` and ``spooled``, times the store was ``opened``), batches ``queued``, rows
+        by one), batches ``refused``, ``spooled`` and ``withdrawn`` (their client gone before they were taken), times the store was ``opened``), batches ``queued``, rows
         queued and being written, whether the store is ``open``."""
         with self._cond:
             return {**self._counts, "queued": len(self._queue), "queued_rows": self._queued_rows,
@@ -141,26 +147,47 @@ class GroupWriter:
                     "open": self._db is not None}
 
     # -- the queue ---------------------------------------------------------------------
-    def full(self) -> bool:
+    def full(self) -> int:
+        """0 while the queue takes batches, else the seconds a client should wait before it retries."""
         with self._cond:
-            return self._queued_rows >= self.settings.queue_rows
+            return self._retry_after_locked() if self._queued_rows >= self.settings.queue_rows else 0
 
-    def submit(self, batch: Batch, answer: Callable[[Answer], None]) -> None:
+    def _retry_after_locked(self) -> int:
+        """Seconds the writer needs for the rows waiting, at its recent rate, within ``RETRY_AFTER``."""
+        need = (self._queued_rows + self._writing_rows) / self._rate if self._rate else 0
+        return int(min(RETRY_AFTER[1], max(RETRY_AFTER[0], need + 0.999)))
+
+    def submit(self, batch: Batch, answer: Callable[[Answer], None]) -> _Item:
         """Queue ``batch``; ``answer((status, body))`` is called from the writer thread once it is
         in the store (200), spooled (202) or refused (422). Raises :class:`QueueFull`."""
         rows = len(batch)
         with self._cond:
             if self._queue and self._queued_rows + rows > self.settings.queue_rows:
+                wait = self._retry_after_locked()
                 raise QueueFull(f"{self._queued_rows} rows are waiting to be written (at most "
-                                f"{self.settings.queue_rows}); retry in {RETRY_AFTER} s")
+                                f"{self.settings.queue_rows}); retry in {wait} s", wait)
             if self._stopping:
-                raise QueueFull("the server is stopping")
-            self._queue.append(_Item(batch, rows, answer))
+                raise QueueFull("the server is stopping", RETRY_AFTER[1])
+            item = _Item(batch, rows, answer)
+            self._queue.append(item)
             self._queued_rows += rows
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="lineage-store-writer", daemon=True)
                 self._thread.start()
             self._cond.notify_all()
+            return item
+
+    def withdraw(self, item: _Item) -> bool:
+        """Take a batch out of the queue before it is written (its client has gone: it resends, and work
+        for nobody would only lengthen everyone's wait). False when the writer has it already."""
+        with self._cond:
+            try:
+                self._queue.remove(item)
+            except ValueError:
+                return False
+            self._queued_rows -= item.rows
+            self._counts["withdrawn"] += 1
+            return True
 
     def close(self, timeout: float = 60.0) -> None:
         """Write what is queued, let the store go, stop the thread."""
@@ -203,6 +230,7 @@ class GroupWriter:
                 with self._cond:
                     self._release_locked()
                 return
+            started = time.monotonic()
             try:
                 self._write(group)
             except Exception as exc:  # noqa: BLE001 - the thread must live; every request gets an answer
@@ -211,6 +239,8 @@ class GroupWriter:
                     item.reply(500, {"detail": f"writing failed: {str(exc)[:200]}"})
             finally:
                 with self._cond:
+                    rate = self._writing_rows / max(time.monotonic() - started, 1e-3)
+                    self._rate = rate if not self._rate else 0.8 * self._rate + 0.2 * rate
                     self._writing = self._writing_rows = 0
                     if self.settings.release_idle <= 0 and not self._queue:
                         self._release_locked()  # nothing waits: the store is free when the answers go
@@ -340,6 +370,9 @@ class GroupWriter:
                 log.warning("lineage-listener: cannot open store %s: %s", self.store, str(exc).splitlines()[0])
                 turn.close()
                 return None
+            except BaseException:
+                turn.close()
+                raise
             try:
                 spool.ingest(con, self.store, write_batch)
             except Exception as exc:  # noqa: BLE001 - a spooled batch that fails waits; new ones go on
