@@ -100,7 +100,8 @@ wheel: install
 	$(BIN)/pip wheel --quiet --no-build-isolation --no-deps -w dist .
 	@ls dist/*.whl
 
-## Benchmarks: walker speed on TPC-DS plans, capture cost per query and per micro-batch, query speed on a 10M-edge store.
+## Benchmarks: walker speed on TPC-DS plans, capture cost per query and per micro-batch, query speed on a 10M-edge store,
+## the lineage server under 200 concurrent writers for 5 minutes and bursts of 1,000 posts.
 BENCH_STORE ?= /tmp/lineage-bench-10m.duckdb
 
 bench: install
@@ -112,6 +113,7 @@ bench: install
 	$(BIN)/python bench/make_synthetic_store.py $(BENCH_STORE) --edges 10000000
 	$(BIN)/python bench/query_bench.py $(BENCH_STORE) --runs 20
 	$(BIN)/python bench/server_bench.py $(BENCH_STORE) --runs 20
+	$(BIN)/python bench/writers_bench.py --seconds 300 --clients 200 --burst 1000
 	$(BIN)/python bench/ui_bench.py
 	$(MAKE) jars $(STAMP35)
 	$(VENV35)/bin/python bench/merge_bench.py

@@ -21,8 +21,11 @@ def free_port() -> int:
 
 class Server:
     def __init__(self, store: Path, port: int | None = None, token: str | None = TOKEN,
-                 args: tuple[str, ...] = ()) -> None:
-        self.store, self.port, self.token, self.args = store, port or free_port(), token, args
+                 extra_args: list[str] | None = None, output: Path | None = None) -> None:
+        """``extra_args``: more ``serve`` options; ``output``: a file for the server's log (else a pipe,
+        read when it exits early: keep it short)."""
+        self.store, self.port, self.token = store, port or free_port(), token
+        self.extra_args, self.output = list(extra_args or []), output
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
 
@@ -31,9 +34,12 @@ class Server:
         env.pop("LINEAGE_SERVER_TOKEN", None)
         if self.token:
             env["LINEAGE_SERVER_TOKEN"] = self.token
+        out = open(self.output, "w") if self.output else subprocess.PIPE  # noqa: SIM115 - the child keeps it
         self.proc = subprocess.Popen([sys.executable, "-m", "lineage_listener", "serve", "--store", str(self.store),
-                                      "--port", str(self.port), *self.args], env=env, stdout=subprocess.PIPE,
+                                      "--port", str(self.port), *self.extra_args], env=env, stdout=out,
                                      stderr=subprocess.STDOUT, text=True)
+        if self.output:
+            out.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
@@ -41,7 +47,8 @@ class Server:
                     return self
             except OSError:
                 if self.proc.poll() is not None:
-                    raise RuntimeError(f"server exited: {self.proc.stdout.read()}")
+                    log = self.output.read_text() if self.output else self.proc.stdout.read()
+                    raise RuntimeError(f"server exited: {log}")
                 time.sleep(0.1)
         raise RuntimeError("server did not start")
 

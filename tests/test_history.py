@@ -222,7 +222,7 @@ def test_a_round_2_store_migrates_in_place(tmp_path):
 def test_serve_keep_prunes_at_start(tmp_path):
     store = tmp_path / "lineage.duckdb"
     old_and_new(store)
-    server = Server(store, args=("--keep", "400d")).start()
+    server = Server(store, extra_args=["--keep", "400d"]).start()
     try:
         deadline = time.monotonic() + 60
         while count(store, "SELECT count(*) FROM queries") != 1 and time.monotonic() < deadline:

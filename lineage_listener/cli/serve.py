@@ -7,6 +7,7 @@ import logging
 import os
 
 from lineage_listener.cli import CliError
+from lineage_listener.server.writer import Settings
 
 TOKEN_ENV = "LINEAGE_SERVER_TOKEN"
 log = logging.getLogger(__name__)
@@ -23,6 +24,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--token", dest="token_on_command_line", metavar="TOKEN", help=argparse.SUPPRESS)
     p.add_argument("--keep", metavar="AGE", help="prune per-run records older than AGE (e.g. 400d) at start "
                                                  "and daily; edges keep their first/last time (default: keep all)")
+    w = p.add_argument_group("store writer", "batches waiting are written together, one commit per group")
+    w.add_argument("--group-rows", type=int, default=Settings.group_rows, metavar="N",
+                   help="rows at most in one group commit (default %(default)s; a bigger batch goes alone)")
+    w.add_argument("--queue-rows", type=int, default=Settings.queue_rows, metavar="N",
+                   help="rows waiting at most; further POSTs are answered 503 with Retry-After "
+                        "(default %(default)s)")
+    w.add_argument("--release-idle", type=float, default=Settings.release_idle, metavar="SECONDS",
+                   help="keep the store open this long after the last batch (default %(default)s: close it as "
+                        "soon as none waits, so other processes can open it; more saves reopening it)")
+    w.add_argument("--lock-timeout", type=float, default=Settings.lock_timeout, metavar="SECONDS",
+                   help="wait this long for the store while another process holds it, then spool batches beside "
+                        "it (202; written once the store is free) (default %(default)s)")
+    w.add_argument("--hold", type=float, default=Settings.hold, metavar="SECONDS",
+                   help="while busy, let the store go at least this often for other processes "
+                        "(default %(default)s)")
     p.set_defaults(func=run)
 
 
@@ -57,7 +73,12 @@ def run(args: argparse.Namespace) -> int:
         why = "is empty" if args.token_env in os.environ else "is not set"
         log.warning("lineage-listener serve: writes are disabled (POST /api/batches and /api/v1/lineage answer "
                     "403): $%s %s", args.token_env, why)
-    app = create_app(args.store, token)
+    for name in ("group_rows", "queue_rows"):
+        if getattr(args, name) < 1:
+            raise CliError(f"--{name.replace('_', '-')} must be at least 1")
+    settings = Settings(group_rows=args.group_rows, queue_rows=args.queue_rows, release_idle=args.release_idle,
+                        hold=args.hold, lock_timeout=args.lock_timeout)
+    app = create_app(args.store, token, settings)
     if keep is not None:
         from lineage_listener.server import retention
         retention.start(app.state.lineage, keep)

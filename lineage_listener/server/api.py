@@ -13,7 +13,7 @@ from lineage_listener.query.store import LineageStore, UnknownNameError
 from lineage_listener.query.streams import streams as stream_rows
 from lineage_listener.query.timewindow import parse_time
 from lineage_listener.server.state import ServerState, state
-from lineage_listener.store.connection import StoreError, open_readonly
+from lineage_listener.store.connection import StoreError
 
 router = APIRouter()
 
@@ -28,7 +28,7 @@ ORDER BY 1"""
 
 def _store(st: ServerState) -> LineageStore:
     try:
-        return LineageStore(st.store)
+        return st.lineage_store()
     except StoreError as exc:
         raise HTTPException(503, str(exc)) from None
 
@@ -53,49 +53,41 @@ def _answer(fn, *args, **kwargs) -> Any:
 def datasets(q: str = "", kind: str | None = None, limit: int = Query(100, ge=1, le=1000),
              st: ServerState = Depends(state)) -> list[dict]:
     """Datasets whose name contains ``q`` (case-insensitive), with their column count and last capture."""
-    with st.lock:
-        con = open_readonly(st.store)
-        try:
-            rows = con.execute(
-                """SELECT d.dataset, d.kind, d.format, d.last_seen,
-                          (SELECT count(*) FROM dataset_columns c WHERE c.dataset = d.dataset) AS columns
-                   FROM datasets d WHERE contains(lower(d.dataset), lower($q)) AND ($kind IS NULL OR d.kind = $kind)
-                   ORDER BY d.last_seen DESC NULLS LAST, d.dataset LIMIT $limit""",
-                {"q": q, "kind": kind, "limit": limit}).fetchall()
-        finally:
-            con.close()
+    with st.read() as con:
+        rows = con.execute(
+            """SELECT d.dataset, d.kind, d.format, d.last_seen,
+                      (SELECT count(*) FROM dataset_columns c WHERE c.dataset = d.dataset) AS columns
+               FROM datasets d WHERE contains(lower(d.dataset), lower($q)) AND ($kind IS NULL OR d.kind = $kind)
+               ORDER BY d.last_seen DESC NULLS LAST, d.dataset LIMIT $limit""",
+            {"q": q, "kind": kind, "limit": limit}).fetchall()
     return [{"dataset": r[0], "kind": r[1], "format": r[2], "last_seen": r[3], "columns": r[4]} for r in rows]
 
 
 @router.get("/api/datasets/{dataset:path}")
 def dataset(dataset: str, st: ServerState = Depends(state)) -> dict:
     """One dataset: columns, upstream and downstream datasets, recent queries that wrote or read it."""
-    with st.lock:
-        con = open_readonly(st.store)
-        try:
-            aliases = Aliases(con)
-            canonical = aliases.canonical(dataset)
-            names = sorted(aliases.names(canonical))
-            info = con.execute("SELECT dataset, kind, format, location, first_seen, last_seen FROM datasets "
-                               "WHERE dataset = ?", [canonical]).fetchone()
-            if info is None:
-                known = [r[0] for r in con.execute("SELECT dataset FROM datasets").fetchall()]
-                raise HTTPException(404, {"error": f"unknown dataset {dataset!r}", "closest": closest(dataset, known)})
-            p = {"n": names}
-            columns = con.execute("SELECT column_name, data_type FROM dataset_columns WHERE dataset IN "
-                                  "(SELECT unnest($n)) ORDER BY ordinal NULLS LAST, column_name", p).fetchall()
-            upstream = con.execute(_NEIGHBOURS.format(near="target_dataset", far="source_dataset"), p).fetchall()
-            downstream = con.execute(_NEIGHBOURS.format(near="source_dataset", far="target_dataset"), p).fetchall()
-            queries = con.execute(
-                """SELECT q.query_id, q.run_id, r.app_name, q.action, q.status, q.captured_at,
-                          CASE WHEN q.target_dataset IN (SELECT unnest($n)) THEN 'wrote' ELSE 'read' END AS role
-                   FROM queries q LEFT JOIN runs r USING (run_id)
-                   WHERE q.target_dataset IN (SELECT unnest($n))
-                      OR q.query_id IN (SELECT c.query_id FROM edge_captures c WHERE c.set_id IN (
-                                        SELECT unnest(sets) FROM edges WHERE source_dataset IN (SELECT unnest($n))))
-                   ORDER BY q.captured_at DESC LIMIT 50""", p).fetchall()
-        finally:
-            con.close()
+    with st.read() as con:
+        aliases = Aliases(con)
+        canonical = aliases.canonical(dataset)
+        names = sorted(aliases.names(canonical))
+        info = con.execute("SELECT dataset, kind, format, location, first_seen, last_seen FROM datasets "
+                           "WHERE dataset = ?", [canonical]).fetchone()
+        if info is None:
+            known = [r[0] for r in con.execute("SELECT dataset FROM datasets").fetchall()]
+            raise HTTPException(404, {"error": f"unknown dataset {dataset!r}", "closest": closest(dataset, known)})
+        p = {"n": names}
+        columns = con.execute("SELECT column_name, data_type FROM dataset_columns WHERE dataset IN "
+                              "(SELECT unnest($n)) ORDER BY ordinal NULLS LAST, column_name", p).fetchall()
+        upstream = con.execute(_NEIGHBOURS.format(near="target_dataset", far="source_dataset"), p).fetchall()
+        downstream = con.execute(_NEIGHBOURS.format(near="source_dataset", far="target_dataset"), p).fetchall()
+        queries = con.execute(
+            """SELECT q.query_id, q.run_id, r.app_name, q.action, q.status, q.captured_at,
+                      CASE WHEN q.target_dataset IN (SELECT unnest($n)) THEN 'wrote' ELSE 'read' END AS role
+               FROM queries q LEFT JOIN runs r USING (run_id)
+               WHERE q.target_dataset IN (SELECT unnest($n))
+                  OR q.query_id IN (SELECT c.query_id FROM edge_captures c WHERE c.set_id IN (
+                                    SELECT unnest(sets) FROM edges WHERE source_dataset IN (SELECT unnest($n))))
+               ORDER BY q.captured_at DESC LIMIT 50""", p).fetchall()
     return {
         "dataset": info[0], "kind": info[1], "format": info[2], "location": info[3], "first_seen": info[4],
         "last_seen": info[5], "columns": [{"name": c, "type": t} for c, t in columns],
@@ -113,38 +105,31 @@ def column_lineage(dataset: str, column: str, start: str | None = None, end: str
                    st: ServerState = Depends(state)) -> dict:
     """A column's lineage graph in a time window: nodes and edges (transform, kind, expression, masking,
     query, time). ``backward``: where it came from; ``forward``: where it went."""
-    with st.lock:
-        return _answer(payload.column_lineage, _store(st), dataset, column, direction, maxLevels, _time(start),
-                       _time(end, end=True), directOnly, includeFailed)
+    return _answer(payload.column_lineage, _store(st), dataset, column, direction, maxLevels, _time(start),
+                   _time(end, end=True), directOnly, includeFailed)
 
 
 @router.get("/api/impact")
 def impact(dataset: str, column: str, since: str | None = None, until: str | None = None,
            depth: int | None = Query(None, ge=0), st: ServerState = Depends(state)) -> dict:
     """Who read a column in a window, and every column derived from it (masked or not)."""
-    with st.lock:
-        return _answer(reports.impact, _store(st), dataset, column, since=_time(since), until=_time(until, True),
-                       depth=depth)
+    return _answer(reports.impact, _store(st), dataset, column, since=_time(since), until=_time(until, True),
+                   depth=depth)
 
 
 @router.get("/api/provenance")
 def provenance(dataset: str, column: str, directOnly: bool = True,  # noqa: N803
                st: ServerState = Depends(state)) -> dict:
     """The sources and operations a column came from."""
-    with st.lock:
-        return _answer(reports.provenance, _store(st), dataset, column, direct_only=directOnly)
+    return _answer(reports.provenance, _store(st), dataset, column, direct_only=directOnly)
 
 
 @router.get("/api/runs")
 def runs(limit: int = Query(50, ge=1, le=1000), st: ServerState = Depends(state)) -> list[dict]:
-    with st.lock:
-        con = open_readonly(st.store)
-        try:
-            rows = con.execute("""SELECT r.run_id, r.app_name, r.spark_version, r.started_at, r.ended_at,
-                                         (SELECT count(*) FROM queries q WHERE q.run_id = r.run_id)
-                                  FROM runs r ORDER BY r.started_at DESC NULLS LAST LIMIT ?""", [limit]).fetchall()
-        finally:
-            con.close()
+    with st.read() as con:
+        rows = con.execute("""SELECT r.run_id, r.app_name, r.spark_version, r.started_at, r.ended_at,
+                                     (SELECT count(*) FROM queries q WHERE q.run_id = r.run_id)
+                              FROM runs r ORDER BY r.started_at DESC NULLS LAST LIMIT ?""", [limit]).fetchall()
     keys = ("run_id", "app_name", "spark_version", "started_at", "ended_at", "queries")
     return [dict(zip(keys, r)) for r in rows]
 
@@ -152,35 +137,27 @@ def runs(limit: int = Query(50, ge=1, le=1000), st: ServerState = Depends(state)
 @router.get("/api/streams")
 def streams(limit: int = Query(100, ge=1, le=1000), st: ServerState = Depends(state)) -> list[dict]:
     """Streaming queries as jobs: batch count, last batch time, sinks, plans."""
-    with st.lock:
-        con = open_readonly(st.store)
-        try:
-            return stream_rows(con, limit)
-        finally:
-            con.close()
+    with st.read() as con:
+        return stream_rows(con, limit)
 
 
 @router.get("/api/runs/{run_id:path}")
 def run(run_id: str, st: ServerState = Depends(state)) -> dict:
     """One run and its queries, with SQL text and status."""
-    with st.lock:
-        con = open_readonly(st.store)
-        try:
-            r = con.execute("SELECT run_id, app_name, spark_version, master, started_at, ended_at FROM runs "
-                            "WHERE run_id = ?", [run_id]).fetchone()
-            if r is None:
-                known = [x[0] for x in con.execute("SELECT run_id FROM runs").fetchall()]
-                raise HTTPException(404, {"error": f"unknown run {run_id!r}", "closest": closest(run_id, known)})
-            qs = con.execute("""SELECT q.query_id, action, command, status, error, sql_text, duration_ms, captured_at,
-                                       target_dataset, coalesce(n.edges, 0)
-                                FROM queries q LEFT JOIN (
-                                    SELECT c.query_id, count(*) AS edges FROM edge_captures c
-                                    JOIN edge_sets s ON s.set_id = c.set_id
-                                    WHERE c.query_id IN (SELECT query_id FROM queries WHERE run_id = $1) GROUP BY 1
-                                ) n ON n.query_id = q.query_id
-                                WHERE run_id = $1 ORDER BY captured_at""", [run_id]).fetchall()
-        finally:
-            con.close()
+    with st.read() as con:
+        r = con.execute("SELECT run_id, app_name, spark_version, master, started_at, ended_at FROM runs "
+                        "WHERE run_id = ?", [run_id]).fetchone()
+        if r is None:
+            known = [x[0] for x in con.execute("SELECT run_id FROM runs").fetchall()]
+            raise HTTPException(404, {"error": f"unknown run {run_id!r}", "closest": closest(run_id, known)})
+        qs = con.execute("""SELECT q.query_id, action, command, status, error, sql_text, duration_ms, captured_at,
+                                   target_dataset, coalesce(n.edges, 0)
+                            FROM queries q LEFT JOIN (
+                                SELECT c.query_id, count(*) AS edges FROM edge_captures c
+                                JOIN edge_sets s ON s.set_id = c.set_id
+                                WHERE c.query_id IN (SELECT query_id FROM queries WHERE run_id = $1) GROUP BY 1
+                            ) n ON n.query_id = q.query_id
+                            WHERE run_id = $1 ORDER BY captured_at""", [run_id]).fetchall()
     keys = ("query_id", "action", "command", "status", "error", "sql_text", "duration_ms", "captured_at",
             "target_dataset", "edges")
     return {**dict(zip(("run_id", "app_name", "spark_version", "master", "started_at", "ended_at"), r)),

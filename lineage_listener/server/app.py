@@ -1,6 +1,8 @@
 """``create_app(store, token)``: the API, the collector and the UI in one FastAPI application."""
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from importlib import resources
 from pathlib import Path
 
@@ -13,15 +15,24 @@ from fastapi.staticfiles import StaticFiles
 from lineage_listener import __version__
 from lineage_listener.server import api, collect, views_api
 from lineage_listener.server.state import ServerState
+from lineage_listener.server.writer import Settings
 
 STATIC = Path(str(resources.files("lineage_listener.server").joinpath("static")))
 
 
-def create_app(store: str | Path, token: str | None = None) -> FastAPI:
+def create_app(store: str | Path, token: str | None = None, settings: Settings | None = None) -> FastAPI:
+    """``settings``: how the store writer groups batches and lets the store go (defaults: ``Settings()``)."""
+    lineage = ServerState(Path(store).expanduser().absolute(), token, settings=settings or Settings())
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        lineage.writer.close()  # what is queued is written, the store let go
+
     app = FastAPI(title="lineage-listener", version=__version__,
                   description="Column-level lineage captured from Spark: read API, collector, UI.",
-                  docs_url=None, redoc_url=None)  # /docs is served below from local files (works offline)
-    app.state.lineage = ServerState(Path(store).expanduser().absolute(), token)
+                  docs_url=None, redoc_url=None, lifespan=lifespan)  # /docs: served below from local files
+    app.state.lineage = lineage
     app.include_router(api.router)
     app.include_router(collect.router)
     app.include_router(views_api.router)
@@ -49,5 +60,5 @@ def create_app(store: str | Path, token: str | None = None) -> FastAPI:
 
     @app.get("/healthz", include_in_schema=False)
     def health() -> dict:
-        return {"ok": True, "store": str(app.state.lineage.store)}
+        return {"ok": True, "store": str(lineage.store), "writer": lineage.writer.stats()}
     return app

@@ -5,29 +5,80 @@ may resend after a lost response, and an OpenLineage run's events may come one b
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import zlib
 
 from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
 from lineage_listener.server.state import ServerState, require_token
+from lineage_listener.server.writer import Answer, QueueFull
 from lineage_listener.store.batch import Batch
-from lineage_listener.store.writer import StoreWriter
 
 router = APIRouter()
 log = logging.getLogger(__name__)
 
+#: Seconds between checks that a client waiting for its batch is still there.
+CHECK_CLIENT = 1.0
 
-def _write(st: ServerState, batch: Batch) -> JSONResponse:
-    """``rows``: rows received; ``new_edges``: edges the store did not hold yet (null when spooled)."""
-    with st.lock:
-        writer = StoreWriter(st.store)
-        ok = writer.write(batch)
-    # 202: accepted but spooled beside the store (another process holds it); written later
-    return JSONResponse({"written": ok, "rows": len(batch), "new_edges": writer.new_edges if ok else None},
-                        status_code=200 if ok else 202)
+
+def _busy(detail: str, retry_after: int) -> HTTPException:
+    return HTTPException(503, detail, headers={"Retry-After": str(retry_after)})
+
+
+def _check_room(st: ServerState) -> None:
+    """503 before the body is read when the queue is full: a full queue takes no more memory."""
+    wait = st.writer.full()
+    if wait:
+        raise _busy(f"the server's write queue is full; retry in {wait} s", wait)
+
+
+async def _write(request: Request, st: ServerState, batch: Batch) -> JSONResponse:
+    """``rows``: rows received; ``new_edges``: edges the store did not hold yet (null when spooled).
+    202: accepted but spooled beside the store (another process holds it); written later.
+    A batch whose client hangs up while it waits in the queue is withdrawn (the client resends)."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[Answer] = loop.create_future()
+
+    def answer(result: Answer) -> None:  # from the writer thread
+        loop.call_soon_threadsafe(lambda: done.done() or done.set_result(result))
+    try:
+        item = st.writer.submit(batch, answer)
+    except QueueFull as exc:
+        raise _busy(str(exc), exc.retry_after) from None
+    while True:
+        try:
+            status, body = await asyncio.wait_for(asyncio.shield(done), timeout=CHECK_CLIENT)
+            break
+        except asyncio.TimeoutError:
+            if await request.is_disconnected() and st.writer.withdraw(item):
+                return JSONResponse({"detail": "the client went away; the batch was not written"}, 499)
+    if status >= 400:
+        raise HTTPException(status, body["detail"])
+    return JSONResponse(body, status_code=status)
+
+
+async def _parse(body: bytes, parse, what: str) -> Batch:  # noqa: ANN001 - body -> Batch
+    """``parse(body)`` on a worker thread (big batches must not stall the event loop); 400 when it fails."""
+    try:
+        return await run_in_threadpool(parse, body)
+    except (ValueError, KeyError, AttributeError, TypeError) as exc:
+        raise HTTPException(400, f"not {what}: {exc}") from None
+
+
+def _capture_batch(body: bytes) -> Batch:
+    data = json.loads(body)
+    return Batch.from_json(json.dumps(data.get("rows", data)))
+
+
+def _openlineage_batch(body: bytes) -> Batch:
+    from lineage_listener.openlineage.ingest import to_batch
+
+    event = json.loads(body)
+    return to_batch(event if isinstance(event, list) else [event])[0]
 
 
 async def _body(request: Request, st: ServerState) -> bytes:
@@ -64,27 +115,19 @@ async def _body(request: Request, st: ServerState) -> bytes:
 @router.post("/api/batches")
 async def post_batch(request: Request, st: ServerState = Depends(require_token)) -> JSONResponse:
     """One capture batch: ``{"rows": {table: [[...], ...]}}`` (the spool file format)."""
-    body = await _body(request, st)
-    try:
-        data = json.loads(body)
-        batch = Batch.from_json(json.dumps(data.get("rows", data)))
-    except (ValueError, AttributeError, TypeError) as exc:
-        raise HTTPException(400, f"not a lineage batch: {exc}") from None
-    return _write(st, batch)
+    _check_room(st)
+    batch = await _parse(await _body(request, st), _capture_batch, "a lineage batch")
+    return await _write(request, st, batch)
 
 
 @router.post("/api/v1/lineage")
 async def post_openlineage(request: Request, st: ServerState = Depends(require_token)) -> JSONResponse:
     """An OpenLineage RunEvent (Marquez's endpoint), written with the reverse mapping of the export."""
     try:
-        from lineage_listener.openlineage.ingest import to_batch
+        from lineage_listener.openlineage import ingest  # noqa: F401 - only: is it installed
     except ImportError:
         raise HTTPException(501, "OpenLineage support is not installed on the server "
                                  "(pip install 'lineage-listener[openlineage]')") from None
-    body = await _body(request, st)
-    try:
-        event = json.loads(body)
-        batch, _ = to_batch(event if isinstance(event, list) else [event])
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise HTTPException(400, f"not an OpenLineage event: {exc}") from None
-    return _write(st, batch)
+    _check_room(st)
+    batch = await _parse(await _body(request, st), _openlineage_batch, "an OpenLineage event")
+    return await _write(request, st, batch)

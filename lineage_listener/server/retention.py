@@ -1,4 +1,4 @@
-"""``serve --keep 400d``: prune the store at start and then once a day, between requests."""
+"""``serve --keep 400d``: prune the store at start and then once a day, beside the writer."""
 from __future__ import annotations
 
 import logging
@@ -21,8 +21,9 @@ def start(st: ServerState, keep: timedelta, every: float = EVERY) -> threading.E
     def loop() -> None:
         while True:
             try:
-                with st.lock:  # requests wait for it, as they wait for a write
-                    done = prune_store(st.store, keep)
+                # Its own connection: in this process it shares the writer's open database (DuckDB
+                # keeps one instance per file), so it never waits for the writer's file lock.
+                done = prune_store(st.store, keep)
                 log.info("lineage-listener serve: pruned records older than %s: %d queries, %d capture records, "
                          "%d runs", keep, done.queries, done.captures, done.runs)
             except Exception as exc:  # noqa: BLE001 - the server goes on; the next day tries again

@@ -1,16 +1,22 @@
-"""What every route shares: the store path, the token, and one lock so reads and writes take turns.
+"""What every route shares: the store path, the token, and the store's one writer, whose open
+database also serves the reads (:mod:`lineage_listener.server.writer`).
 
 DuckDB refuses a read-only and a read-write connection to one file in one process at
-the same time; requests run on a thread pool, so the server serialises store access.
+the same time: every read goes through :meth:`ServerState.read`, never its own connection.
 """
 from __future__ import annotations
 
 import hmac
-import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import duckdb
 from fastapi import HTTPException, Request
+
+from lineage_listener.query.store import LineageStore
+from lineage_listener.server.writer import GroupWriter, Settings
 
 
 @dataclass
@@ -18,7 +24,32 @@ class ServerState:
     store: Path
     token: str | None = None
     max_body: int = 50 * 1024 * 1024
-    lock: threading.RLock = field(default_factory=threading.RLock)
+    settings: Settings = field(default_factory=Settings)
+    writer: GroupWriter = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.writer = GroupWriter(self.store, self.settings)
+
+    def read(self):  # noqa: ANN201 - a context manager of a connection
+        """``with st.read() as con``: a connection for one read (see ``GroupWriter.reading``)."""
+        return self.writer.reading()
+
+    def lineage_store(self) -> "ServerStore":
+        return ServerStore(self)
+
+
+class ServerStore(LineageStore):
+    """The query layer's store, its connections taken from the server's writer (never a connection of
+    its own beside the writer's)."""
+
+    def __init__(self, st: ServerState) -> None:
+        self._state = st
+        super().__init__(st.store)
+
+    @contextmanager
+    def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        with self._state.read() as con:
+            yield con
 
 
 def state(request: Request) -> ServerState:

@@ -19,7 +19,6 @@ from lineage_listener.query.expand import FAILED_WRITES
 from lineage_listener.query.names import Aliases, closest
 from lineage_listener.server.api import _answer, _store, _time
 from lineage_listener.server.state import ServerState, state
-from lineage_listener.store.connection import open_readonly
 
 router = APIRouter(tags=["ui"])
 
@@ -39,29 +38,25 @@ def search(q: str = "", what: Literal["all", "datasets", "columns"] = "all",
     ``offset``/``limit`` with its ``total``. Datasets: most recently seen first; columns: by dataset,
     then by name."""
     out: dict[str, Any] = {"q": q, "offset": offset, "limit": limit}
-    with st.lock:
-        con = open_readonly(st.store)
-        try:
-            if what in ("all", "datasets"):
-                where = "contains(lower(d.dataset), lower($q))"
-                out["datasets_total"] = con.execute(f"SELECT count(*) FROM datasets d WHERE {where}",
-                                                    {"q": q}).fetchone()[0]
-                out["datasets"] = _rows(con.execute(
-                    f"""SELECT d.dataset, d.kind, d.format, d.last_seen,
-                               (SELECT count(*) FROM dataset_columns c WHERE c.dataset = d.dataset) AS columns
-                        FROM datasets d WHERE {where}
-                        ORDER BY d.last_seen DESC NULLS LAST, d.dataset LIMIT $limit OFFSET $offset""",
-                    {"q": q, "limit": limit, "offset": offset}))
-            if what in ("all", "columns"):
-                where = "contains(lower(column_name), lower($q))"
-                out["columns_total"] = con.execute(f"SELECT count(*) FROM dataset_columns WHERE {where}",
-                                                   {"q": q}).fetchone()[0]
-                out["columns"] = _rows(con.execute(
-                    f"""SELECT dataset, column_name AS column, data_type AS type FROM dataset_columns
-                        WHERE {where} ORDER BY lower(column_name) = lower($q) DESC, dataset, column_name
-                        LIMIT $limit OFFSET $offset""", {"q": q, "limit": limit, "offset": offset}))
-        finally:
-            con.close()
+    with st.read() as con:
+        if what in ("all", "datasets"):
+            where = "contains(lower(d.dataset), lower($q))"
+            out["datasets_total"] = con.execute(f"SELECT count(*) FROM datasets d WHERE {where}",
+                                                {"q": q}).fetchone()[0]
+            out["datasets"] = _rows(con.execute(
+                f"""SELECT d.dataset, d.kind, d.format, d.last_seen,
+                           (SELECT count(*) FROM dataset_columns c WHERE c.dataset = d.dataset) AS columns
+                    FROM datasets d WHERE {where}
+                    ORDER BY d.last_seen DESC NULLS LAST, d.dataset LIMIT $limit OFFSET $offset""",
+                {"q": q, "limit": limit, "offset": offset}))
+        if what in ("all", "columns"):
+            where = "contains(lower(column_name), lower($q))"
+            out["columns_total"] = con.execute(f"SELECT count(*) FROM dataset_columns WHERE {where}",
+                                               {"q": q}).fetchone()[0]
+            out["columns"] = _rows(con.execute(
+                f"""SELECT dataset, column_name AS column, data_type AS type FROM dataset_columns
+                    WHERE {where} ORDER BY lower(column_name) = lower($q) DESC, dataset, column_name
+                    LIMIT $limit OFFSET $offset""", {"q": q, "limit": limit, "offset": offset}))
     return out
 
 
@@ -69,24 +64,20 @@ def search(q: str = "", what: Literal["all", "datasets", "columns"] = "all",
 def schema(dataset: str, st: ServerState = Depends(state)) -> dict:
     """A dataset's columns in schema order (``dataset_columns.ordinal``; columns of stores written before
     it was recorded come last, by name), with type and nullability."""
-    with st.lock:
-        con = open_readonly(st.store)
-        try:
-            aliases = Aliases(con)
-            canonical = aliases.canonical(dataset)
-            names = sorted(aliases.names(canonical))
-            rows = con.execute(
-                """SELECT column_name, any_value(data_type), any_value(nullable), min(ordinal)
-                   FROM dataset_columns WHERE dataset IN (SELECT unnest($n)) GROUP BY column_name
-                   ORDER BY min(ordinal) NULLS LAST, column_name""",
-                {"n": names}).fetchall()
-            if not rows and con.execute("SELECT count(*) FROM datasets WHERE dataset IN (SELECT unnest($n))",
-                                        {"n": names}).fetchone()[0] == 0:
-                known = [r[0] for r in con.execute("SELECT dataset FROM datasets").fetchall()]
-                raise HTTPException(404, {"error": f"unknown dataset {dataset!r}",
-                                          "closest": closest(dataset, known)})
-        finally:
-            con.close()
+    with st.read() as con:
+        aliases = Aliases(con)
+        canonical = aliases.canonical(dataset)
+        names = sorted(aliases.names(canonical))
+        rows = con.execute(
+            """SELECT column_name, any_value(data_type), any_value(nullable), min(ordinal)
+               FROM dataset_columns WHERE dataset IN (SELECT unnest($n)) GROUP BY column_name
+               ORDER BY min(ordinal) NULLS LAST, column_name""",
+            {"n": names}).fetchall()
+        if not rows and con.execute("SELECT count(*) FROM datasets WHERE dataset IN (SELECT unnest($n))",
+                                    {"n": names}).fetchone()[0] == 0:
+            known = [r[0] for r in con.execute("SELECT dataset FROM datasets").fetchall()]
+            raise HTTPException(404, {"error": f"unknown dataset {dataset!r}",
+                                      "closest": closest(dataset, known)})
     return {"dataset": canonical,
             "columns": [{"position": i + 1, "name": n, "type": t, "nullable": nl} for i, (n, t, nl, _) in
                         enumerate(rows)]}
@@ -96,20 +87,16 @@ def schema(dataset: str, st: ServerState = Depends(state)) -> dict:
 def runs(offset: int = Query(0, ge=0), limit: int = Query(50, ge=1, le=1000),
          st: ServerState = Depends(state)) -> dict:
     """Runs, newest first, with their duration, query count and failed queries; paged with a total."""
-    with st.lock:
-        con = open_readonly(st.store)
-        try:
-            total = con.execute("SELECT count(*) FROM runs").fetchone()[0]
-            rows = _rows(con.execute(
-                """SELECT r.run_id, r.app_name, r.spark_version, r.started_at, r.ended_at,
-                          CAST(date_diff('millisecond', r.started_at, r.ended_at) AS BIGINT) AS duration_ms,
-                          count(q.query_id) AS queries,
-                          count(q.query_id) FILTER (WHERE q.status <> 'succeeded') AS failed
-                   FROM runs r LEFT JOIN queries q USING (run_id)
-                   GROUP BY ALL ORDER BY r.started_at DESC NULLS LAST, r.run_id LIMIT ? OFFSET ?""",
-                [limit, offset]))
-        finally:
-            con.close()
+    with st.read() as con:
+        total = con.execute("SELECT count(*) FROM runs").fetchone()[0]
+        rows = _rows(con.execute(
+            """SELECT r.run_id, r.app_name, r.spark_version, r.started_at, r.ended_at,
+                      CAST(date_diff('millisecond', r.started_at, r.ended_at) AS BIGINT) AS duration_ms,
+                      count(q.query_id) AS queries,
+                      count(q.query_id) FILTER (WHERE q.status <> 'succeeded') AS failed
+               FROM runs r LEFT JOIN queries q USING (run_id)
+               GROUP BY ALL ORDER BY r.started_at DESC NULLS LAST, r.run_id LIMIT ? OFFSET ?""",
+            [limit, offset]))
     for r in rows:
         r["status"] = "running" if r["ended_at"] is None else ("failed queries" if r["failed"] else "ended")
     return {"total": total, "offset": offset, "limit": limit, "rows": rows}
@@ -119,34 +106,30 @@ def runs(offset: int = Query(0, ge=0), limit: int = Query(50, ge=1, le=1000),
 def overview(dataset: str, depth: int = Query(3, ge=0, le=50), st: ServerState = Depends(state)) -> dict:
     """The datasets upstream and downstream of ``dataset`` (``depth`` hops each way) and, per dataset pair,
     how many column edges and queries link them (failed writes left out)."""
-    with st.lock:
-        con = open_readonly(st.store)
-        try:
-            # Per set of edges, not per capture row: as cheap after a year of daily runs as after one.
-            pairs = con.execute(
-                f"""WITH live AS (SELECT set_id, query_id FROM edge_captures
-                                  WHERE query_id IS NULL OR query_id NOT IN ({FAILED_WRITES})),
-                         pe AS (SELECT DISTINCT s.set_id, e.source_dataset, e.target_dataset, e.source_column,
-                                       e.target_column
-                                FROM edges e JOIN edge_sets s ON s.edge_id = e.edge_id
-                                WHERE e.target_dataset IS NOT NULL AND s.set_id IN (SELECT set_id FROM live)),
-                         cols AS (SELECT source_dataset, target_dataset,
-                                         count(DISTINCT (source_column, target_column)) AS n FROM pe GROUP BY ALL),
-                         qs AS (SELECT p.source_dataset, p.target_dataset, count(DISTINCT l.query_id) AS n
-                                FROM (SELECT DISTINCT set_id, source_dataset, target_dataset FROM pe) p
-                                JOIN live l ON l.set_id = p.set_id GROUP BY ALL)
-                    SELECT c.source_dataset, c.target_dataset, c.n, coalesce(q.n, 0) FROM cols c
-                    LEFT JOIN qs q ON q.source_dataset IS NOT DISTINCT FROM c.source_dataset
-                                  AND q.target_dataset = c.target_dataset""").fetchall()
-            aliases = Aliases(con)
-            aliases.resolve([dataset] + [p[0] for p in pairs] + [p[1] for p in pairs])
-            start = aliases.canonical(dataset)
-            if not con.execute("SELECT count(*) FROM datasets WHERE dataset = ?", [start]).fetchone()[0]:
-                known = [r[0] for r in con.execute("SELECT dataset FROM datasets").fetchall()]
-                raise HTTPException(404, {"error": f"unknown dataset {dataset!r}",
-                                          "closest": closest(dataset, known)})
-        finally:
-            con.close()
+    with st.read() as con:
+        # Per set of edges, not per capture row: as cheap after a year of daily runs as after one.
+        pairs = con.execute(
+            f"""WITH live AS (SELECT set_id, query_id FROM edge_captures
+                              WHERE query_id IS NULL OR query_id NOT IN ({FAILED_WRITES})),
+                     pe AS (SELECT DISTINCT s.set_id, e.source_dataset, e.target_dataset, e.source_column,
+                                   e.target_column
+                            FROM edges e JOIN edge_sets s ON s.edge_id = e.edge_id
+                            WHERE e.target_dataset IS NOT NULL AND s.set_id IN (SELECT set_id FROM live)),
+                     cols AS (SELECT source_dataset, target_dataset,
+                                     count(DISTINCT (source_column, target_column)) AS n FROM pe GROUP BY ALL),
+                     qs AS (SELECT p.source_dataset, p.target_dataset, count(DISTINCT l.query_id) AS n
+                            FROM (SELECT DISTINCT set_id, source_dataset, target_dataset FROM pe) p
+                            JOIN live l ON l.set_id = p.set_id GROUP BY ALL)
+                SELECT c.source_dataset, c.target_dataset, c.n, coalesce(q.n, 0) FROM cols c
+                LEFT JOIN qs q ON q.source_dataset IS NOT DISTINCT FROM c.source_dataset
+                              AND q.target_dataset = c.target_dataset""").fetchall()
+        aliases = Aliases(con)
+        aliases.resolve([dataset] + [p[0] for p in pairs] + [p[1] for p in pairs])
+        start = aliases.canonical(dataset)
+        if not con.execute("SELECT count(*) FROM datasets WHERE dataset = ?", [start]).fetchone()[0]:
+            known = [r[0] for r in con.execute("SELECT dataset FROM datasets").fetchall()]
+            raise HTTPException(404, {"error": f"unknown dataset {dataset!r}",
+                                      "closest": closest(dataset, known)})
     links: dict[tuple[str, str], list[int]] = {}
     for s, t, cols, queries in pairs:
         key = (aliases.canonical(s), aliases.canonical(t))
@@ -184,9 +167,8 @@ IMPACT_CSV = ("hop", "dataset", "column", "masking", "from", "applications", "ru
 def impact_csv(dataset: str, column: str, since: str | None = None, until: str | None = None,
                depth: int | None = Query(None, ge=0), st: ServerState = Depends(state)) -> Response:
     """The ``/api/impact`` report's derived columns as CSV (one row per column), for spreadsheets."""
-    with st.lock:
-        report = _answer(reports.impact, _store(st), dataset, column, since=_time(since),
-                         until=_time(until, True), depth=depth)
+    report = _answer(reports.impact, _store(st), dataset, column, since=_time(since),
+                     until=_time(until, True), depth=depth)
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(IMPACT_CSV)

@@ -1,0 +1,442 @@
+"""The server's one store writer: a bounded queue, one thread, group commits; reads from the same database.
+
+Every POSTed batch is queued; one thread takes whatever is waiting (up to ``group_rows`` rows)
+and writes it in ONE transaction, each batch through ``write_batch`` as before (deduped, so a
+replay adds nothing, also within a group), then commits once. Each request is answered when
+its group has committed (200, ``new_edges`` its own), so N waiting jobs cost one commit rather
+than N opens, commits and closes. A group that fails is rolled back and its batches written
+one by one: a batch that fails alone on a healthy store is refused (422) and sinks no other.
+
+The store stays open while batches keep coming, and reads take cursors of that same
+database instance (DuckDB's MVCC: a read sees the last commit and never waits for a write).
+Other processes (a Spark job writing the file directly, a ``duckdb`` shell) still get it: the
+writer lets go as soon as no batch waits (by default before it answers, so a client that got
+its 200 finds the file free unless others are writing; ``release_idle`` seconds later if set,
+which saves reopening under a steady trickle), and at the latest after ``hold`` seconds of
+holding it (it then stays away ``HANDOVER`` seconds). While the writer holds it, a direct
+writer waits (its lock timeout) and then spools; the spool is ingested the next time the
+writer opens the store: nothing is lost, it is late.
+
+The queue is bounded in rows (``queue_rows``): past it, a POST is answered 503 with
+Retry-After, never an unbounded backlog. A store that cannot be opened or written (locked by
+another process past ``lock_timeout``, unwritable, needs a person) sends the batches to the
+spool beside it (202), as ``StoreWriter`` does.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from lineage_listener.store import spool
+from lineage_listener.store.batch import Batch
+from lineage_listener.store.connection import StoreNeedsAction, is_lock_error, open_readonly, open_writable
+from lineage_listener.store.writer import write_batch
+
+log = logging.getLogger(__name__)
+
+#: Seconds the writer stays away after letting go at ``hold``: a process waiting for the store gets its turn.
+HANDOVER = 0.2
+#: Seconds a client is asked to wait when the queue is full, at least and at most (else: the time the
+#: writer needs for what waits, at the rate it has been writing).
+RETRY_AFTER = (2, 60)
+
+#: An answer: HTTP status and JSON body.
+Answer = tuple[int, dict[str, Any]]
+
+
+class QueueFull(Exception):
+    """The queue holds ``queue_rows`` rows already: the client should retry after ``retry_after`` s."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+@dataclass
+class Settings:
+    """How the writer groups batches and when it lets the store go (``serve`` options)."""
+
+    group_rows: int = 10_000  # at most this many rows in one transaction (a bigger batch goes alone)
+    queue_rows: int = 50_000  # rows waiting at most (seconds of work, under clients' timeouts); then 503
+    release_idle: float = 0.0  # let the store go after this long without a batch (0: as soon as none waits)
+    hold: float = 10.0  # ... and at the latest after holding it this long
+    lock_timeout: float = 10.0  # wait this long for another process's lock before spooling
+
+
+@dataclass
+class _Item:
+    batch: Batch
+    rows: int
+    answer: Callable[[Answer], None]
+    result: Answer | None = field(default=None)
+
+    def reply(self, status: int, body: dict[str, Any]) -> None:
+        """Decide the answer (sent by :meth:`send`, after the store is let go if it is to be)."""
+        if self.result is None:
+            self.result = (status, body)
+
+    def send(self) -> None:
+        self.answer(self.result or (500, {"detail": "the batch was not written"}))
+
+
+class _InGroup:
+    """The writer's connection as ``write_batch`` sees it inside a group: its own BEGIN, COMMIT and
+    ROLLBACK are no-ops, the group's transaction is the one that counts."""
+
+    _TRANSACTION = frozenset({"BEGIN", "BEGIN TRANSACTION", "START TRANSACTION", "COMMIT", "END", "ROLLBACK",
+                              "ABORT"})
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self._con = con
+
+    def execute(self, query: str, *args: Any, **kwargs: Any) -> Any:
+        if query.strip().rstrip(";").upper() in self._TRANSACTION:
+            return self
+        return self._con.execute(query, *args, **kwargs)
+
+    def begin(self) -> "_InGroup":
+        return self
+
+    commit = rollback = begin
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._con, name)
+
+
+class GroupWriter:
+    """Queue, writer thread and the store's one open database; see the module docstring."""
+
+    def __init__(self, store: Path, settings: Settings | None = None) -> None:
+        self.store = store
+        self.settings = settings or Settings()
+        self._queue: deque[_Item] = deque()
+        self._queued_rows = 0
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+        # the open store (writer thread's connection), the root of readers' cursors, and who uses it
+        self._db: duckdb.DuckDBPyConnection | None = None
+        self._reads_root: duckdb.DuckDBPyConnection | None = None
+        self._turn: contextlib.ExitStack | None = None
+        self._readers = 0
+        self._switching = False  # opening or closing: new reads wait
+        self._opened_at = 0.0
+        self._warned = False
+        self._writing = self._writing_rows = 0
+        self._committing = False
+        self._rate = 0.0  # rows written per second, recent groups weighted most
+        self._counts = {"batches": 0, "groups": 0, "refused": 0, "spooled": 0, "opened": 0,
+                        "split": 0, "withdrawn": 0}
+
+    def stats(self) -> dict[str, Any]:
+        """Counters since start (``batches`` written, ``groups`` committed, groups ``split`` (failed, written one
+        by one), batches ``refused``, ``spooled`` and ``withdrawn`` (their client gone before they were taken), times the store was ``opened``), batches ``queued``, rows
+        queued and being written, whether the store is ``open``."""
+        with self._cond:
+            return {**self._counts, "queued": len(self._queue), "queued_rows": self._queued_rows,
+                    "writing": self._writing, "writing_rows": self._writing_rows, "committing": self._committing,
+                    "open": self._db is not None}
+
+    # -- the queue ---------------------------------------------------------------------
+    def full(self) -> int:
+        """0 while the queue takes batches, else the seconds a client should wait before it retries."""
+        with self._cond:
+            return self._retry_after_locked() if self._queued_rows >= self.settings.queue_rows else 0
+
+    def _retry_after_locked(self) -> int:
+        """Seconds the writer needs for the rows waiting, at its recent rate, within ``RETRY_AFTER``."""
+        need = (self._queued_rows + self._writing_rows) / self._rate if self._rate else 0
+        return int(min(RETRY_AFTER[1], max(RETRY_AFTER[0], need + 0.999)))
+
+    def submit(self, batch: Batch, answer: Callable[[Answer], None]) -> _Item:
+        """Queue ``batch``; ``answer((status, body))`` is called from the writer thread once it is
+        in the store (200), spooled (202) or refused (422). Raises :class:`QueueFull`."""
+        rows = len(batch)
+        with self._cond:
+            if self._queue and self._queued_rows + rows > self.settings.queue_rows:
+                wait = self._retry_after_locked()
+                raise QueueFull(f"{self._queued_rows} rows are waiting to be written (at most "
+                                f"{self.settings.queue_rows}); retry in {wait} s", wait)
+            if self._stopping:
+                raise QueueFull("the server is stopping", RETRY_AFTER[1])
+            item = _Item(batch, rows, answer)
+            self._queue.append(item)
+            self._queued_rows += rows
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="lineage-store-writer", daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+            return item
+
+    def withdraw(self, item: _Item) -> bool:
+        """Take a batch out of the queue before it is written (its client has gone: it resends, and work
+        for nobody would only lengthen everyone's wait). False when the writer has it already."""
+        with self._cond:
+            try:
+                self._queue.remove(item)
+            except ValueError:
+                return False
+            self._queued_rows -= item.rows
+            self._counts["withdrawn"] += 1
+            return True
+
+    def close(self, timeout: float = 60.0) -> None:
+        """Write what is queued, let the store go, stop the thread."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+
+    def _take(self) -> list[_Item] | None:
+        """The next group: whatever waits, up to ``group_rows`` rows (None: stop). Lets the store go when
+        idle for ``release_idle`` seconds."""
+        idle_since = time.monotonic()
+        with self._cond:
+            while not self._queue:
+                if self._stopping:
+                    return None
+                if self._db is None:
+                    self._cond.wait()
+                    continue
+                left = idle_since + self.settings.release_idle - time.monotonic()
+                if left <= 0:
+                    self._release_locked()
+                else:
+                    self._cond.wait(left)  # also woken by reads ending: the deadline stays
+            group, rows = [], 0
+            while self._queue and (not group or rows + self._queue[0].rows <= self.settings.group_rows):
+                item = self._queue.popleft()
+                group.append(item)
+                rows += item.rows
+            self._queued_rows -= rows
+            self._writing, self._writing_rows = len(group), rows
+            return group
+
+    def _run(self) -> None:
+        while True:
+            group = self._take()
+            if group is None:
+                with self._cond:
+                    self._release_locked()
+                return
+            started = time.monotonic()
+            try:
+                self._write(group)
+            except Exception as exc:  # noqa: BLE001 - the thread must live; every request gets an answer
+                log.exception("lineage-listener: store writer failed")
+                for item in group:
+                    item.reply(500, {"detail": f"writing failed: {str(exc)[:200]}"})
+            finally:
+                with self._cond:
+                    rate = self._writing_rows / max(time.monotonic() - started, 1e-3)
+                    self._rate = rate if not self._rate else 0.8 * self._rate + 0.2 * rate
+                    self._writing = self._writing_rows = 0
+                    if self.settings.release_idle <= 0 and not self._queue:
+                        self._release_locked()  # nothing waits: the store is free when the answers go
+                for item in group:
+                    item.send()
+
+    # -- writing -----------------------------------------------------------------------
+    def _write(self, group: list[_Item]) -> None:
+        if self._db is not None and time.monotonic() - self._opened_at > self.settings.hold:
+            with self._cond:
+                self._release_locked()
+            time.sleep(HANDOVER)  # a process waiting for the store gets it now
+        con = self._open()
+        if con is None:
+            for item in group:
+                self._spool(item, "the store cannot be opened")
+            return
+        try:
+            counts = self._write_group(con, [item.batch for item in group])
+            self._committed(len(group))
+        except Exception as exc:  # noqa: BLE001 - one batch of the group, or the store
+            with contextlib.suppress(duckdb.Error):
+                con.execute("ROLLBACK")
+            if len(group) > 1:
+                self._count("split")
+                log.info("lineage-listener: a group of %d batches failed (%s); writing them one by one",
+                         len(group), str(exc).splitlines()[0][:200])
+            for item in group:
+                self._write_alone(item)
+            return
+        for item, new in zip(group, counts):
+            item.reply(200, {"written": True, "rows": item.rows, "new_edges": new})
+
+    def _write_group(self, con: duckdb.DuckDBPyConnection, batches: list[Batch]) -> list[int]:
+        """Every batch through ``write_batch`` in one transaction; the new edges of each."""
+        con.execute("BEGIN TRANSACTION")
+        inside = _InGroup(con)
+        counts = [write_batch(inside, b) for b in batches]  # type: ignore[arg-type]
+        with self._cond:
+            self._committing = True
+        try:
+            con.execute("COMMIT")
+        except BaseException:
+            with self._cond:
+                self._committing = False
+            raise
+        return counts  # still "committing" in stats until counted
+
+    def _write_alone(self, item: _Item) -> None:
+        con = self._db if self._db is not None else self._open()
+        if con is None:
+            self._spool(item, "the store cannot be opened")
+            return
+        try:
+            new = self._write_group(con, [item.batch])[0]
+            self._committed(1)
+            item.reply(200, {"written": True, "rows": item.rows, "new_edges": new})
+            return
+        except Exception as exc:  # noqa: BLE001
+            with contextlib.suppress(duckdb.Error):
+                con.execute("ROLLBACK")
+            error = str(exc).splitlines()[0][:300]
+            if self._healthy(con) and not isinstance(exc, (duckdb.IOException, OSError)):
+                log.error("lineage-listener: refused a batch of %d rows that cannot be written: %s",
+                          item.rows, error)
+                self._count("refused")
+                item.reply(422, {"detail": f"this batch cannot be written to the store: {error}"})
+                return
+        log.error("lineage-listener: writing to %s failed: %s", self.store, error)
+        with self._cond:
+            self._release_locked()
+        self._spool(item, error)
+
+    def _count(self, what: str) -> None:
+        with self._cond:
+            self._counts[what] += 1
+
+    def _committed(self, batches: int) -> None:
+        with self._cond:  # at once: stats never show half a commit's counts
+            self._counts["groups"] += 1
+            self._counts["batches"] += batches
+            self._committing = False
+
+    @staticmethod
+    def _healthy(con: duckdb.DuckDBPyConnection) -> bool:
+        try:
+            con.execute("SELECT 1").fetchone()
+            return True
+        except duckdb.Error:
+            return False
+
+    def _spool(self, item: _Item, reason: str) -> None:
+        """202 once the batch is in the spool beside the store; 503 when no spool folder is writable."""
+        if spool.write(self.store, item.batch) is None:
+            item.reply(503, {"detail": f"the store cannot be written ({reason}) and no spool folder either"})
+            return
+        self._count("spooled")
+        if not self._warned:
+            self._warned = True
+            log.warning("lineage-listener: store %s not writable now (%s); batches are spooled beside it and "
+                        "written when it is", self.store, reason)
+        item.reply(202, {"written": False, "rows": item.rows, "new_edges": None})
+
+    # -- the open store ------------------------------------------------------------------
+    def _open(self) -> duckdb.DuckDBPyConnection | None:
+        """The store, opened (after the turn lock, waiting for reads of a read-only connection to end) if
+        it is not; ingests what was spooled. None when it cannot be opened within ``lock_timeout``."""
+        if self._db is not None:
+            return self._db
+        with self._cond:
+            self._switching = True
+            while self._readers:
+                self._cond.wait()
+        try:
+            deadline = time.monotonic() + self.settings.lock_timeout
+            turn = contextlib.ExitStack()
+            if not turn.enter_context(spool.turn(self.store, lambda: deadline)):
+                turn.close()
+                return None
+            try:
+                con = self._connect(deadline)
+            except StoreNeedsAction as exc:
+                log.error("lineage-listener: %s; run `lineage-listener doctor --store %s`", exc, self.store)
+                turn.close()
+                return None
+            except (duckdb.Error, OSError) as exc:
+                log.warning("lineage-listener: cannot open store %s: %s", self.store, str(exc).splitlines()[0])
+                turn.close()
+                return None
+            except BaseException:
+                turn.close()
+                raise
+            try:
+                spool.ingest(con, self.store, write_batch)
+            except Exception as exc:  # noqa: BLE001 - a spooled batch that fails waits; new ones go on
+                log.error("lineage-listener: a spooled batch of %s could not be written (kept): %s", self.store, exc)
+            self._db, self._reads_root, self._turn = con, con.cursor(), turn
+            self._opened_at = time.monotonic()
+            self._count("opened")
+            if self._warned:
+                log.warning("lineage-listener: store %s writable again", self.store)
+                self._warned = False
+            return con
+        finally:
+            with self._cond:
+                self._switching = False
+                self._cond.notify_all()
+
+    def _connect(self, deadline: float) -> duckdb.DuckDBPyConnection:
+        """``open_writable``, retried while another process holds the file, until ``deadline``."""
+        delay = 0.05
+        while True:
+            try:
+                return open_writable(self.store)
+            except (duckdb.Error, OSError) as exc:
+                if not is_lock_error(exc) or time.monotonic() + delay > deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 1.0)
+
+    def _release_locked(self) -> None:
+        """Close the store and drop the turn lock, once no read uses a cursor of it (holding ``_cond``)."""
+        if self._db is None:
+            return
+        self._switching = True
+        while self._readers:
+            self._cond.wait()
+        try:
+            for con in (self._reads_root, self._db):
+                with contextlib.suppress(duckdb.Error):
+                    con.close()
+        finally:
+            self._db = self._reads_root = None
+            if self._turn is not None:
+                self._turn.close()
+                self._turn = None
+            self._switching = False
+            self._cond.notify_all()
+
+    # -- reads ---------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection for one read: a cursor of the open store (sees the last commit, never waits for
+        a write), or a read-only connection of its own while the writer does not hold the store."""
+        with self._cond:
+            while self._switching:
+                self._cond.wait()
+            cursor = self._reads_root.cursor() if self._reads_root is not None else None
+            self._readers += 1
+        try:
+            con = cursor if cursor is not None else open_readonly(self.store)
+            try:
+                yield con
+            finally:
+                con.close()
+        finally:
+            with self._cond:
+                self._readers -= 1
+                self._cond.notify_all()
