@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 
@@ -27,9 +28,10 @@ class Node:
     fields: Mapping[str, Any] = field(repr=False)
     children: tuple["Node", ...] = ()
 
-    @property
+    @cached_property
     def name(self) -> str:
-        """Short class name, without package or Scala ``$``: ``Project``."""
+        """Short class name, without package or Scala ``$``: ``Project`` (computed once: the
+        walk asks each node several times)."""
         return self.cls.rsplit(".", 1)[-1].rstrip("$")
 
     def get(self, key: str, default: Any = None) -> Any:
@@ -52,7 +54,7 @@ class Node:
             yield node
             stack.extend(reversed(node.children))
 
-    @property
+    @cached_property
     def expr_id(self) -> int | None:
         """``exprId.id`` of an attribute or alias, else None."""
         eid = self.fields.get("exprId")
