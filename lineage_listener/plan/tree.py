@@ -16,8 +16,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
+
+
+#: Short names of the Spark classes met so far (a few hundred at most).
+_SHORT: dict[str, str] = {}
 
 
 @dataclass(frozen=True, eq=False)
@@ -28,11 +31,13 @@ class Node:
     fields: Mapping[str, Any] = field(repr=False)
     children: tuple["Node", ...] = ()
 
-    @cached_property
+    @property
     def name(self) -> str:
-        """Short class name, without package or Scala ``$``: ``Project`` (computed once: the
-        walk asks each node several times)."""
-        return self.cls.rsplit(".", 1)[-1].rstrip("$")
+        """Short class name, without package or Scala ``$``: ``Project`` (once per class)."""
+        short = _SHORT.get(self.cls)
+        if short is None:
+            short = _SHORT[self.cls] = self.cls.rsplit(".", 1)[-1].rstrip("$")
+        return short
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.fields.get(key, default)
@@ -54,7 +59,7 @@ class Node:
             yield node
             stack.extend(reversed(node.children))
 
-    @cached_property
+    @property
     def expr_id(self) -> int | None:
         """``exprId.id`` of an attribute or alias, else None."""
         eid = self.fields.get("exprId")
