@@ -145,6 +145,7 @@ def main() -> int:
               f"Python process CPU {off['py_cpu_ms']:.1f} ms")
         for reader in [r.strip() for r in args.readers.split(",") if r.strip()]:
             os.environ[planreader.ENV] = reader
+            run_stream(spark, Path(tmp) / f"warm-{reader}", 2, True)  # this reader's first read: not measured
             on = run_stream(spark, Path(tmp) / f"on-{reader}", args.batches, True)
             print(f"  with capture, {reader} reader: batch duration median {on['batch_ms']:.0f} ms "
                   f"({on['batch_ms'] / off['batch_ms']:.2f}x), capture thread CPU {on['capture_cpu_ms']:.1f} ms, "
