@@ -1,11 +1,13 @@
 """Structured Streaming: what capture costs per micro-batch, and how the store grows.
 
-    python bench/streaming_bench.py [--batches 20] [--growth 1000]
+    python bench/streaming_bench.py [--batches 20] [--growth 1000] [--readers compact,json]
 
 1. A real file stream (local[2]) gets one new file per micro-batch, stepped with
    ``processAllAvailable()``, ``--batches`` times, without and then with capture. Per batch:
    the stream's own batch duration (``durationMs.triggerExecution``, median), the capture
-   thread's CPU and this Python process's CPU (py4j callbacks included).
+   thread's CPU and this Python process's CPU (py4j callbacks included); with each plan reader
+   (``compact``: the bridge jar's ``PlanReader``, the default; ``json``: ``toJSON``, before issue 24),
+   and the time reading the stream's plan took (once per stream run).
 2. Store growth: the first micro-batch's real envelope (plan, sources, sink), then ``--growth``
    micro-batches of the same stream through the real recorder and store writer, one store
    write per micro-batch (the worst case: the pipeline batches writes when batches come fast).
@@ -42,10 +44,14 @@ def drop(folder: Path, i: int) -> None:
 
 def run_stream(spark: Any, work: Path, batches: int, capture: bool) -> dict[str, float]:
     import lineage_listener
+    from lineage_listener.capture import stages
 
     src = work / "in"
     src.mkdir(parents=True)
     handle = lineage_listener.enable(spark, store=str(work / "lineage.duckdb")) if capture else None
+    if capture:
+        stages.enable()
+        stages.totals(reset=True)
     tid = handle.capture._thread.native_id if handle else None
     stream = (spark.readStream.schema("id INT, name STRING, amount INT, ts TIMESTAMP").json(str(src))
               .withWatermark("ts", "1 hour").selectExpr("id", "upper(name) AS who", "amount * 2 AS doubled")
@@ -61,10 +67,14 @@ def run_stream(spark: Any, work: Path, batches: int, capture: bool) -> dict[str,
     cpu, cap = time.process_time() - cpu0, thread_cpu(tid) - cap0
     durations = [p["durationMs"]["triggerExecution"] for p in q.recentProgress if p["numInputRows"]]
     q.stop()
+    totals = stages.totals(reset=True) if capture else {}
     if capture:
+        stages.disable()
         lineage_listener.disable(spark)
+    read = {k: v * 1000 for k, v in totals.items() if k in ("stream.read", "compact.read+transfer",
+                                                             "compact.decode", "tojson+transfer", "decode")}
     return {"batch_ms": statistics.median(durations), "py_cpu_ms": cpu * 1000 / batches,
-            "capture_cpu_ms": cap * 1000 / batches, "batches": len(durations)}
+            "capture_cpu_ms": cap * 1000 / batches, "batches": len(durations), "read": read}
 
 
 def growth(spark: Any, work: Path, batches: int) -> None:
@@ -118,7 +128,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batches", type=int, default=20)
     ap.add_argument("--growth", type=int, default=1000)
+    ap.add_argument("--readers", default="compact,json", help="plan readers: compact (issue 24), json (before)")
     args = ap.parse_args()
+    from lineage_listener.capture import planreader
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
@@ -128,11 +140,18 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         run_stream(spark, Path(tmp) / "warm", 3, False)  # JIT and caches: not measured
         off = run_stream(spark, Path(tmp) / "off", args.batches, False)
-        on = run_stream(spark, Path(tmp) / "on", args.batches, True)
         print(f"{args.batches}-batch file stream (10 rows a batch), per micro-batch:")
-        print(f"  batch duration median: {off['batch_ms']:.0f} ms without capture, {on['batch_ms']:.0f} ms with")
-        print(f"  capture thread CPU: {on['capture_cpu_ms']:.1f} ms; Python process CPU: "
-              f"{off['py_cpu_ms']:.1f} ms without, {on['py_cpu_ms']:.1f} ms with")
+        print(f"  without capture: batch duration median {off['batch_ms']:.0f} ms, "
+              f"Python process CPU {off['py_cpu_ms']:.1f} ms")
+        for reader in [r.strip() for r in args.readers.split(",") if r.strip()]:
+            os.environ[planreader.ENV] = reader
+            run_stream(spark, Path(tmp) / f"warm-{reader}", 2, True)  # this reader's first read: not measured
+            on = run_stream(spark, Path(tmp) / f"on-{reader}", args.batches, True)
+            print(f"  with capture, {reader} reader: batch duration median {on['batch_ms']:.0f} ms "
+                  f"({on['batch_ms'] / off['batch_ms']:.2f}x), capture thread CPU {on['capture_cpu_ms']:.1f} ms, "
+                  f"Python process CPU {on['py_cpu_ms']:.1f} ms; reading the stream's plan (once): "
+                  + ", ".join(f"{k} {v:.0f} ms" for k, v in sorted(on["read"].items())))
+        os.environ.pop(planreader.ENV, None)
         growth(spark, Path(tmp) / "growth", args.growth)
     spark.stop()
     return 0

@@ -2,9 +2,11 @@
 
     python bench/walker_bench.py [--overhead-queries 200]
 
-Prints, per phase, median / p95 / max milliseconds over the TPC-DS plans, the
-largest plan's numbers, and the wall time of a many-query job with and without
-capture (the ratio is the overhead users see).
+Prints, per phase, median / p95 / max / sum (milliseconds; sizes in KiB) over the TPC-DS plans,
+each read both ways (``toJSON``, before issue 24, and the bridge jar's compact reader, the
+default), the capture's Python CPU against Spark's own analysis + optimisation + planning, the
+largest plan's numbers, and the wall time of a many-query job with and without capture (the
+ratio is the overhead users see).
 """
 from __future__ import annotations
 
@@ -21,7 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pyspark.sql import SparkSession  # noqa: E402
 
 import lineage_listener  # noqa: E402
-from lineage_listener.capture import facts  # noqa: E402
+from lineage_listener.capture import facts, planreader  # noqa: E402
+from lineage_listener.plan import compact  # noqa: E402
 from lineage_listener.lineage.query import lineage  # noqa: E402
 from lineage_listener.plan.tree import parse  # noqa: E402
 from tests import tpcds  # noqa: E402
@@ -33,38 +36,68 @@ def pct(values: list[float], p: float) -> float:
 
 
 def walker(spark: SparkSession) -> None:
+    """Each TPC-DS plan read both ways (``toJSON`` before issue 24, the compact reader after), then
+    leaf facts and the walk; against Spark's own analysis + optimisation + planning of the query."""
     tpcds.create_tables(spark)
     cache = facts.FactCache()
+    planreader.install_default(background=False)
+    probe = spark.sql("SELECT 1")._jdf.queryExecution().analyzed()
+    reader = planreader.reader_for(probe)
     rows = []
     for name, sql in tpcds.queries().items():
         try:
-            plan = spark.sql(sql)._jdf.queryExecution().analyzed()
+            start = time.perf_counter()
+            qe = spark.sql(sql)._jdf.queryExecution()
+            qe.executedPlan()
+            planning = (time.perf_counter() - start) * 1e3
+            plan = qe.analyzed()
         except Exception:  # noqa: BLE001 - not analyzable against the shared schema
             continue
         t0 = time.perf_counter()
         text = str(plan.toJSON())
         t1 = time.perf_counter()
+        c1 = time.thread_time()
         items = json.loads(text)
-        decoded = time.perf_counter()
+        decode_json = (time.thread_time() - c1) * 1e3
+        compact_ms = decode_compact = float("nan")
+        ctext = ""
+        if reader is not None:
+            t2 = time.perf_counter()
+            ctext = str(reader.encode(plan))
+            compact_ms = (time.perf_counter() - t2) * 1e3
+            c2 = time.thread_time()
+            items = compact.expand(ctext)  # the walk below runs on what capture now decodes
+            decode_compact = (time.thread_time() - c2) * 1e3
+        c3 = time.thread_time()
         nulls: list = []
         leaves = facts.leaves(plan, items, None, cache, nulls)
         if nulls:  # as the capture does: fields toJSON wrote as null, read from the JVM
             facts.repair_null_fields(plan, items, nulls)
-        t2 = time.perf_counter()
+        c4 = time.thread_time()
         result = lineage(parse(items), leaves)
-        t3 = time.perf_counter()
-        rows.append((name, len(text), (t1 - t0) * 1e3, (t2 - decoded) * 1e3, (t3 - t2 + decoded - t1) * 1e3,
-                     len(result.edges)))
+        c5 = time.thread_time()
+        rows.append({"name": name, "json KiB": len(text) / 1024, "compact KiB": len(ctext) / 1024,
+                     "toJSON read (py4j)": (t1 - t0) * 1e3, "compact read (py4j)": compact_ms,
+                     "json.loads (CPU)": decode_json, "compact decode (CPU)": decode_compact,
+                     "leaf facts (CPU)": (c4 - c3) * 1e3, "tree+walk (CPU)": (c5 - c4) * 1e3,
+                     "Spark planning": planning, "edges": len(result.edges)})
     print(f"TPC-DS plans walked: {len(rows)}")
-    for label, i in (("toJSON (py4j)", 2), ("leaf facts (py4j)", 3), ("parse+walk (Python)", 4)):
-        vals = [r[i] for r in rows]
-        print(f"  {label:22s} median {statistics.median(vals):7.1f} ms  p95 {pct(vals, .95):7.1f} ms  "
-              f"max {max(vals):7.1f} ms")
-    big = max(rows, key=lambda r: r[1])
-    print(f"  largest plan: {big[0]} ({big[1] / 1024:.0f} KiB JSON): toJSON {big[2]:.0f} ms, facts {big[3]:.0f} ms, "
-          f"walk {big[4]:.0f} ms, {big[5]} edges")
-    slow = max(rows, key=lambda r: r[4])
-    print(f"  slowest walk: {slow[0]} {slow[4]:.0f} ms ({slow[5]} edges)")
+    for label in ("json KiB", "compact KiB", "toJSON read (py4j)", "compact read (py4j)", "json.loads (CPU)",
+                  "compact decode (CPU)", "leaf facts (CPU)", "tree+walk (CPU)", "Spark planning"):
+        vals = [r[label] for r in rows]
+        print(f"  {label:22s} median {statistics.median(vals):7.1f}  p95 {pct(vals, .95):7.1f}  "
+              f"max {max(vals):7.1f}  sum {sum(vals):8.0f}")
+    for reader_name, decode in (("before (toJSON)", "json.loads (CPU)"), ("after (compact)", "compact decode (CPU)")):
+        cpu = sum(r[decode] + r["leaf facts (CPU)"] + r["tree+walk (CPU)"] for r in rows)
+        planning = sum(r["Spark planning"] for r in rows)
+        print(f"  capture CPU / Spark planning, {reader_name}: {cpu / planning:.2f}x "
+              f"({cpu / len(rows):.1f} / {planning / len(rows):.1f} ms per query; target <= 0.25x)")
+    big = max(rows, key=lambda r: r["json KiB"])
+    print(f"  largest plan: {big['name']} ({big['json KiB']:.0f} KiB JSON, {big['compact KiB']:.0f} KiB compact): "
+          f"toJSON {big['toJSON read (py4j)']:.0f} ms, compact {big['compact read (py4j)']:.0f} ms, "
+          f"walk {big['tree+walk (CPU)']:.0f} ms, {big['edges']} edges")
+    slow = max(rows, key=lambda r: r["tree+walk (CPU)"])
+    print(f"  slowest walk: {slow['name']} {slow['tree+walk (CPU)']:.0f} ms ({slow['edges']} edges)")
     spark.sql("USE default")
 
 

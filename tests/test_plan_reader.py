@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import json
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -50,12 +51,20 @@ def edges(plan: Any, items: list) -> list:
     return lineage(parse(items), leaves, target).edges
 
 
+#: What the capture's substring tests look for (``plan/text.py``): node classes and names.
+MENTIONS = re.compile(r'"(?:class|name)":"((?:[^"\\]|\\.)*)"')
+
+
 def same(reader: Any, plan: Any) -> int:
     """Assert both readers agree on ``plan``; returns the number of edges."""
-    by_json = json.loads(str(plan.toJSON()))
+    json_text = str(plan.toJSON())
+    by_json = json.loads(json_text)
     text = str(reader.encode(plan))
     by_compact = compact.expand(text)
     assert by_compact == by_json
+    # Delta-internal and foreachBatch detection test the text for classes and names: both texts
+    # mention the same ones (the compact one each attribute once).
+    assert set(MENTIONS.findall(text)) == set(MENTIONS.findall(json_text))
     got, want = edges(plan, by_compact), edges(plan, by_json)
     assert got == want
     return len(want)
@@ -115,15 +124,18 @@ def test_wide_plans_and_dataframe_shapes(spark, reader, people):
 
 
 def test_capture_uses_it_and_records_a_fallback(spark, reader, people, caplog, monkeypatch):
-    qe = spark.sql("SELECT id, upper(name) AS u FROM people")._jdf.queryExecution()
-    assert not compact.is_compact(Reader().read("collect", qe, 0).plan_json), "opt-in: toJSON by default"
-    monkeypatch.setenv(planreader.ENV, "compact")
+    monkeypatch.delenv(planreader.ENV, raising=False)
     qe = spark.sql("SELECT id, upper(name) AS u FROM people")._jdf.queryExecution()
     env = Reader().read("collect", qe, 0)
-    assert compact.is_compact(env.plan_json) and env.read_error is None
+    assert compact.is_compact(env.plan_json) and env.read_error is None, "the compact reader is the default"
     want = lineage(parse(json.loads(str(qe.analyzed().toJSON()))), env.leaves).edges
     assert lineage(parse(env.plan_items), env.leaves).edges == want
     assert lineage(parse(env.plan_json), env.leaves).edges == want  # a replayed envelope decodes it too
+    monkeypatch.setenv(planreader.ENV, "json")  # the way back
+    env = Reader().read("collect", qe, 0)
+    assert not compact.is_compact(env.plan_json) and env.read_error is None
+    assert lineage(parse(env.plan_items), env.leaves).edges == want
+    monkeypatch.delenv(planreader.ENV)
     # A reader that cannot encode (a JVM object without ``encode``): toJSON, and the envelope says so.
     key = id(qe._gateway_client)
     planreader._readers[key] = spark._jvm.java.lang.Object()

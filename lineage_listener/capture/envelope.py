@@ -14,7 +14,8 @@ from typing import Any
 from py4j.protocol import Py4JError
 
 from lineage_listener.capture import facts, inference, internal, nodelay, planreader, rejected, stages, streams
-from lineage_listener.plan.classes import STREAM_SINK_WRITES, WRITE_COMMANDS
+from lineage_listener.plan.classes import MICRO_BATCH_LEAF, STREAM_SINK_WRITES, WRITE_COMMANDS
+from lineage_listener.plan.text import has_class
 from lineage_listener.lineage import redact
 
 log = redact.logger(__name__)
@@ -118,7 +119,7 @@ class Reader:
                 if nulls:  # fields toJSON could not write: read from the JVM (leaves they hold too)
                     leaves.update(facts.leaves(plan, facts.repair_null_fields(plan, items, nulls), current,
                                                self._facts))
-                if '.LogicalRDD"' in plan_json:  # a foreachBatch micro-batch: the stream's plan
+                if has_class(plan_json, MICRO_BATCH_LEAF):  # a foreachBatch micro-batch: the stream's plan
                     leaves.update(streams.foreach_batch_leaves(items, self.streams, self.stream_sessions,
                                                                run.get("app_name")))
                 if root not in WRITE_COMMANDS and inference.is_schema_inference(func_name, leaves.values()):
@@ -161,7 +162,7 @@ class Reader:
                             read_error=f"{type(exc).__name__}: {str(exc)[:500]}", stream=progress)
         self.streams.add(plan)
         return Envelope("stream", progress.at, run, None, plan.root, plan.plan_json, None, progress.duration_ms,
-                        None, plan.leaves, plan.target, None, None, plan.items, stream=progress)
+                        None, plan.leaves, plan.target, plan.fallback, None, plan.items, stream=progress)
 
     def run_of_session(self, jsession: Any) -> dict[str, Any]:
         sc = jsession.sparkContext()

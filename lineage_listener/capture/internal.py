@@ -22,7 +22,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from lineage_listener.plan.classes import (DELTA_ACTION_COLUMNS, DELTA_INTERNAL_COLUMNS, DELTA_LOG_DIR,
-                                           FORMAT_INTERNAL_ACTIONS, WRITE_COMMANDS)
+                                           FORMAT_INTERNAL_ACTIONS, INPUT_FILE_NAME, WRITE_COMMANDS)
+from lineage_listener.plan.text import has_class, has_name
 
 #: Statements that never return rows to the user: a read query carrying their text runs inside them.
 _INSIDE = re.compile(r"^\s*(MERGE|UPDATE|DELETE|OPTIMIZE|VACUUM|REORG|RESTORE|CALL|CONVERT)\b", re.IGNORECASE)
@@ -40,11 +41,14 @@ def reason(func_name: str, root: str, sql_text: str | None) -> str | None:
 
 
 def plan_reason(root: str, plan_json: str, leaves: Mapping[int, Mapping[str, Any]]) -> str | None:
-    """Why a read query is internal, from its plan JSON (substring tests first) and leaf facts.
+    """Why a read query is internal, from its plan text (``toJSON``'s or the compact reader's: the
+    same answers, :mod:`lineage_listener.plan.text`) and leaf facts.
 
     >>> plan_reason("Project", '[{"name":"add"},{"name":"remove"},{"name":"metaData"},'
     ...             '{"name":"protocol"}]', {})
     'reads Delta log actions'
+    >>> plan_reason("Project", '{"v":1,"attrs":[{"name":"_row_id_"}],"plan":{"@t":[0]}}', {})
+    "Delta's touched-file bookkeeping"
     >>> plan_reason("Project", '[]', {1: {"paths": ["file:/w/t/_delta_log/0.json"]}})
     'reads a Delta transaction log'
     """
@@ -54,11 +58,11 @@ def plan_reason(root: str, plan_json: str, leaves: Mapping[int, Mapping[str, Any
         if any(DELTA_LOG_DIR in str(p) for p in fact.get("paths") or ()):
             return "reads a Delta transaction log"
     for columns in DELTA_ACTION_COLUMNS:
-        if all(f'"name":"{c}"' in plan_json for c in columns):
+        if all(has_name(plan_json, c) for c in columns):
             return "reads Delta log actions"
-    if any(f'"name":"{c}"' in plan_json for c in DELTA_INTERNAL_COLUMNS):
+    if any(has_name(plan_json, c) for c in DELTA_INTERNAL_COLUMNS):
         return "Delta's touched-file bookkeeping"
-    if "expressions.InputFileName" in plan_json and any(
+    if has_class(plan_json, INPUT_FILE_NAME) and any(
             str(f.get("format") or "").lower() == "delta" for f in leaves.values()):
         return "Delta's touched-file search"
     return None

@@ -27,13 +27,17 @@ from lineage_listener.plan import compact
 log = logging.getLogger(__name__)
 
 CLASS = "lineage.bridge.PlanReader"
-#: ``LINEAGE_PLAN_READER=compact`` turns the compact reader on (benchmarks compare both).
+#: ``LINEAGE_PLAN_READER=json`` reads every plan with ``toJSON`` (the way back; benchmarks compare
+#: both); unset or ``compact``: the compact reader where the driver has it.
 ENV = "LINEAGE_PLAN_READER"
+#: Values of :data:`ENV` that turn the compact reader off.
+OFF = frozenset({"json", "tojson"})
 
 _lock = threading.Lock()
 _jar: Path | None = None
 _readers: dict[int, Any] = {}  # id(gateway client) -> PlanReader instance, or False: unavailable
 _logged: set[str] = set()
+_building = threading.Event()  # a background build of the jar is under way
 
 
 def install(jar: str | os.PathLike | None) -> None:
@@ -62,15 +66,22 @@ def install_default(background: bool = True) -> None:
         shipped = None
     if shipped is not None and shipped.is_file():
         install(shipped)
-    elif background:
-        threading.Thread(target=find, name="lineage-listener-jar", daemon=True).start()
-    else:
+    elif not background:
         find()
+    elif not _building.is_set():  # one build at a time, whatever the number of enable() calls
+        _building.set()
+
+        def build() -> None:
+            try:
+                find()
+            finally:
+                _building.clear()
+        threading.Thread(target=build, name="lineage-listener-jar", daemon=True).start()
 
 
 def enabled() -> bool:
-    """Opt-in this release: ``LINEAGE_PLAN_READER=compact`` (the default reads plans with ``toJSON``)."""
-    return os.environ.get(ENV, "tojson").lower() == "compact"
+    """The default; ``LINEAGE_PLAN_READER=json`` reads plans with ``toJSON`` instead."""
+    return os.environ.get(ENV, "compact").strip().lower() not in OFF
 
 
 def _once(key: str, message: str, *args: Any) -> None:

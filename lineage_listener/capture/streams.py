@@ -26,9 +26,9 @@ from typing import Any, Protocol
 
 from py4j.protocol import Py4JError
 
-from lineage_listener.capture import facts
+from lineage_listener.capture import facts, planreader
 from lineage_listener.lineage import redact
-from lineage_listener.plan.classes import STREAM_SINK_WRITES
+from lineage_listener.plan.classes import MICRO_BATCH_LEAF, STREAM_SINK_WRITES
 
 log = redact.logger(__name__)
 
@@ -300,6 +300,7 @@ class StreamPlan:
     target: dict[str, Any] | None
     query_items: Any  # the plan under the sink: what a foreachBatch LogicalRDD holds
     output_ids: tuple[int, ...] = ()
+    fallback: str | None = None  # why the compact reader was not used (recorded), else None
 
 
 @dataclass
@@ -327,8 +328,7 @@ def read_plan(query: Any, progress: Progress, scope: str | None) -> StreamPlan:
     execution = query.streamingQuery() if "streamingQuery" in dir(query) else query
     plan = execution.logicalPlan()
     root = str(plan.nodeName())
-    plan_json = str(plan.toJSON())
-    items = json.loads(plan_json)
+    plan_json, items, fallback = planreader.read(plan)  # compact reader, else toJSON (as batch plans)
     leaves = facts.leaves(plan, items)  # static sides of stream-static joins: batch leaves
     leaves.update(source_facts(execution, scope))
     target = None
@@ -347,7 +347,7 @@ def read_plan(query: Any, progress: Progress, scope: str | None) -> StreamPlan:
     except Py4JError:
         output_ids = ()
     query_items = items[1:] if root in STREAM_SINK_WRITES else items
-    return StreamPlan(progress, root, plan_json, items, leaves, target, query_items, output_ids)
+    return StreamPlan(progress, root, plan_json, items, leaves, target, query_items, output_ids, fallback)
 
 
 def foreach_batch_leaves(items: Any, registry: StreamRegistry, sessions: list[Any],
@@ -379,7 +379,7 @@ def _rdd_leaf_ids(items: Any) -> list[tuple[int, ...]]:
         if isinstance(value, list):
             stack.extend(value)
         elif isinstance(value, dict):
-            if str(value.get("class", "")).endswith(".LogicalRDD"):
+            if str(value.get("class", "")).endswith("." + MICRO_BATCH_LEAF):
                 ids = tuple(a[0].get("exprId", {}).get("id") for a in value.get("output") or []
                             if isinstance(a, list) and a and isinstance(a[0], dict))
                 if ids and None not in ids:

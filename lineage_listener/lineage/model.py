@@ -85,7 +85,7 @@ class Origin:
 
     def text(self) -> str | None:
         """The defining expression as Spark SQL text."""
-        return None if self.sql is None else self.sql.sql(dialect="spark", normalize_functions="lower")
+        return sqltext.render(self.sql)
 
 
 @dataclass(frozen=True)

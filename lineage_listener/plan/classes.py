@@ -43,6 +43,10 @@ DELTA_ACTION_COLUMNS = (frozenset({"add", "remove", "metaData", "protocol"}),
                         frozenset({"path", "length", "isDir", "modificationTime"}))
 DELTA_INTERNAL_COLUMNS = frozenset({"_file_name_", "_row_id_", "_source_row_present_", "_target_row_present_",
                                     "_row_dropped_"})
+#: The expression Delta's touched-file search reads (``input_file_name()``).
+INPUT_FILE_NAME = "InputFileName"
+#: The leaf holding a stream's micro-batch in a ``foreachBatch`` function's plans.
+MICRO_BATCH_LEAF = "LogicalRDD"
 
 #: Commands that wrap a nested write of the same logical operation (they fire after it).
 WRAPPER_COMMANDS = frozenset({

@@ -19,6 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+#: Short names of the Spark classes met so far (a few hundred at most).
+_SHORT: dict[str, str] = {}
+
+
 @dataclass(frozen=True, eq=False)
 class Node:
     """One plan node or expression: its Spark class, fields and children."""
@@ -29,8 +33,11 @@ class Node:
 
     @property
     def name(self) -> str:
-        """Short class name, without package or Scala ``$``: ``Project``."""
-        return self.cls.rsplit(".", 1)[-1].rstrip("$")
+        """Short class name, without package or Scala ``$``: ``Project`` (once per class)."""
+        short = _SHORT.get(self.cls)
+        if short is None:
+            short = _SHORT[self.cls] = self.cls.rsplit(".", 1)[-1].rstrip("$")
+        return short
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.fields.get(key, default)

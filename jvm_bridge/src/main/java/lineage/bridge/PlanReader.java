@@ -47,8 +47,12 @@ public final class PlanReader {
         return new PlanReader().encode(plan);
     }
 
-    /** Instance entry point (py4j calls it on an instance made through a child class loader). */
-    public String encode(Object plan) throws Exception {
+    /**
+     * Instance entry point (py4j calls it on an instance made through a child class loader).
+     * Synchronized: one instance serves every Python thread of a gateway, and its buffers are
+     * reused from plan to plan.
+     */
+    public synchronized String encode(Object plan) throws Exception {
         out.setLength(0);
         attrs.setLength(0);
         attrIndex.clear();
