@@ -202,17 +202,25 @@ class World:
         self.width: dict[str, int] = {r: ncols for r in self.raw}
         self.by_layer: dict[int, list[str]] = {0: list(self.raw)}
         self.jobs: list[Job] = []
+        # every table below the top layer is some job's primary input: pipelines 12 layers deep
+        per_layer: dict[int, list[int]] = {}
         for jid in range(jobs):
-            self._add_job(rng, jid, 1 + jid % layers, born=1, ncols=ncols)
+            per_layer.setdefault(1 + jid % layers, []).append(jid)
+        for layer in range(1, layers + 1):
+            below = list(self.by_layer[layer - 1])
+            rng.shuffle(below)
+            for k, jid in enumerate(per_layer.get(layer, [])):
+                self._add_job(rng, jid, layer, born=1, ncols=ncols, primary=below[k % len(below)])
         self.day = 0
         # probes: the window flip on a mid-pipeline job; long-history starts are original jobs
         self.probe = next(j.jid for j in self.jobs if j.layer == max(1, layers // 2))
         self.ncols = ncols
 
-    def _add_job(self, rng: random.Random, jid: int, layer: int, born: int, ncols: int) -> Job:
+    def _add_job(self, rng: random.Random, jid: int, layer: int, born: int, ncols: int,
+                 primary: str | None = None) -> Job:
         db = LAYER_DBS[layer % len(LAYER_DBS)] + (f"{layer // len(LAYER_DBS)}" if layer >= len(LAYER_DBS) else "")
         target = f"spark_catalog.{db}.t{jid:04d}"
-        primary = rng.choice(self.by_layer[layer - 1])
+        primary = primary or rng.choice(self.by_layer[layer - 1])
         secondary = None
         if rng.random() < 0.35:
             lower = rng.randint(max(0, layer - 3), layer - 1)
@@ -461,8 +469,8 @@ def main(argv: list[str] | None = None) -> int:
     if progress is None:
         for p in (path, Path(str(path) + ".wal")):
             p.unlink(missing_ok=True)
-        progress = {"params": params, "today": TODAY.isoformat(), "days_done": 0, "rows": 0, "write_seconds": 0.0, "per_day": [],
-                    "measures": {}}
+        progress = {"params": params, "today": TODAY.isoformat(), "days_done": 0, "rows": 0, "write_seconds": 0.0,
+                    "per_day": [], "measures": {}}
     TODAY = datetime.fromisoformat(progress["today"])
     measure_at = sorted({args.days if m.strip() == "last" else int(m) for m in args.measure_at.split(",")})
     stop = min(args.days, args.stop_after or args.days)
@@ -474,8 +482,8 @@ def main(argv: list[str] | None = None) -> int:
     if progress["days_done"]:
         print(f"resuming {path} after day {world.day} ({progress['rows']:,} edge rows written; world replayed "
               f"in {time.perf_counter() - t_replay:.1f} s)", flush=True)
-    print(f"{sum(j.born == 1 for j in world.jobs)} jobs, {world.ncols + len(KEYS)} columns a table, {args.layers} layers; "
-          f"writing to {path}", flush=True)
+    print(f"{sum(j.born == 1 for j in world.jobs)} jobs, {world.ncols + len(KEYS)} columns a table, "
+          f"{args.layers} layers; writing to {path}", flush=True)
 
     con = None
     try:
