@@ -23,6 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lineage_listener.store.connection import open_writable  # noqa: E402
+from lineage_listener.store.schema import move_edges  # noqa: E402
 
 log = logging.getLogger("make_synthetic_store")
 
@@ -42,6 +43,8 @@ def generate(path: str | os.PathLike, edges: int = 10_000_000, datasets: int | N
         datasets = max(LAYERS * 10, (edges // 110) // LAYERS * LAYERS)
     con = open_writable(p)
     con.execute("SET preserve_insertion_order = false")
+    # Rows are made as a store before schema 6 held them (one per edge per capture), then moved.
+    con.execute(f"CREATE TABLE column_lineage_before_v6 AS SELECT * FROM column_lineage LIMIT 0")
     params = dict(n=datasets, L=LAYERS, C=COLUMNS, DB=DATABASES, seed=seed)
     sql = lambda text: text.format(**params)  # noqa: E731
 
@@ -126,7 +129,7 @@ def generate(path: str | os.PathLike, edges: int = 10_000_000, datasets: int | N
                TIMESTAMP '2025-01-01' + INTERVAL (r) DAY + INTERVAL (j.d % 1800) SECOND, j.target
         FROM job j, range({runs}) a(r)"""))
     con.execute(sql(f"""
-        INSERT INTO column_lineage
+        INSERT INTO column_lineage_before_v6
         SELECT 'app-' || r || '-' || (t.d % {{DB}}) || ':' || t.d, 'app-' || r || '-' || (t.d % {{DB}}),
                t.target, t.target_column,
                CASE WHEN hash(t.d, t.slot, {{seed}}) % 10 = 0 THEN s.location ELSE s.name END,
@@ -142,19 +145,26 @@ def generate(path: str | os.PathLike, edges: int = 10_000_000, datasets: int | N
         FROM template t JOIN ds s ON s.d = t.s, range({runs}) a(r)"""))
     # read-only driver accesses (collect) of column c0 of some tables
     con.execute(sql(f"""
-        INSERT INTO column_lineage
+        INSERT INTO column_lineage_before_v6
         SELECT 'app-' || r || '-' || (x % {{DB}}) || ':collect' || x, 'app-' || r || '-' || (x % {{DB}}),
                NULL, NULL, ds.name, 'c' || (x % 2), 'identity', 'direct', 'c' || (x % 2), false,
                TIMESTAMP '2025-01-01' + INTERVAL (r) DAY + INTERVAL (x % 1800) SECOND
         FROM range({access_per_run}) a(x), range({runs}) b(r) JOIN ds ON ds.d = (x * 37) % {{n}}
         ORDER BY 1"""))
-    total = con.execute("SELECT count(*) FROM column_lineage").fetchone()[0]
+    total = con.execute("SELECT count(*) FROM column_lineage_before_v6").fetchone()[0]
     if total > edges:
         # trim the latest captures down to the requested size
         con.execute("""
-            DELETE FROM column_lineage WHERE rowid IN (
-                SELECT rowid FROM column_lineage ORDER BY captured_at DESC LIMIT ?)""", [total - edges])
+            DELETE FROM column_lineage_before_v6 WHERE rowid IN (
+                SELECT rowid FROM column_lineage_before_v6 ORDER BY captured_at DESC LIMIT ?)""", [total - edges])
         total = edges
+    # Stored as each edge once, by the migration an older store goes through (timed: it is one).
+    t0 = time.perf_counter()
+    con.execute("BEGIN TRANSACTION")
+    move_edges(con, "column_lineage_before_v6")
+    con.execute("COMMIT")
+    log.info("stored %d edge rows once per edge in %.1f s (the migration of an older store)", total,
+             time.perf_counter() - t0)
     con.execute("CHECKPOINT")
     counts = {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
               for t in ("runs", "queries", "datasets", "dataset_columns", "column_lineage")}

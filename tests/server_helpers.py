@@ -20,8 +20,9 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, store: Path, port: int | None = None, token: str | None = TOKEN) -> None:
-        self.store, self.port, self.token = store, port or free_port(), token
+    def __init__(self, store: Path, port: int | None = None, token: str | None = TOKEN,
+                 args: tuple[str, ...] = ()) -> None:
+        self.store, self.port, self.token, self.args = store, port or free_port(), token, args
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
 
@@ -31,7 +32,7 @@ class Server:
         if self.token:
             env["LINEAGE_SERVER_TOKEN"] = self.token
         self.proc = subprocess.Popen([sys.executable, "-m", "lineage_listener", "serve", "--store", str(self.store),
-                                      "--port", str(self.port)], env=env, stdout=subprocess.PIPE,
+                                      "--port", str(self.port), *self.args], env=env, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -178,6 +178,10 @@ def old_store(path: Path) -> None:
     with duckdb.connect(str(path)) as con:
         con.execute(schema_sql().split("CREATE OR REPLACE VIEW")[0].split("-- Problems capture met")[0])
         con.execute("ALTER TABLE queries DROP COLUMN target_dataset")
+        con.execute("DROP TABLE edges; DROP TABLE edge_sets; DROP TABLE edge_captures")
+        con.execute("""CREATE TABLE column_lineage (query_id TEXT, run_id TEXT, target_dataset TEXT,
+                       target_column TEXT, source_dataset TEXT, source_column TEXT, transform TEXT, kind TEXT,
+                       expression TEXT, masking BOOLEAN, captured_at TIMESTAMP)""")
         con.execute("INSERT INTO queries (query_id, status) VALUES ('old-1', 'succeeded')")
         con.execute("INSERT INTO column_lineage (query_id, target_column, source_column, transform) "
                     "VALUES ('old-1', 'x', 'y', 'identity')")

@@ -10,13 +10,23 @@ from lineage_listener.cli import main as cli_main
 from lineage_listener.query import open_store
 from lineage_listener.query.reports import impact, provenance
 from lineage_listener.query.timewindow import parse_time
+from lineage_listener.store.batch import Batch
 from lineage_listener.store.connection import StoreError, open_writable
+from lineage_listener.store.writer import write_batch
 
 T = datetime(2025, 3, 1, 12, 0)
 
 
 def edge(q, tds, tcol, sds, scol, transform="identity", kind="direct", expr=None, masking=False, at=T):
     return (q, q.split(":")[0], tds, tcol, sds, scol, transform, kind, expr or scol, masking, at)
+
+
+def add_edges(con, rows) -> None:
+    """``column_lineage`` rows through the store's write path (the view cannot take inserts)."""
+    batch = Batch()
+    for r in rows:
+        batch.add("column_lineage", tuple(v.isoformat(sep=" ") if isinstance(v, datetime) else v for v in r))
+    write_batch(con, batch)
 
 
 @pytest.fixture()
@@ -40,7 +50,7 @@ def store_path(tmp_path):
     con.executemany("INSERT INTO dataset_columns (dataset, column_name, data_type, nullable, first_seen, last_seen) "
                     "VALUES (?, ?, 'string', true, ?, ?)",
                     [(d, c, T, T) for d, cs in cols.items() for c in cs])
-    con.executemany("INSERT INTO column_lineage VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
+    add_edges(con, [
         # job 1: CTAS from the csv
         edge("app1:1", "spark_catalog.shop.orders", "id", "file:/raw/orders.csv", "id"),
         edge("app1:1", "spark_catalog.shop.orders", "amount", "file:/raw/orders.csv", "amount",

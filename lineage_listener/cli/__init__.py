@@ -31,6 +31,7 @@ COMMAND_MODULES = (
     "impact",
     "provenance",
     "doctor",
+    "prune",
     "export",
     "ingest",
     "serve",

@@ -114,7 +114,7 @@ def graph_text(g: nx.DiGraph, path_limit: int = 50) -> str:
     out += ["", table(
         ["hop", "source", "target", "transform", "kind", "expression", "captures", "last query", "captured_at"],
         [(d["hop"], name(u), name(v), ",".join(d["transforms"]), d["kind"], d["expression"],
-          len(d["records"]), d["query_id"], when(d["captured_at"]))
+          d["captures"], d["query_id"], when(d["captured_at"]))
          for u, v, d in sorted(g.edges(data=True), key=lambda e: (e[2]["hop"], e[0], e[1]))])]
     return "\n".join(out)
 

@@ -21,6 +21,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="environment variable holding the token that writes (and non-loopback use) require "
                         "(default %(default)s; never on the command line)")
     p.add_argument("--token", dest="token_on_command_line", metavar="TOKEN", help=argparse.SUPPRESS)
+    p.add_argument("--keep", metavar="AGE", help="prune per-run records older than AGE (e.g. 400d) at start "
+                                                 "and daily; edges keep their first/last time (default: keep all)")
     p.set_defaults(func=run)
 
 
@@ -40,6 +42,13 @@ def run(args: argparse.Namespace) -> int:
 
     from lineage_listener.server.app import create_app
 
+    keep = None
+    if args.keep is not None:
+        from lineage_listener.store.prune import parse_keep
+        try:
+            keep = parse_keep(args.keep)
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
     token = os.environ.get(args.token_env) or None
     if not _loopback(args.host) and not token:
         raise CliError(f"binding {args.host} exposes the store beyond this machine: set a token in "
@@ -48,5 +57,9 @@ def run(args: argparse.Namespace) -> int:
         why = "is empty" if args.token_env in os.environ else "is not set"
         log.warning("lineage-listener serve: writes are disabled (POST /api/batches and /api/v1/lineage answer "
                     "403): $%s %s", args.token_env, why)
-    uvicorn.run(create_app(args.store, token), host=args.host, port=args.port, log_level="warning")
+    app = create_app(args.store, token)
+    if keep is not None:
+        from lineage_listener.server import retention
+        retention.start(app.state.lineage, keep)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0

@@ -74,7 +74,7 @@ class Emitter:
     def _events(self, batch: Batch) -> list[tuple[str, object]]:
         """Events of ``batch``'s queries, built by the export's own code over an in-memory store."""
         con = self._mem
-        for table in ("column_lineage", "dataset_columns", "datasets", "queries", "runs"):
+        for table in ("edge_captures", "edge_sets", "edges", "dataset_columns", "datasets", "queries", "runs"):
             con.execute(f"DELETE FROM {table}")
         write_batch(con, batch)
         ids = {r[0] for r in batch.rows["queries"]}

@@ -1,10 +1,13 @@
 """Lineage edges as ``networkx.DiGraph`` objects, and questions over them.
 
 Nodes are ``(dataset, column)`` tuples, edges point source -> target (data
-flow). Several captures of the same step (the job ran every day, or the step
-is both a copy and a filter key) collapse into one graph edge: its attributes
-describe the preferred capture (direct before indirect, then the latest) and
-``records`` lists them all, oldest first.
+flow). A step stored as several distinct edges (it is both a copy and a filter
+key, or its expression changed) is one graph edge: its attributes describe the
+preferred one (direct before indirect, then the latest) and ``records`` lists
+them all, each with its first and last capture and how many captures it had
+(``captures``). Which runs captured a step is a question of its own
+(:meth:`~lineage_listener.query.store.LineageStore.captures`): a job that ran
+every day for a year has 365.
 """
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from lineage_listener.query.expand import Edge, Node
 TRANSFORM_RANK = {"aggregate": 0, "derived": 1, "rename": 2, "identity": 3}
 
 _RECORD_FIELDS = ("transform", "kind", "expression", "masking", "query_id", "run_id",
-                  "captured_at", "dataset_level")
+                  "captured_at", "dataset_level", "first_seen", "captures", "edge_id")
 
 
 def build_graph(start: Node, edges: Iterable[Edge], direction: str) -> nx.DiGraph:
@@ -51,7 +54,9 @@ def build_graph(start: Node, edges: Iterable[Edge], direction: str) -> nx.DiGrap
         data.update(best)
         data["masking"] = any(r["masking"] for r in data["records"])
         data["transforms"] = sorted({r["transform"] for r in data["records"]})
-        data["runs"] = sorted({r["run_id"] for r in data["records"]})
+        data["runs"] = sorted({r["run_id"] for r in data["records"] if r["run_id"] is not None})
+        data["captures"] = sum(r["captures"] for r in data["records"])
+        data["first_seen"] = min((r["first_seen"] or r["captured_at"] for r in data["records"]), default=None)
     return g
 
 
@@ -131,7 +136,8 @@ def graph_data(g: nx.DiGraph) -> dict[str, Any]:
         "edges": [{"source": {"dataset": u[0], "column": u[1]},
                    "target": {"dataset": v[0], "column": v[1]},
                    **{k: d[k] for k in ("hop", "transform", "kind", "expression", "masking",
-                                        "query_id", "run_id", "captured_at", "dataset_level")},
-                   "captures": len(d["records"]), "runs": d["runs"]}
+                                        "query_id", "run_id", "captured_at", "first_seen", "dataset_level",
+                                        "captures")},
+                   "runs": d["runs"]}
                   for u, v, d in sorted(g.edges(data=True), key=lambda e: (e[2]["hop"], e[0], e[1]))],
     }

@@ -74,13 +74,14 @@ def impact(store: LineageStore, dataset: str, column: str, since: TimeBound = No
     g = store.downstream(dataset, column, depth=depth, since=since, until=until, include_failed=include_failed)
     start: Node = g.graph["start"]
     status = masking_status(g, start)
-    runs = {r for _, _, data in g.edges(data=True) for r in data["runs"]}
+    caps = store.captures(g)
+    runs = {c["run_id"] for edge_caps in caps.values() for c in edge_caps}
     read_rows = reads(store, start[0], start[1], since, until, include_failed)
     apps = _app_names(store, runs)
     derived = []
     for node in sorted(status, key=lambda n: (g.nodes[n]["depth"], n)):
         into = list(g.in_edges(node, data=True))
-        writers = sorted({r["run_id"] for _, _, d in into for r in d["records"]})
+        writers = sorted({c["run_id"] for u, v, _ in into for c in caps.get((u, v), []) if c["run_id"]})
         derived.append({
             "hop": g.nodes[node]["depth"],
             "dataset": node[0], "column": node[1],
@@ -110,7 +111,8 @@ def provenance(store: LineageStore, dataset: str, column: str, direct_only: bool
     """
     g = store.upstream(dataset, column, direct_only=direct_only, include_failed=include_failed)
     start: Node = g.graph["start"]
-    runs = {r["run_id"] for _, _, d in g.edges(data=True) for r in d["records"]}
+    caps = store.captures(g)
+    runs = {c["run_id"] for edge_caps in caps.values() for c in edge_caps}
     apps = _app_names(store, runs)
     found = []
     count = 0
@@ -125,8 +127,8 @@ def provenance(store: LineageStore, dataset: str, column: str, direct_only: bool
                 break
         found.append({"dataset": origin[0], "column": origin[1], "paths": chains})
     per_run: dict[str, list[dict[str, Any]]] = {}
-    for u, v, d in g.edges(data=True):
-        for r in d["records"]:
+    for (u, v), edge_caps in caps.items():
+        for r in edge_caps:
             per_run.setdefault(r["run_id"], []).append(
                 {"source": list(u), "target": list(v), "transform": r["transform"],
                  "expression": r["expression"], "query_id": r["query_id"],
@@ -146,4 +148,4 @@ def _step(g: nx.DiGraph, u: Node, v: Node, apps: dict[str, str | None]) -> dict[
     return {"source": list(u), "target": list(v), "transform": d["transform"],
             "expression": d["expression"], "masking": d["masking"], "query_id": d["query_id"],
             "run_id": d["run_id"], "app_name": apps.get(d["run_id"]),
-            "captured_at": d["captured_at"], "captures": len(d["records"])}
+            "captured_at": d["captured_at"], "captures": d["captures"]}

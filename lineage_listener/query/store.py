@@ -13,6 +13,7 @@ import networkx as nx
 
 from lineage_listener.lineage.column_path import lookups
 from lineage_listener.query.expand import Direction, Filters, Node, expand
+from lineage_listener.query.expand import captures as edge_captures
 from lineage_listener.query.names import Aliases, closest
 from lineage_listener.query.timewindow import window
 from lineage_listener.query.graph import build_graph
@@ -72,6 +73,36 @@ class LineageStore:
                    direct_only: bool = False, include_failed: bool = False) -> nx.DiGraph:
         """Columns computed from ``dataset.column`` (the impact direction); see :meth:`upstream`."""
         return self._walk("downstream", dataset, column, depth, since, until, direct_only, include_failed)
+
+    def captures(self, g: nx.DiGraph) -> dict[tuple[Node, Node], list[dict]]:
+        """Every capture of each edge of ``g`` (a graph from :meth:`upstream`/:meth:`downstream`),
+        in the graph's time window: ``query_id``, ``run_id``, ``captured_at`` and the ``transform``
+        of the record it captured, oldest first. The runs behind a step, where a walk keeps only
+        each edge's first and last capture and count.
+
+        >>> g = store.upstream("spark_catalog.shop.report", "total", since="30d")  # doctest: +SKIP
+        >>> {c["run_id"] for caps in store.captures(g).values() for c in caps}       # doctest: +SKIP
+        """
+        filters = Filters(g.graph.get("since"), g.graph.get("until"), g.graph.get("direct_only", False),
+                          g.graph.get("include_failed", False))
+        by_id: dict[int, list[tuple[tuple[Node, Node], dict]]] = {}
+        for u, v, d in g.edges(data=True):
+            for r in d["records"]:
+                if r.get("edge_id") is not None:
+                    by_id.setdefault(r["edge_id"], []).append(((u, v), r))
+        with self.connect() as con:
+            found = edge_captures(con, list(by_id), filters)
+        out: dict[tuple[Node, Node], list[dict]] = {}
+        for eid, rows in found.items():
+            kept = [(q, run, t) for q, run, t in rows if q is not None]  # not what prune summarised
+            for key, record in by_id[eid] if kept else ():
+                out.setdefault(key, []).extend(
+                    {"query_id": q, "run_id": run, "captured_at": t, "transform": record["transform"],
+                     "kind": record["kind"], "expression": record["expression"], "masking": record["masking"]}
+                    for q, run, t in kept)
+        for caps in out.values():
+            caps.sort(key=lambda c: (c["captured_at"], c["query_id"]))
+        return out
 
     def streams(self, limit: int = 100) -> list[dict]:
         """Streaming queries, one per stream: ``name``, ``targets``, ``batch_count``,
@@ -136,7 +167,7 @@ def resolve_column(con: duckdb.DuckDBPyConnection, aliases: Aliases, dataset: st
         found = con.execute(
             "SELECT 1 FROM dataset_columns WHERE dataset IN (SELECT unnest($n)) AND column_name = $c LIMIT 1",
             {"n": names, "c": stored}).fetchone() or con.execute(
-            """SELECT 1 FROM column_lineage
+            """SELECT 1 FROM edges
                WHERE (source_dataset IN (SELECT unnest($n)) AND source_column = $c)
                   OR (target_dataset IN (SELECT unnest($n)) AND target_column = $c)
                LIMIT 1""", {"n": names, "c": stored}).fetchone()
@@ -144,16 +175,16 @@ def resolve_column(con: duckdb.DuckDBPyConnection, aliases: Aliases, dataset: st
             return canonical, stored
     known_columns = [r[0] for r in con.execute(
         """SELECT column_name FROM dataset_columns WHERE dataset IN (SELECT unnest($n))
-           UNION SELECT source_column FROM column_lineage WHERE source_dataset IN (SELECT unnest($n))
-           UNION SELECT target_column FROM column_lineage WHERE target_dataset IN (SELECT unnest($n))""",
+           UNION SELECT source_column FROM edges WHERE source_dataset IN (SELECT unnest($n))
+           UNION SELECT target_column FROM edges WHERE target_dataset IN (SELECT unnest($n))""",
         {"n": names}).fetchall() if r[0] is not None]
     if known_columns:
         hint = closest(column, known_columns) or sorted(known_columns)[:5]
         raise UnknownNameError(f"dataset {canonical} has no column {column!r}; "
                                f"closest known: {', '.join(hint)}")
     datasets = [r[0] for r in con.execute(
-        """SELECT dataset FROM datasets UNION SELECT source_dataset FROM column_lineage
-           UNION SELECT target_dataset FROM column_lineage""").fetchall() if r[0] is not None]
+        """SELECT dataset FROM datasets UNION SELECT source_dataset FROM edges
+           UNION SELECT target_dataset FROM edges""").fetchall() if r[0] is not None]
     hint = closest(dataset, datasets)
     raise UnknownNameError(f"unknown dataset {dataset!r}"
                            + (f"; closest known: {', '.join(hint)}" if hint else "; the store has none like it"))

@@ -17,6 +17,14 @@ from lineage_listener.store.connection import StoreError, open_readonly
 
 router = APIRouter()
 
+#: Datasets at the other end of ``{near}``'s edges that a capture other than a failed one wrote.
+_NEIGHBOURS = """SELECT DISTINCT x.far FROM (
+    SELECT {far} AS far, unnest(sets) AS set_id FROM edges
+    WHERE {near} IN (SELECT unnest($n)) AND {far} IS NOT NULL) x
+JOIN edge_captures c ON c.set_id = x.set_id
+WHERE c.query_id IS NULL OR c.query_id NOT IN (SELECT query_id FROM queries WHERE status = 'failed')
+ORDER BY 1"""
+
 
 def _store(st: ServerState) -> LineageStore:
     try:
@@ -76,18 +84,15 @@ def dataset(dataset: str, st: ServerState = Depends(state)) -> dict:
             p = {"n": names}
             columns = con.execute("SELECT column_name, data_type FROM dataset_columns WHERE dataset IN "
                                   "(SELECT unnest($n)) ORDER BY ordinal NULLS LAST, column_name", p).fetchall()
-            upstream = con.execute("""SELECT DISTINCT l.source_dataset FROM column_lineage l JOIN queries q USING (query_id)
-                                      WHERE l.target_dataset IN (SELECT unnest($n)) AND q.status <> 'failed'
-                                      ORDER BY 1""", p).fetchall()
-            downstream = con.execute("""SELECT DISTINCT l.target_dataset FROM column_lineage l JOIN queries q USING (query_id)
-                                        WHERE l.source_dataset IN (SELECT unnest($n)) AND l.target_dataset IS NOT NULL
-                                        AND q.status <> 'failed' ORDER BY 1""", p).fetchall()
+            upstream = con.execute(_NEIGHBOURS.format(near="target_dataset", far="source_dataset"), p).fetchall()
+            downstream = con.execute(_NEIGHBOURS.format(near="source_dataset", far="target_dataset"), p).fetchall()
             queries = con.execute(
                 """SELECT q.query_id, q.run_id, r.app_name, q.action, q.status, q.captured_at,
                           CASE WHEN q.target_dataset IN (SELECT unnest($n)) THEN 'wrote' ELSE 'read' END AS role
                    FROM queries q LEFT JOIN runs r USING (run_id)
                    WHERE q.target_dataset IN (SELECT unnest($n))
-                      OR q.query_id IN (SELECT query_id FROM column_lineage WHERE source_dataset IN (SELECT unnest($n)))
+                      OR q.query_id IN (SELECT c.query_id FROM edge_captures c WHERE c.set_id IN (
+                                        SELECT unnest(sets) FROM edges WHERE source_dataset IN (SELECT unnest($n))))
                    ORDER BY q.captured_at DESC LIMIT 50""", p).fetchall()
         finally:
             con.close()
@@ -166,10 +171,14 @@ def run(run_id: str, st: ServerState = Depends(state)) -> dict:
             if r is None:
                 known = [x[0] for x in con.execute("SELECT run_id FROM runs").fetchall()]
                 raise HTTPException(404, {"error": f"unknown run {run_id!r}", "closest": closest(run_id, known)})
-            qs = con.execute("""SELECT query_id, action, command, status, error, sql_text, duration_ms, captured_at,
-                                       target_dataset,
-                                       (SELECT count(*) FROM column_lineage l WHERE l.query_id = q.query_id)
-                                FROM queries q WHERE run_id = ? ORDER BY captured_at""", [run_id]).fetchall()
+            qs = con.execute("""SELECT q.query_id, action, command, status, error, sql_text, duration_ms, captured_at,
+                                       target_dataset, coalesce(n.edges, 0)
+                                FROM queries q LEFT JOIN (
+                                    SELECT c.query_id, count(*) AS edges FROM edge_captures c
+                                    JOIN edge_sets s ON s.set_id = c.set_id
+                                    WHERE c.query_id IN (SELECT query_id FROM queries WHERE run_id = $1) GROUP BY 1
+                                ) n ON n.query_id = q.query_id
+                                WHERE run_id = $1 ORDER BY captured_at""", [run_id]).fetchall()
         finally:
             con.close()
     keys = ("query_id", "action", "command", "status", "error", "sql_text", "duration_ms", "captured_at",

@@ -122,11 +122,22 @@ def overview(dataset: str, depth: int = Query(3, ge=0, le=50), st: ServerState =
     with st.lock:
         con = open_readonly(st.store)
         try:
+            # Per set of edges, not per capture row: as cheap after a year of daily runs as after one.
             pairs = con.execute(
-                f"""SELECT source_dataset, target_dataset, count(DISTINCT (source_column, target_column)),
-                           count(DISTINCT query_id)
-                    FROM column_lineage WHERE target_dataset IS NOT NULL
-                      AND query_id NOT IN ({FAILED_WRITES}) GROUP BY ALL""").fetchall()
+                f"""WITH live AS (SELECT set_id, query_id FROM edge_captures
+                                  WHERE query_id IS NULL OR query_id NOT IN ({FAILED_WRITES})),
+                         pe AS (SELECT DISTINCT s.set_id, e.source_dataset, e.target_dataset, e.source_column,
+                                       e.target_column
+                                FROM edges e JOIN edge_sets s ON s.edge_id = e.edge_id
+                                WHERE e.target_dataset IS NOT NULL AND s.set_id IN (SELECT set_id FROM live)),
+                         cols AS (SELECT source_dataset, target_dataset,
+                                         count(DISTINCT (source_column, target_column)) AS n FROM pe GROUP BY ALL),
+                         qs AS (SELECT p.source_dataset, p.target_dataset, count(DISTINCT l.query_id) AS n
+                                FROM (SELECT DISTINCT set_id, source_dataset, target_dataset FROM pe) p
+                                JOIN live l ON l.set_id = p.set_id GROUP BY ALL)
+                    SELECT c.source_dataset, c.target_dataset, c.n, coalesce(q.n, 0) FROM cols c
+                    LEFT JOIN qs q ON q.source_dataset IS NOT DISTINCT FROM c.source_dataset
+                                  AND q.target_dataset = c.target_dataset""").fetchall()
             aliases = Aliases(con)
             aliases.resolve([dataset] + [p[0] for p in pairs] + [p[1] for p in pairs])
             start = aliases.canonical(dataset)

@@ -21,7 +21,11 @@ from lineage_listener.store.connection import is_corrupt_error, is_lock_error
 from lineage_listener.store.schema import SCHEMA_VERSION, store_version
 from lineage_listener.store.writer import StoreWriter
 
-COUNTED = ("runs", "queries", "datasets", "column_lineage", "capture_errors")
+#: Tables whose row counts the report gives (``column_lineage`` is a view: its rows are counted
+#: only when the store is small, as the join over every capture is what it costs).
+COUNTED = ("runs", "queries", "datasets", "dataset_columns", "edges", "edge_sets", "edge_captures",
+           "capture_errors", "column_lineage")
+SMALL_STORE_CAPTURES = 100_000
 
 
 @dataclass
@@ -112,15 +116,41 @@ def _examine_file(store: Path, report: Report) -> None:
                                  f"({SCHEMA_VERSION}): upgrade lineage-listener (`pip install -U lineage-listener`)")
         else:
             report.add("ok", f"schema version {version}")
-        counts = [f"{t} {con.execute(f'SELECT count(*) FROM {t}').fetchone()[0]}" for t in COUNTED if t in tables]
-        if counts:
-            report.add("ok", "rows: " + ", ".join(counts))
+        _sizes(con, store, tables, report)
         if "capture_errors" in tables:
             recent = con.execute("SELECT stage, error FROM capture_errors ORDER BY captured_at DESC LIMIT 3").fetchall()
             for stage, error in recent:
                 report.add("note", f"recent capture error ({stage}): {str(error)[:160]}")
     finally:
         con.close()
+
+
+def _sizes(con: duckdb.DuckDBPyConnection, store: Path, tables: set[str], report: Report) -> None:
+    """Rows per table, the file's size and free space, and how far back the history goes."""
+    small = "edge_captures" not in tables or con.execute(
+        "SELECT count(*) FROM edge_captures").fetchone()[0] <= SMALL_STORE_CAPTURES
+    counts = [f"{t} {con.execute(f'SELECT count(*) FROM {t}').fetchone()[0]:,}" for t in COUNTED
+              if t in tables and (t != "column_lineage" or small)]
+    if counts:
+        report.add("ok", "rows: " + ", ".join(counts))
+    size = store.stat().st_size + (store.with_name(store.name + ".wal").stat().st_size
+                                   if store.with_name(store.name + ".wal").exists() else 0)
+    with contextlib.suppress(duckdb.Error):
+        total, free = con.execute("SELECT total_blocks, free_blocks FROM pragma_database_size()").fetchone()
+        size_note = f", {free * 100 // max(total, 1)}% free blocks (reused by later writes)" if total else ""
+        report.add("ok", f"file {size / 1e6:,.1f} MB{size_note}")
+    if {"runs", "edge_captures"} <= tables:
+        oldest_run, oldest_capture, summarised = con.execute(
+            """SELECT (SELECT min(coalesce(started_at, ended_at)) FROM runs),
+                      (SELECT min(captured_at) FROM edge_captures WHERE query_id IS NOT NULL),
+                      (SELECT min(captured_at) FROM edge_captures WHERE query_id IS NULL)""").fetchone()
+        if oldest_run or oldest_capture:
+            text = f"oldest run {oldest_run:%Y-%m-%d}" if oldest_run else "no run recorded"
+            if oldest_capture:
+                text += f", oldest capture record {oldest_capture:%Y-%m-%d}"
+            if summarised:
+                text += f"; pruned history summarised back to {summarised:%Y-%m-%d}"
+            report.add("ok", text + " (`lineage-listener prune --keep 400d` drops older records)")
 
 
 def _examine_spool(store: Path, report: Report) -> None:

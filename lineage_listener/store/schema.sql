@@ -51,10 +51,14 @@ CREATE TABLE IF NOT EXISTS dataset_columns (
     PRIMARY KEY (dataset, column_name)
 );
 
--- The edges: target column <- source column, one row per (query, target, source, transform).
-CREATE TABLE IF NOT EXISTS column_lineage (
-    query_id       TEXT,
-    run_id         TEXT,
+-- The edges are stored once each, with compact records of the captures that produced them
+-- (CONTRACT: history). Read them through the view `column_lineage` (views.sql): one row per
+-- (query, edge), as captured. A job that runs every day with unchanged lineage adds one
+-- `edge_captures` row a day, not one row per edge.
+
+-- Each distinct edge once: target column <- source column by one transform.
+CREATE TABLE IF NOT EXISTS edges (
+    edge_id        UBIGINT PRIMARY KEY,  -- digest of the nine columns below (store/edge_ids.py)
     target_dataset TEXT,              -- null: the result went to the driver (an access record)
     target_column  TEXT,              -- null: indirect edge applying to every column of the target
     source_dataset TEXT,
@@ -63,12 +67,27 @@ CREATE TABLE IF NOT EXISTS column_lineage (
     kind           TEXT,              -- direct | indirect
     expression     TEXT,              -- Spark SQL text in source column names; condition or key for indirect edges
     masking        BOOLEAN,           -- a hashing/masking function or a count lies on the path
-    captured_at    TIMESTAMP
+    sets           UBIGINT[]          -- the sets (edge_sets.set_id) holding this edge: a walk goes from an
+                                      -- edge to its captures without reading edge_sets
 );
 
--- Multi-hop questions start from a dataset name: look edges up by either end.
-CREATE INDEX IF NOT EXISTS column_lineage_target ON column_lineage (target_dataset);
-CREATE INDEX IF NOT EXISTS column_lineage_source ON column_lineage (source_dataset);
+-- Sets of edges, stored once per distinct set: what one capture of a query wrote.
+CREATE TABLE IF NOT EXISTS edge_sets (
+    set_id  UBIGINT,                  -- digest of the set's sorted edge ids
+    edge_id UBIGINT
+);
+
+-- One row per capture: query `query_id` of run `run_id` wrote the edges of `set_id` at
+-- `captured_at`. The only row a job run with unchanged lineage adds. An OpenLineage run sent event by event has one row per event that added
+-- edges. `prune` replaces a set's old rows by two summary rows (query_id null, `captures`
+-- the number of rows they stand for) holding its first and last capture time.
+CREATE TABLE IF NOT EXISTS edge_captures (
+    query_id    TEXT,
+    run_id      TEXT,
+    set_id      UBIGINT,
+    captured_at TIMESTAMP,
+    captures    BIGINT DEFAULT 1      -- 1; more on a summary row left by prune
+);
 
 -- When OpenLineage runs started (their START event): a terminal event sent on its own still
 -- gets queries.duration_ms from it, whichever of the two arrived first.

@@ -3,6 +3,28 @@
 -- schema.SCHEMA_VERSION when this file changes): every statement is
 -- CREATE OR REPLACE, so re-applying it is harmless.
 
+-- The edges, one row per (query, edge) as captured: the store's main table for users.
+-- `query_id`, `run_id`, `captured_at` come from the capture, the rest from the edge.
+CREATE OR REPLACE VIEW column_lineage AS
+SELECT c.query_id, c.run_id, e.target_dataset, e.target_column, e.source_dataset, e.source_column,
+       e.transform, e.kind, e.expression, e.masking, c.captured_at
+FROM edge_captures c
+JOIN edge_sets s ON s.set_id = c.set_id
+JOIN edges e ON e.edge_id = s.edge_id
+WHERE c.query_id IS NOT NULL;
+
+-- Each distinct edge with its history: first and last capture, how many captures, the last
+-- query and run (over every capture kept, including what `prune` summarised).
+CREATE OR REPLACE VIEW lineage_edge_history AS
+SELECT e.* EXCLUDE (sets), h.first_seen, h.last_seen, h.captures, h.last_query_id, h.last_run_id
+FROM edges e
+JOIN (SELECT x.edge_id, min(c.captured_at) AS first_seen, max(c.captured_at) AS last_seen,
+             sum(c.captures) AS captures, arg_max(c.query_id, c.captured_at) AS last_query_id,
+             arg_max(c.run_id, c.captured_at) AS last_run_id
+      FROM (SELECT edge_id, unnest(sets) AS set_id FROM edges) x
+      JOIN edge_captures c ON c.set_id = x.set_id
+      GROUP BY x.edge_id) h ON h.edge_id = e.edge_id;
+
 -- A catalog table and its storage location are one dataset (CONTRACT section 4).
 -- alias: the location as stored by jobs that read or wrote the table by path.
 CREATE OR REPLACE VIEW lineage_dataset_aliases AS
@@ -29,7 +51,7 @@ SELECT coalesce(a.dataset, c.dataset) AS dataset, c.column_name
 FROM dataset_columns c LEFT JOIN lineage_dataset_aliases a ON a.alias = rtrim(c.dataset, '/')
 UNION
 SELECT coalesce(a.dataset, e.target_dataset), e.target_column
-FROM (SELECT DISTINCT target_dataset, target_column FROM column_lineage
+FROM (SELECT DISTINCT target_dataset, target_column FROM edges
       WHERE target_dataset IS NOT NULL AND target_column IS NOT NULL) e
 LEFT JOIN lineage_dataset_aliases a ON a.alias = rtrim(e.target_dataset, '/');
 
@@ -60,7 +82,7 @@ WITH RECURSIVE walk(name, dataset, column_name, depth) USING KEY (dataset, colum
     SELECT unnest(lineage_names(lineage_canonical(e.source_dataset))),
            lineage_canonical(e.source_dataset), e.source_column, w.depth + 1
     FROM walk w
-    JOIN column_lineage e ON e.target_dataset = w.name
+    JOIN edges e ON e.target_dataset = w.name  -- the walk goes over distinct edges; captures come last
     WHERE (e.target_column = w.column_name OR e.target_column IS NULL)
       AND e.source_dataset IS NOT NULL AND e.source_column IS NOT NULL
       AND (max_depth IS NULL OR w.depth < max_depth)
@@ -70,10 +92,12 @@ WITH RECURSIVE walk(name, dataset, column_name, depth) USING KEY (dataset, colum
 SELECT DISTINCT w.depth + 1 AS hop,
        lineage_canonical(e.source_dataset) AS source_dataset, e.source_column,
        w.dataset AS target_dataset, w.column_name AS target_column,
-       e.transform, e.kind, e.expression, e.masking, e.query_id, e.run_id, e.captured_at,
+       e.transform, e.kind, e.expression, e.masking, c.query_id, c.run_id, c.captured_at,
        e.target_column IS NULL AS dataset_level
 FROM walk w
-JOIN column_lineage e ON e.target_dataset = w.name
+JOIN edges e ON e.target_dataset = w.name
+CROSS JOIN unnest(e.sets) AS u(set_id)
+JOIN edge_captures c ON c.set_id = u.set_id AND c.query_id IS NOT NULL
 WHERE (e.target_column = w.column_name OR e.target_column IS NULL)
   AND e.source_dataset IS NOT NULL AND e.source_column IS NOT NULL
   AND (max_depth IS NULL OR w.depth < max_depth);
@@ -93,7 +117,7 @@ WITH RECURSIVE walk(name, dataset, column_name, depth) USING KEY (dataset, colum
         SELECT lineage_canonical(e.target_dataset) AS dataset,
                coalesce(e.target_column, k.column_name) AS column_name, w.depth + 1 AS depth
         FROM walk w
-        JOIN column_lineage e ON e.source_dataset = w.name AND e.source_column = w.column_name
+        JOIN edges e ON e.source_dataset = w.name AND e.source_column = w.column_name
         LEFT JOIN lineage_dataset_aliases a ON a.alias = rtrim(e.target_dataset, '/')
         LEFT JOIN dataset_columns k
                ON e.target_column IS NULL AND k.dataset = coalesce(a.dataset, e.target_dataset)
@@ -106,10 +130,12 @@ SELECT DISTINCT w.depth + 1 AS hop,
        w.dataset AS source_dataset, w.column_name AS source_column,
        lineage_canonical(e.target_dataset) AS target_dataset,
        coalesce(e.target_column, k.column_name) AS target_column,
-       e.transform, e.kind, e.expression, e.masking, e.query_id, e.run_id, e.captured_at,
+       e.transform, e.kind, e.expression, e.masking, c.query_id, c.run_id, c.captured_at,
        e.target_column IS NULL AS dataset_level
 FROM walk w
-JOIN column_lineage e ON e.source_dataset = w.name AND e.source_column = w.column_name
+JOIN edges e ON e.source_dataset = w.name AND e.source_column = w.column_name
+CROSS JOIN unnest(e.sets) AS u(set_id)
+JOIN edge_captures c ON c.set_id = u.set_id AND c.query_id IS NOT NULL
 LEFT JOIN lineage_dataset_aliases a ON a.alias = rtrim(e.target_dataset, '/')
 LEFT JOIN dataset_columns k
        ON e.target_column IS NULL AND k.dataset = coalesce(a.dataset, e.target_dataset)

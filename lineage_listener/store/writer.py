@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 
 from lineage_listener.store.batch import COLUMNS, KEYS, PSEUDO_TABLES, Batch
-from lineage_listener.store import spool
+from lineage_listener.store import captures, spool
 from lineage_listener.store.connection import StoreNeedsAction, is_lock_error, open_writable
 from lineage_listener.lineage import redact
 
@@ -109,59 +109,21 @@ def _column_types(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, str]:
     return _TYPES[table]
 
 
-#: What makes two ``column_lineage`` rows the same edge (run_id, masking and time aside).
-EDGE_KEY = ("query_id", "target_dataset", "target_column", "source_dataset", "source_column", "transform", "kind",
-            "expression")
-_EDGE_IDX = [COLUMNS["column_lineage"].index(c) for c in EDGE_KEY]
-
-
-def _stored_queries(con: duckdb.DuckDBPyConnection, batch: Batch) -> set[str]:
-    """The batch's edge-bearing queries that already have a ``queries`` row (read before writing it)."""
-    ids = batch.query_ids()
-    if not ids:
-        return set()
-    return {r[0] for r in con.execute("SELECT query_id FROM queries WHERE query_id IN (SELECT unnest(?))",
-                                      [sorted(ids)]).fetchall()}
-
-
-def _new_edges(con: duckdb.DuckDBPyConnection, rows: list[tuple], known: set[str]) -> list[tuple]:
-    """``rows`` less the edges already in the store (and repeats among rows of ``known`` queries).
-
-    The dedupe is per edge, not per query: an OpenLineage run's events (START, RUNNING,
-    COMPLETE) arrive separately, each with part of its lineage, and their union is kept.
-    Rows of a query not in the store yet are all new (one capture's rows, as captured).
-    """
-    if not known:
-        return rows
-    seen = set(con.execute(f"SELECT {', '.join(EDGE_KEY)} FROM column_lineage WHERE query_id IN (SELECT unnest(?))",
-                           [sorted(known)]).fetchall())
-    out = []
-    for r in rows:
-        if r[0] in known:
-            key = tuple(r[i] for i in _EDGE_IDX)
-            if key in seen:
-                continue
-            seen.add(key)
-        out.append(r)
-    return out
-
-
 def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> int:
     """Write ``batch`` in one transaction; the number of new edges.
 
-    Idempotent: writing a batch twice adds no edge twice. Edges already in the store
-    (same query, target, source, transform, kind and expression) are skipped, so a
-    replayed batch adds nothing and later events of a run add what they newly carry.
+    Idempotent: writing a batch twice adds no edge twice. Edges a query already has in
+    the store are skipped, so a replayed batch adds nothing and later events of a run
+    add what they newly carry (:mod:`~lineage_listener.store.captures`).
     """
     con.execute("BEGIN TRANSACTION")
     try:
         new_edges = 0
-        known = _stored_queries(con, batch)
         for table, cols in COLUMNS.items():
             rows = _dedupe(table, batch.rows.get(table, []))
-            if table == "column_lineage" and rows:
-                rows = _new_edges(con, rows, known)
-                new_edges = len(rows)
+            if table == "column_lineage":
+                new_edges = captures.write_edges(con, rows)
+                continue
             if not rows or table in PSEUDO_TABLES:
                 continue
             # Column-wise: one statement per table, each column bound as a list and unnested.
@@ -173,8 +135,7 @@ def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> int:
             con.execute(sql, [list(column) for column in zip(*rows)])
         _set_started(con, batch.rows.get("query_started", []))
         for query_id, target, previous in batch.rows.get("retarget", []):
-            con.execute("UPDATE column_lineage SET target_dataset = ? WHERE query_id = ?", [target, query_id])
-            _drop_repeated_edges(con, query_id)
+            captures.retarget(con, query_id, target)
             if previous:
                 _forget_unused_path(con, previous)
         con.execute("COMMIT")
@@ -200,21 +161,11 @@ def _set_started(con: duckdb.DuckDBPyConnection, rows: list[tuple]) -> None:
                    AND q.status <> 'running' AND q.captured_at >= s.started_at""", [ids])
 
 
-def _drop_repeated_edges(con: duckdb.DuckDBPyConnection, query_id: str) -> None:
-    """After a retarget, a replayed batch's edges (written under the old target) repeat stored ones."""
-    repeats = con.execute(f"SELECT count(*) - count(DISTINCT ({', '.join(EDGE_KEY)})) FROM column_lineage "
-                          "WHERE query_id = ?", [query_id]).fetchone()[0]
-    if not repeats:
-        return
-    con.execute(f"""DELETE FROM column_lineage WHERE query_id = $1 AND rowid NOT IN
-                    (SELECT min(rowid) FROM column_lineage WHERE query_id = $1 GROUP BY {', '.join(EDGE_KEY)})""",
-                [query_id])
-
-
 def _forget_unused_path(con: duckdb.DuckDBPyConnection, dataset: str) -> None:
     """Drop a ``path`` dataset no edge or query names any more (a table's location seen first)."""
     unused = con.execute(
-        "SELECT count(*) = 0 FROM column_lineage WHERE source_dataset = $1 OR target_dataset = $1", [dataset]
+        """SELECT count(*) = 0 FROM edge_captures c JOIN edge_sets s ON s.set_id = c.set_id
+           JOIN edges e ON e.edge_id = s.edge_id WHERE e.source_dataset = $1 OR e.target_dataset = $1""", [dataset]
     ).fetchone()[0] and con.execute(
         "SELECT count(*) = 0 FROM queries WHERE target_dataset = $1", [dataset]).fetchone()[0]
     if unused:
