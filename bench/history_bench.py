@@ -506,7 +506,7 @@ def main(argv: list[str] | None = None) -> int:
             progress["build_seconds"] = progress.get("build_seconds", 0.0) + built
             progress["days_done"], progress["rows"] = day, progress["rows"] + rows
             progress["write_seconds"] += spent
-            progress["per_day"].append([day, rows, spent])
+            progress["per_day"].append([day, rows, spent, args.group])
             progress_file.write_text(json.dumps(progress))
             print(f"day {day:3d}: {rows:,} edge rows in {spent:.1f} s ({rows / spent:,.0f} rows/s, "
                   f"{100 * built / spent:.0f}% of it building batches); total "
@@ -537,10 +537,11 @@ def report(progress: dict, path: Path) -> None:
           f"of the time building batches (Python rows, redaction), the rest in write_batch")
     if len(per_day) >= 2:
         k = min(10, len(per_day) // 2)
-        first = sum(r for _, r, _ in per_day[:k]) / sum(s for _, _, s in per_day[:k])
-        last = sum(r for _, r, _ in per_day[-k:]) / sum(s for _, _, s in per_day[-k:])
-        print(f"write throughput: days {per_day[0][0]}-{per_day[k - 1][0]} {first:,.0f} rows/s, "
-              f"days {per_day[-k][0]}-{per_day[-1][0]} {last:,.0f} rows/s")
+        def rate(days: list) -> str:
+            groups = sorted({d[3] if len(d) > 3 else 1 for d in days})
+            return (f"days {days[0][0]}-{days[-1][0]} {sum(d[1] for d in days) / sum(d[2] for d in days):,.0f} "
+                    f"rows/s ({'/'.join(map(str, groups))} runs a batch)")
+        print(f"write throughput: {rate(per_day[:k])}, {rate(per_day[-k:])}")
     measures = progress["measures"]
     days = sorted(int(d) for d in measures)
     for d in days:
