@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install install-demo jars demo test test-spark35 test-lakehouse wheel bench clean
+.PHONY: install install-demo jars demo test test-spark35 test-lakehouse wheel bench bench-history bench-history-quick clean
 
 ## Everything to develop and test: the package (editable) with the test extras, and Debian's chromium.
 install: $(STAMP)
@@ -117,6 +117,23 @@ bench: install
 	$(BIN)/python bench/ui_bench.py
 	$(MAKE) jars $(STAMP35)
 	$(VENV35)/bin/python bench/merge_bench.py
+	$(MAKE) bench-history
+
+## A year of history (issue 23): 365 days x 300 daily jobs x ~1,000 edges (~110M edge rows) written through
+## write_batch, depth-10 questions measured at day 30 and day 365. Hours on 2 cores (30 runs a batch, as a
+## server grouping commits would; HISTORY_GROUP=1 writes one batch per run as capture does: ~3x slower);
+## resumable: run it again to continue after the last finished day (progress in
+## $(HISTORY_STORE).progress.json; FRESH=--fresh restarts).
+HISTORY_STORE ?= /tmp/lineage-year.duckdb
+HISTORY_GROUP ?= 30
+bench-history: install
+	$(BIN)/python bench/history_bench.py --days 365 --jobs 300 --edges 1000 --measure-at 30,last \
+	  --group $(HISTORY_GROUP) --out $(HISTORY_STORE) $(FRESH)
+
+## The same shape in minutes: 45 days of 60 jobs of ~300 edges, measured at day 30 and day 45.
+bench-history-quick: install
+	$(BIN)/python bench/history_bench.py --days 45 --jobs 60 --edges 300 --measure-at 30,last \
+	  --out /tmp/lineage-history-quick.duckdb --fresh
 
 clean:
 	rm -rf $(VENV) $(VENV35) $(VENV41) demo-output test-artifacts .pytest_cache build dist *.egg-info
