@@ -1,8 +1,10 @@
 """The bridge jar's compact plan reader gives the walk what ``toJSON`` gives it (issue 24).
 
 Every plan is read both ways from the same live JVM plan: the decoded items must be equal
-(field by field) and the walker's edges identical, for the plan-fixture shapes, the SQL of
-the accuracy tests, wide ``withColumn``/``select`` plans, and every TPC-DS query.
+(field by field, but for the products the reader trims, ``compact.KEEP``), the facts the
+reader reads with the plan equal to those the py4j readers of ``capture/facts.py`` give, and
+the walker's edges identical, for the plan-fixture shapes, the SQL of the accuracy tests,
+wide ``withColumn``/``select`` plans, and every TPC-DS query.
 """
 from __future__ import annotations
 
@@ -38,10 +40,12 @@ def reader(spark: Any) -> Any:
 
 
 def analyzed(spark: Any, sql: str) -> Any:
-    """The analyzed plan of ``sql``, without running it (write commands included)."""
+    """The ``QueryExecution`` of ``sql``, analyzed but not run (write commands included)."""
     state = spark._jsparkSession.sessionState()
     mode = spark._jvm.org.apache.spark.sql.execution.CommandExecutionMode.SKIP()
-    return state.executePlan(state.sqlParser().parsePlan(sql), mode).analyzed()
+    qe = state.executePlan(state.sqlParser().parsePlan(sql), mode)
+    qe.analyzed()
+    return qe
 
 
 def edges(plan: Any, items: list) -> list:
@@ -55,18 +59,31 @@ def edges(plan: Any, items: list) -> list:
 MENTIONS = re.compile(r'"(?:class|name)":"((?:[^"\\]|\\.)*)"')
 
 
-def same(reader: Any, plan: Any) -> int:
-    """Assert both readers agree on ``plan``; returns the number of edges."""
+def same(reader: Any, qe: Any) -> int:
+    """Assert both readers agree on the plan of ``qe``; returns the number of edges."""
+    plan = qe.analyzed()
     json_text = str(plan.toJSON())
     by_json = json.loads(json_text)
     text = str(reader.encode(plan))
     by_compact = compact.expand(text)
-    assert by_compact == by_json
+    assert by_compact == compact.canonical(by_json)
     # Delta-internal and foreachBatch detection test the text for classes and names: both texts
     # mention the same ones (the compact one each attribute once).
     assert set(MENTIONS.findall(text)) == set(MENTIONS.findall(json_text))
-    got, want = edges(plan, by_compact), edges(plan, by_json)
-    assert got == want
+    want = edges(plan, by_json)
+    assert edges(plan, by_compact) == want
+    # The facts read with the plan in one JVM call are those the py4j readers give.
+    root = str(plan.nodeName())
+    read = planreader.read_query(qe, root in WRITE_COMMANDS)
+    assert read is not None and read.fallback is None and read.items == by_compact
+    by_calls = facts.leaves(plan, by_json)
+    assert set(read.leaves) | read.unresolved == set(by_calls)
+    assert {eid: by_calls[eid] for eid in read.leaves} == read.leaves
+    target = facts.target(plan, root) if root in WRITE_COMMANDS else None
+    if read.target is not None:
+        assert read.target == target
+    leaves = {**read.leaves, **facts.resolve(plan, read.unresolved)}
+    assert lineage(parse(read.items), leaves, read.target or target).edges == want
     return len(want)
 
 
@@ -102,11 +119,11 @@ def test_accuracy_shapes(spark, reader, people, depts):
     compared, total, skipped = 0, 0, []
     for sql in statements:
         try:  # some read tables their own test creates first
-            plan = analyzed(spark, sql)
+            qe = analyzed(spark, sql)
         except Exception:  # noqa: BLE001
             skipped.append(sql)
             continue
-        total += same(reader, plan)
+        total += same(reader, qe)
         compared += 1
     assert compared >= 40 and compared >= len(statements) // 2, skipped
     assert total > compared
@@ -116,11 +133,11 @@ def test_wide_plans_and_dataframe_shapes(spark, reader, people):
     df = spark.table("people").select("id", "name")
     for i in range(60):
         df = df.withColumn(f"c{i}", df["id"] + i if i == 0 else df[f"c{i - 1}"] * 2)
-    assert same(reader, df._jdf.queryExecution().analyzed()) >= 60
+    assert same(reader, df._jdf.queryExecution()) >= 60
     wide = spark.range(1).selectExpr(*[f"id + {i} AS c{i}" for i in range(300)])
-    assert same(reader, wide.selectExpr("c0", "c299")._jdf.queryExecution().analyzed()) == 2
+    assert same(reader, wide.selectExpr("c0", "c299")._jdf.queryExecution()) == 2
     local = spark.createDataFrame([(1, "a")], "x INT, y STRING").groupBy("y").count()
-    assert same(reader, local._jdf.queryExecution().analyzed()) >= 2
+    assert same(reader, local._jdf.queryExecution()) >= 2
 
 
 def test_capture_uses_it_and_records_a_fallback(spark, reader, people, caplog, monkeypatch):
@@ -156,11 +173,12 @@ def test_every_tpcds_query(spark, reader):
     try:
         for name, sql in tpcds.queries().items():
             try:
-                plan = spark.sql(sql)._jdf.queryExecution().analyzed()
+                qe = spark.sql(sql)._jdf.queryExecution()
+                qe.analyzed()
             except Exception:  # noqa: BLE001 - a few files need columns the shared schema lacks
                 skipped.append(name)
                 continue
-            assert same(reader, plan) > 0, name
+            assert same(reader, qe) > 0, name
             compared += 1
     finally:
         spark.sql("USE default")

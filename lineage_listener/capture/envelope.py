@@ -73,11 +73,21 @@ class Reader:
 
     def read(self, func_name: str, qe: Any, duration_ns: int | None, error: Any = None,
              now: datetime | None = None) -> Envelope | None:
-        """An envelope for this action, or None for actions that carry no lineage (DDL, SET...)."""
+        """An envelope for this action, or None for actions that carry no lineage (DDL, SET...).
+
+        With the bridge jar's compact reader, two JVM calls: the query's head, then (if its
+        lineage is wanted) its plan with the facts of its leaves and write target.
+        """
         now = now or datetime.now(timezone.utc).replace(tzinfo=None)
-        run = self.run(qe)
         duration_ms = int(duration_ns // 1_000_000) if duration_ns is not None else None
         err_text = _error_text(error) if error is not None else None
+        head = None if rejected.is_rejected(func_name) else planreader.head(qe)
+        if head is not None and "root" in head:
+            run = self._run_of_app(str(head["app"]), qe)
+            qe_id = int(head["qe"]) if head.get("qe") is not None else None
+            return self._read_plan(func_name, qe, None, run, qe_id, str(head["root"]), head.get("sql"),
+                                   duration_ns, duration_ms, err_text, now)
+        run = self.run(qe)
         try:
             qe_id = int(qe.id())
         except Py4JError:
@@ -93,32 +103,56 @@ class Reader:
             return Envelope(func_name, now, run, qe_id, None, None, None, duration_ms,
                             err_text or _error_text(exc), duration_ns=duration_ns)
         root = str(plan.nodeName())
-        if func_name == "command" and root not in WRITE_COMMANDS or root in STREAM_SINK_WRITES:
-            return None  # DDL/utility; a micro-batch's own write is captured from its progress event
         sql_text = None
         try:
             sql_text = facts._opt(qe.logical().origin().sqlText())
             sql_text = str(sql_text) if sql_text is not None else None
         except Py4JError:
             pass
+        return self._read_plan(func_name, qe, plan, run, qe_id, root, sql_text, duration_ns, duration_ms,
+                               err_text, now)
+
+    def _read_plan(self, func_name: str, qe: Any, plan: Any, run: dict[str, Any], qe_id: int | None, root: str,
+                   sql_text: str | None, duration_ns: int | None, duration_ms: int | None, err_text: str | None,
+                   now: datetime) -> Envelope | None:
+        """The envelope of an analyzed query (``plan``: its JVM plan, or None: asked when needed)."""
+        if func_name == "command" and root not in WRITE_COMMANDS or root in STREAM_SINK_WRITES:
+            return None  # DDL/utility; a micro-batch's own write is captured from its progress event
         if internal.reason(func_name, root, sql_text) is not None:
             return None  # a table format's own work (Delta log replay, its data write...)
+
+        def jvm_plan() -> Any:  # py4j calls below need the plan object: one more call, once
+            nonlocal plan
+            if plan is None:
+                plan = qe.analyzed()
+            return plan
         plan_json, items, leaves, target, read_error = None, None, {}, None, None
         if threading.get_ident() not in self._nodelay_threads:  # before the first big reply
             self._nodelay_threads.add(threading.get_ident())
-            nodelay.disable_nagle(plan)
+            nodelay.disable_nagle(qe)
         try:
-            plan_json, items, fallback = planreader.read(plan)  # compact reader, else toJSON
-            read_error = fallback  # recorded (capture_errors), not an error of the capture
+            read = planreader.read_query(qe, root in WRITE_COMMANDS)
+            if read is None:  # no compact reader: toJSON, facts by py4j calls
+                text, decoded, fallback = planreader.read(jvm_plan())
+                read = planreader.QueryRead(text, decoded, fallback=fallback)
+            plan_json, items = read.text, read.items
+            read_error = read.fallback  # recorded (capture_errors), not an error of the capture
             if stages.enabled():
                 stages.add("transfer", _transfer_time(len(plan_json)))
             current = _current(qe) if root in _NEEDS_CURRENT else None
             with stages.timed("facts"):
                 nulls: list[dict[str, Any]] = []
-                leaves = facts.leaves(plan, items, current, self._facts, nulls)
+                if read.leaves is None:
+                    leaves = facts.leaves(jvm_plan(), items, current, self._facts, nulls)
+                else:  # read with the plan; what the JVM side did not describe is read here
+                    leaves = dict(read.leaves)
+                    if read.unresolved:
+                        leaves.update(facts.resolve(jvm_plan(), read.unresolved, current, self._facts))
+                    if read.nulls:
+                        nulls = facts.null_fields(items)
                 if nulls:  # fields toJSON could not write: read from the JVM (leaves they hold too)
-                    leaves.update(facts.leaves(plan, facts.repair_null_fields(plan, items, nulls), current,
-                                               self._facts))
+                    leaves.update(facts.leaves(jvm_plan(), facts.repair_null_fields(jvm_plan(), items, nulls),
+                                               current, self._facts))
                 if has_class(plan_json, MICRO_BATCH_LEAF):  # a foreachBatch micro-batch: the stream's plan
                     leaves.update(streams.foreach_batch_leaves(items, self.streams, self.stream_sessions,
                                                                run.get("app_name")))
@@ -126,7 +160,7 @@ class Reader:
                     log.debug("lineage-listener: skipped Spark's schema inference read (%s)", func_name)
                     return None  # Spark reading a file to infer its schema: not the user's lineage
                 if root in WRITE_COMMANDS:
-                    target = facts.target(plan, root, current)
+                    target = read.target if read.target is not None else facts.target(jvm_plan(), root, current)
                 if target is None and root == "CreateViewCommand":
                     return None  # a temp view: not a dataset, nothing written
             if plan_json is not None and internal.plan_reason(root, plan_json, leaves) is not None:
@@ -135,7 +169,6 @@ class Reader:
             read_error = f"{type(exc).__name__}: {str(exc)[:500]}"
         return Envelope(func_name, now, run, qe_id, root, plan_json, sql_text, duration_ms, err_text,
                         leaves, target, read_error, duration_ns, items)
-
 
     def read_stream(self, event: Any, query: Any, now: datetime) -> Envelope | None:
         """An envelope for one micro-batch: its progress, and the stream's plan the first time
@@ -163,6 +196,11 @@ class Reader:
         self.streams.add(plan)
         return Envelope("stream", progress.at, run, None, plan.root, plan.plan_json, None, progress.duration_ms,
                         None, plan.leaves, plan.target, plan.fallback, None, plan.items, stream=progress)
+
+    def _run_of_app(self, app_id: str, qe: Any) -> dict[str, Any]:
+        """The facts of application ``app_id`` (read from the JVM the first time it is seen)."""
+        found = self._runs.get(app_id)
+        return found if found is not None else self.run(qe)
 
     def run_of_session(self, jsession: Any) -> dict[str, Any]:
         sc = jsession.sparkContext()

@@ -269,6 +269,14 @@ def json_leaves(items: Any, nulls: list[dict[str, Any]] | None = None) -> Iterat
             stack.extend(v for v in value.values() if isinstance(v, (list, dict)))
 
 
+def null_fields(items: Any) -> list[dict[str, Any]]:
+    """Plan nodes of ``items`` with a needed field written as null (see :func:`json_leaves`)."""
+    nulls: list[dict[str, Any]] = []
+    for _ in json_leaves(items, nulls):
+        pass
+    return nulls
+
+
 def leaves(plan: Any, items: Any, current: tuple[str, str] | None = None,
            cache: FactCache | None = None, nulls: list[dict[str, Any]] | None = None) -> dict[int, dict[str, Any]]:
     """Facts of every data-source leaf, keyed by the exprId of the leaf's first output.
@@ -292,6 +300,17 @@ def leaves(plan: Any, items: Any, current: tuple[str, str] | None = None,
                         "view": False}
         else:
             needed.add(eid)
+    out.update(resolve(plan, needed, current, cache))
+    return out
+
+
+def resolve(plan: Any, needed: set[int], current: tuple[str, str] | None = None,
+            cache: FactCache | None = None) -> dict[int, dict[str, Any]]:
+    """Facts of the source leaves of ``plan`` whose first output ids are ``needed``, read from
+    the JVM objects (a few py4j calls each; remembered in ``cache``)."""
+    cache = cache if cache is not None else FactCache()
+    out = {eid: cache.by_expr_id[eid] for eid in needed if eid in cache.by_expr_id}
+    needed = set(needed) - set(out)
     if not needed:
         return out
     roots = [plan] + _seq(plan.innerChildren()) + _seq(plan.subqueriesAll()) + nested_plans(plan)

@@ -1,5 +1,9 @@
 """Reading the analyzed plan: the bridge jar's compact ``PlanReader`` when the driver has it, else ``toJSON``.
 
+With the compact reader, a query costs two JVM calls: :func:`head` (what decides whether
+its plan is read: application, id, root node, SQL text) and :func:`read_query` (the plan
+with the facts of its leaves and write target, :mod:`~lineage_listener.plan.compact`).
+
 The zero-code bridge runs inside a JVM that loaded the bridge jar: ``PlanReader`` is
 found by name. In process, :func:`install` (called by ``enable(spark)``) gives the jar's
 path; the first read loads it in a child class loader of Spark's. When neither works,
@@ -15,6 +19,7 @@ import json
 import logging
 import os
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +28,7 @@ from py4j.protocol import DEFAULT_JVM_ID, DEFAULT_JVM_NAME, Py4JError
 
 from lineage_listener.capture import stages
 from lineage_listener.plan import compact
+from lineage_listener.plan.classes import EXPRESSION_FIELDS, SOURCE_LEAVES
 
 log = logging.getLogger(__name__)
 
@@ -148,12 +154,91 @@ def _load(plan: Any, client: Any) -> Any:
 
 
 def _instance(cls: Any) -> Any:
+    """A ``PlanReader`` of this decoder's version, told what to trim and which leaves to describe."""
     try:
         if int(cls.getField("VERSION").getInt(None)) != compact.VERSION:
             return None
-        return cls.newInstance()
+        reader = cls.newInstance()
+        for name, fields in compact.KEEP.items():
+            reader.keep(name, ",".join(fields))
+        reader.sourceLeaves(",".join(sorted(SOURCE_LEAVES)))
+        for name, fields in EXPRESSION_FIELDS.items():
+            reader.watchNulls(name, ",".join(fields))
+        return reader
     except Py4JError:
         return None
+
+
+def head(qe: Any) -> dict[str, Any] | None:
+    """``{"app", "qe", "root", "sql"}`` of a ``QueryExecution`` in one JVM call (``"error"`` instead
+    of ``"root"`` when its analysis failed), or None without a compact reader (then: py4j calls)."""
+    reader = reader_for(qe) if enabled() else None
+    if reader is None:
+        return None
+    try:
+        with stages.timed("head"):
+            found = json.loads(str(reader.head(qe)))
+    except (Py4JError, ValueError) as exc:
+        _once("head", "lineage-listener: the compact plan reader could not read a query's head (%s): read "
+              "with py4j calls", (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300])
+        return None
+    return found if isinstance(found, dict) else None
+
+
+@dataclass
+class QueryRead:
+    """A query's plan and what was read with it (:func:`read_query`)."""
+
+    text: str
+    items: list[dict[str, Any]]
+    #: Facts of source leaves by first output id, as the JVM side read them (None: toJSON was used).
+    leaves: dict[int, dict[str, Any]] | None = None
+    #: Source leaves the JVM side did not describe (read with py4j calls, :mod:`~lineage_listener.capture.facts`).
+    unresolved: set[int] = field(default_factory=set)
+    #: Fields of :data:`~lineage_listener.plan.classes.EXPRESSION_FIELDS` written as null (to read
+    #: from the JVM objects), or None: not counted.
+    nulls: int | None = None
+    #: The write target's facts, when the JVM side read them.
+    target: dict[str, Any] | None = None
+    fallback: str | None = None
+
+
+def read_query(qe: Any, target: bool) -> QueryRead | None:
+    """The analyzed plan of ``qe`` with its leaf (and, if ``target``, write-target) facts, in one
+    JVM call; None without a compact reader. A plan it cannot encode is read with ``toJSON``
+    (``leaves`` None, ``fallback`` says why)."""
+    reader = reader_for(qe) if enabled() else None
+    if reader is None:
+        return None
+    try:
+        with stages.timed("compact.read+transfer"):
+            text = str(reader.encodeQuery(qe, target))
+        with stages.timed("compact.decode"):
+            items, facts = compact.decode(text)
+    except (Py4JError, ValueError, KeyError, IndexError, TypeError) as exc:
+        fallback = _failed(exc)
+        with stages.timed("tojson+transfer"):
+            text = str(qe.analyzed().toJSON())
+        with stages.timed("decode"):
+            return QueryRead(text, json.loads(text), fallback=fallback)
+    leaves: dict[int, dict[str, Any]] = {}
+    unresolved: set[int] = set()
+    for eid, fact in facts.get("leaves", ()):
+        if fact is None:
+            unresolved.add(int(eid))
+        else:
+            leaves[int(eid)] = fact
+    return QueryRead(text, items, leaves, unresolved, int(facts.get("nulls", 0)), facts.get("target"))
+
+
+def _failed(exc: BaseException) -> str:
+    """The fallback's reason (logged once per kind of failure)."""
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+    fallback = f"compact plan reader failed ({type(exc).__name__}: {first}): read with toJSON"
+    _once("fail:" + first[:80], "lineage-listener: %s", fallback)
+    if stages.enabled():
+        stages.add("compact.fallback", 0.0)
+    return fallback
 
 
 def read(plan: Any) -> tuple[str, list[dict[str, Any]], str | None]:
@@ -168,11 +253,7 @@ def read(plan: Any) -> tuple[str, list[dict[str, Any]], str | None]:
             with stages.timed("compact.decode"):
                 return text, compact.expand(text), None
         except (Py4JError, ValueError, KeyError, IndexError, TypeError) as exc:
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-            fallback = f"compact plan reader failed ({type(exc).__name__}: {first}): read with toJSON"
-            _once("fail:" + first[:80], "lineage-listener: %s", fallback)
-            if stages.enabled():
-                stages.add("compact.fallback", 0.0)
+            fallback = _failed(exc)
     with stages.timed("tojson+transfer"):
         text = str(plan.toJSON())
     with stages.timed("decode"):

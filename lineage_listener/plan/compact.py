@@ -1,9 +1,13 @@
 """The compact plan text of the bridge jar's ``PlanReader`` -> the items ``toJSON`` would give.
 
 ``PlanReader`` (``jvm_bridge/.../PlanReader.java``) writes what ``LogicalPlan.toJSON()``
-writes, field by field, but each distinct attribute once, in a table::
+writes, field by field, but each distinct attribute once, in a table, and the products named
+in :data:`KEEP` with only the fields the walk reads::
 
-    {"v": 1, "attrs": [{attribute node}, ...], "plan": {"@t": [node or attribute index, ...]}}
+    {"v": 2, "attrs": [{attribute node}, ...], "facts": "<JSON text>", "plan": {"@t": [node or attribute index, ...]}}
+
+``facts`` (when the reader was given the whole query) holds what the plan JSON leaves out, read
+in the same JVM call: see :func:`decode`.
 
 A tree (the plan, or an expression or plan in a field) is ``{"@t": [...]}``: its pre-order
 list of nodes, an integer standing for an attribute of the table. :func:`expand` turns it
@@ -11,7 +15,7 @@ into the pre-order list of dicts that ``json.loads(plan.toJSON())`` gives, every
 of an attribute being the same dict, so the fact readers and :func:`~lineage_listener.plan.tree.parse`
 work on it unchanged (``parse`` builds one :class:`~lineage_listener.plan.tree.Node` per shared dict).
 
->>> items = expand('{"v":1,"attrs":[{"class":"e.A","num-children":0,"name":"x"}],'
+>>> items = expand('{"v":2,"attrs":[{"class":"e.A","num-children":0,"name":"x"}],'
 ...                '"plan":{"@t":[{"class":"p.Project","num-children":0,"projectList":'
 ...                '[{"@t":[0]},{"@t":[0]}]}]}}')
 >>> items[0]["projectList"][0][0]["name"], items[0]["projectList"][0][0] is items[0]["projectList"][1][0]
@@ -23,8 +27,16 @@ import json
 from typing import Any
 
 #: The encoding version this decoder reads (``PlanReader.VERSION``).
-VERSION = 1
+VERSION = 2
 TREE = "@t"
+
+#: Products the reader writes with only these fields (no ``product-class``): the walk and the fact
+#: readers read nothing else of them, and they are most of ``toJSON``'s text (an ``ExprId`` carries
+#: its JVM's UUID, a ``CatalogTable`` its whole schema and storage). Given to ``PlanReader.keep``.
+KEEP: dict[str, tuple[str, ...]] = {
+    "org.apache.spark.sql.catalyst.expressions.ExprId": ("id",),
+    "org.apache.spark.sql.catalyst.catalog.CatalogTable": ("identifier", "tableType", "provider"),
+}
 
 
 class CompactError(ValueError):
@@ -38,8 +50,24 @@ def is_compact(text: str) -> bool:
 
 def expand(text: str | dict) -> list[dict[str, Any]]:
     """The ``toJSON``-shaped pre-order list of the compact plan ``text`` (attributes shared)."""
+    return decode(text)[0]
+
+
+def decode(text: str | dict) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """``(items, facts)``: the plan as :func:`expand` gives it, and the facts read with it.
+
+    ``facts`` is empty for a plan read alone (``PlanReader.encode``); for a query
+    (``PlanReader.encodeQuery``) it has ``leaves`` (``[first output id, facts or None]`` per source
+    leaf: None for one the JVM side does not describe), ``nulls`` (how many node fields were
+    written as null) and, when read, the write ``target``'s facts.
+
+    >>> items, facts = decode('{"v":2,"attrs":[],"facts":"{\\\\"leaves\\\\":[[7,null]],\\\\"nulls\\\\":0}",'
+    ...                       '"plan":{"@t":[{"class":"p.Range","num-children":0}]}}')
+    >>> facts["leaves"], items[0]["class"]
+    ([[7, None]], 'p.Range')
+    """
     if isinstance(text, dict):  # already decoded (a replayed envelope): expand in Python
-        return _expand_decoded(text)
+        return _expand_decoded(text), _facts(text)
     # The attribute table comes first: decode it, then the plan with a hook that expands each
     # tree as json.loads builds it (no second pass over the plan). Inside JSON strings a quote
     # is escaped, so the first ``,"plan":`` is the separator.
@@ -56,6 +84,7 @@ def expand(text: str | dict) -> list[dict[str, Any]]:
     if not isinstance(raw, dict) or raw.get("v") != VERSION:
         raise CompactError(f"not a version-{VERSION} compact plan")
     attrs: list[dict[str, Any]] = [_node(a, []) for a in raw["attrs"]]
+    facts = _facts(raw)
 
     def hook(d: dict[str, Any]) -> Any:
         if TREE in d and len(d) == 1:
@@ -65,7 +94,32 @@ def expand(text: str | dict) -> list[dict[str, Any]]:
     plan = json.loads(tail[:-1], object_hook=hook)
     if not (isinstance(plan, list) and plan):
         raise CompactError("compact plan without a tree")
-    return plan
+    return plan, facts
+
+
+def _facts(raw: dict[str, Any]) -> dict[str, Any]:
+    text = raw.get("facts")
+    if not text:
+        return {}
+    facts = json.loads(text)
+    if not isinstance(facts, dict):
+        raise CompactError("compact plan facts are not an object")
+    return facts
+
+
+def canonical(value: Any) -> Any:
+    """``toJSON`` items as the compact reader writes them: :data:`KEEP`'s products trimmed.
+
+    >>> canonical([{"class": "a.X", "exprId": {"product-class": "org.apache.spark.sql.catalyst."
+    ...            "expressions.ExprId", "id": 3, "jvmId": "u"}}])
+    [{'class': 'a.X', 'exprId': {'id': 3}}]
+    """
+    if isinstance(value, list):
+        return [canonical(v) for v in value]
+    if isinstance(value, dict):
+        only = KEEP.get(value.get("product-class"))  # type: ignore[arg-type]
+        return {k: canonical(v) for k, v in value.items() if only is None or k in only}
+    return value
 
 
 def _expand_decoded(raw: Any) -> list[dict[str, Any]]:

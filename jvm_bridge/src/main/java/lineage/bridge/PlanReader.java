@@ -16,16 +16,23 @@ import java.util.concurrent.ConcurrentHashMap;
  * in a table and referred to by its index wherever it occurs. A 300-step
  * {@code withColumn} chain repeats ~90,000 attributes: toJSON writes 13.7 MB, this ~0.5 MB.
  *
- * <pre>{"v":1,"attrs":[{attribute node}...],"plan":{"@t":[node or attribute index...]}}</pre>
+ * <pre>{"v":2,"attrs":[{attribute node}...],"facts":"{...}","plan":{"@t":[node or attribute index...]}}</pre>
  *
  * A tree (a plan, or an expression in a field) is {@code {"@t": [...]}}: its pre-order
  * list of nodes, as toJSON writes it, where an integer stands for an attribute of the table.
+ * Products of the classes given to {@link #keep} are written with only the fields named there
+ * (an {@code ExprId} as its id, a {@code CatalogTable} as its identity): the walk reads nothing
+ * else of them, and they are most of toJSON's text. {@link #encodeQuery} also reads, in the same
+ * call, the facts the plan JSON leaves out ({@link Facts}): {@code "facts"} is a JSON text (so
+ * nothing in it can be taken for the plan's key) holding {@code leaves}, a list of [first output
+ * id, facts or null] per source leaf, {@code nulls}, how many node fields were written as null,
+ * and the write {@code target}'s facts when they were read.
  * Only reflection is used against Spark and Scala (one class file for Spark 3.5 / Scala 2.12
  * and Spark 4.x / Scala 2.13). Any failure throws: the caller falls back to toJSON.
  */
 public final class PlanReader {
     /** Bumped when the encoding changes (the Python decoder checks it). */
-    public static final int VERSION = 1;
+    public static final int VERSION = 2;
     private static final String ATTRIBUTE = "org.apache.spark.sql.catalyst.expressions.AttributeReference";
     private static final Map<Class<?>, List<String>> NAMES = new ConcurrentHashMap<>();
     private static volatile Method parseToJson;
@@ -36,6 +43,16 @@ public final class PlanReader {
     private final StringBuilder attrs = new StringBuilder(1 << 12);
     private final Map<Object, Integer> attrIndex = new HashMap<>();
     private final Class<?> treeNode;
+    /** Class name -> the only fields written of its products ({@link #keep}). */
+    private final Map<String, List<String>> kept = new HashMap<>();
+    /** Short class names of the leaves whose facts {@link #encodeQuery} reads. */
+    private final java.util.Set<String> sourceLeaves = new java.util.HashSet<>();
+    /** First output id -> facts (null: for the Python side to read) of the source leaves met. */
+    private final Map<Long, Map<String, Object>> leaves = new java.util.LinkedHashMap<>();
+    private boolean readLeaves;
+    private int nulls;
+    /** Short class name -> fields whose null the Python side must repair ({@link #watchNulls}). */
+    private final Map<String, java.util.Set<String>> watched = new HashMap<>();
 
     public PlanReader() throws ClassNotFoundException {
         this.treeNode = Class.forName("org.apache.spark.sql.catalyst.trees.TreeNode", false,
@@ -53,12 +70,95 @@ public final class PlanReader {
      * reused from plan to plan.
      */
     public synchronized String encode(Object plan) throws Exception {
+        return encode(plan, false, null);
+    }
+
+    /**
+     * The compact text of {@code qe}'s analyzed plan with the facts of its source leaves and,
+     * when {@code target} is true, of its write target (both as {@link Facts} reads them).
+     */
+    public synchronized String encodeQuery(Object qe, boolean target) throws Exception {
+        Object plan = Facts.call(qe, "analyzed");
+        return encode(plan, true, target ? Facts.call(plan, "nodeName") : null);
+    }
+
+    /** {@link Facts#head}: application id, QueryExecution id, root node name and SQL text, as JSON. */
+    public String head(Object qe) throws Exception {
+        StringBuilder text = new StringBuilder(256);
+        Json.value(text, Facts.head(qe));
+        return text.toString();
+    }
+
+    /** Products of class {@code className} are written with only {@code fields} (comma-separated). */
+    public synchronized void keep(String className, String fields) {
+        kept.put(className, java.util.Arrays.asList(fields.split(",")));
+    }
+
+    /** Count nulls written for field {@code fields} (comma-separated) of nodes of short class name {@code name}. */
+    public synchronized void watchNulls(String name, String fields) {
+        watched.put(name, new java.util.HashSet<>(java.util.Arrays.asList(fields.split(","))));
+    }
+
+    /** Short class names of the source leaves whose facts {@link #encodeQuery} reads (comma-separated). */
+    public synchronized void sourceLeaves(String names) {
+        sourceLeaves.clear();
+        sourceLeaves.addAll(java.util.Arrays.asList(names.split(",")));
+    }
+
+    private String encode(Object plan, boolean withFacts, Object targetName) throws Exception {
         out.setLength(0);
         attrs.setLength(0);
         attrIndex.clear();
+        leaves.clear();
+        readLeaves = withFacts;
+        nulls = 0;
         tree(plan);
         String body = out.toString();
-        return "{\"v\":" + VERSION + ",\"attrs\":[" + attrs + "],\"plan\":" + body + "}";
+        StringBuilder text = new StringBuilder(body.length() + attrs.length() + 256);
+        text.append("{\"v\":").append(VERSION).append(",\"attrs\":[").append(attrs).append(']');
+        if (withFacts) {
+            Map<String, Object> facts = new java.util.LinkedHashMap<>();
+            List<Object> found = new ArrayList<>();
+            for (Map.Entry<Long, Map<String, Object>> e : leaves.entrySet()) {
+                found.add(java.util.Arrays.asList(e.getKey(), e.getValue()));
+            }
+            facts.put("leaves", found);
+            facts.put("nulls", nulls);
+            if (targetName != null) {
+                Map<String, Object> target = Facts.target(plan, String.valueOf(targetName));
+                if (target != null) {
+                    facts.put("target", target);
+                }
+            }
+            StringBuilder inner = new StringBuilder(256);
+            Json.value(inner, facts);
+            text.append(",\"facts\":");
+            Json.string(text, inner.toString());
+        }
+        text.append(",\"plan\":").append(body).append('}');
+        leaves.clear();
+        return text.toString();
+    }
+
+    /** Records the facts of {@code node} when it is a source leaf (keyed by its first output's id). */
+    private void sourceLeaf(Object node) {
+        String name = node.getClass().getSimpleName();
+        if (!sourceLeaves.contains(name)) {
+            return;
+        }
+        try {
+            List<Object> output = list(Facts.call(node, "output"));
+            if (output.isEmpty()) {
+                return;
+            }
+            Object id = Facts.call(Facts.call(output.get(0), "exprId"), "id");
+            Long key = ((Number) id).longValue();
+            if (!leaves.containsKey(key)) {
+                leaves.put(key, Facts.leaf(node, name));
+            }
+        } catch (Exception e) {
+            // no id: the Python side finds this leaf in the plan and reads it
+        }
     }
 
     // -- trees ------------------------------------------------------------------------
@@ -77,6 +177,9 @@ public final class PlanReader {
             if (kids.isEmpty() && methods(node.getClass()).attribute) {
                 out.append(attribute(node));
             } else {
+                if (readLeaves && kids.isEmpty()) {
+                    sourceLeaf(node);
+                }
                 item(node, kids);
             }
             for (int i = kids.size() - 1; i >= 0; i--) {
@@ -138,14 +241,16 @@ public final class PlanReader {
             if (names.size() != values.size()) {
                 throw new IllegalStateException("field count differs for " + node.getClass().getName());
             }
+            java.util.Set<String> watch = watched.isEmpty() ? null : watched.get(node.getClass().getSimpleName());
             for (int i = 0; i < names.size(); i++) {
-                field(names.get(i), values.get(i), kids);
+                field(names.get(i), values.get(i), kids, watch);
             }
         }
         out.append('}');
     }
 
-    private void field(String name, Object value, List<Object> kids) throws Exception {
+    private void field(String name, Object value, List<Object> kids, java.util.Set<String> watch)
+            throws Exception {
         if (treeNode.isInstance(value)) {
             int index = indexOf(kids, value);
             if (index >= 0) {
@@ -180,6 +285,8 @@ public final class PlanReader {
         key(name);
         if (!value(value)) {
             out.setLength(mark);  // JNothing (None): toJSON leaves the field out
+        } else if (watch != null && watch.contains(name) && endsWithNull()) {
+            nulls++;  // a field toJSON cannot write (a Scala Vector...): the Python side reads it
         }
     }
 
@@ -233,7 +340,51 @@ public final class PlanReader {
                 return true;
             }
         }
+        if (v instanceof scala.Product && !kept.isEmpty()) {
+            List<String> only = kept.get(v.getClass().getName());
+            if (only != null) {
+                return keptProduct(v, only);
+            }
+        }
         return jvalue(parse(v));  // everything else: Spark's own rules
+    }
+
+    private boolean endsWithNull() {
+        int n = out.length();
+        return n >= 5 && out.charAt(n - 5) == ':' && out.charAt(n - 4) == 'n' && out.charAt(n - 3) == 'u'
+                && out.charAt(n - 2) == 'l' && out.charAt(n - 1) == 'l';
+    }
+
+    /** A product as parseToJson writes it, with only the fields in {@code only} (no product-class). */
+    private boolean keptProduct(Object v, List<String> only) throws Exception {
+        List<String> names = names(v.getClass());
+        List<Object> values = new ArrayList<>();
+        scala.collection.Iterator<?> it = ((scala.Product) v).productIterator();
+        while (it.hasNext()) {
+            values.add(it.next());
+        }
+        if (names.size() != values.size()) {
+            return jvalue(parse(v));
+        }
+        out.append('{');
+        boolean first = true;
+        for (int i = 0; i < names.size(); i++) {
+            if (!only.contains(names.get(i))) {
+                continue;
+            }
+            int mark = out.length();
+            if (!first) {
+                out.append(',');
+            }
+            key0(names.get(i));
+            if (value(values.get(i))) {
+                first = false;
+            } else {
+                out.setLength(mark);
+            }
+        }
+        out.append('}');
+        return true;
     }
 
     // -- Spark's parseToJson and json4s values ------------------------------------------
@@ -318,8 +469,13 @@ public final class PlanReader {
             case "JObject": {
                 out.append('{');
                 boolean first = true;
-                for (Object e : list(get(jv, "obj"))) {
+                List<Object> pairs = list(get(jv, "obj"));
+                List<String> only = keptOf(pairs);
+                for (Object e : pairs) {
                     scala.Product2<?, ?> pair = (scala.Product2<?, ?>) e;
+                    if (only != null && !only.contains((String) pair._1())) {
+                        continue;  // a trimmed product inside a value Spark wrote (a CaseWhen branch...)
+                    }
                     int mark = out.length();
                     if (!first) {
                         out.append(',');
@@ -337,6 +493,18 @@ public final class PlanReader {
             default:
                 throw new IllegalStateException("unknown json4s value " + jv.getClass().getName());
         }
+    }
+
+    /** The kept fields of a json4s object that is a product of a {@link #keep} class, else null. */
+    private List<String> keptOf(List<Object> pairs) throws Exception {
+        if (kept.isEmpty() || pairs.isEmpty()) {
+            return null;
+        }
+        scala.Product2<?, ?> first = (scala.Product2<?, ?>) pairs.get(0);
+        if (!"product-class".equals(first._1()) || !first._2().getClass().getSimpleName().startsWith("JString")) {
+            return null;
+        }
+        return kept.get((String) get(first._2(), "s"));
     }
 
     // -- reflection helpers ---------------------------------------------------------------
@@ -411,12 +579,7 @@ public final class PlanReader {
     }
 
     private static List<Object> list(Object seq) {
-        List<Object> out = new ArrayList<>();
-        scala.collection.Iterator<?> it = ((scala.collection.Iterable<?>) seq).iterator();
-        while (it.hasNext()) {
-            out.add(it.next());
-        }
-        return out;
+        return Facts.seq(seq);
     }
 
     private static boolean isDataType(Object v) {
@@ -474,33 +637,6 @@ public final class PlanReader {
     }
 
     private void string(String s) {
-        out.append('"');
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            switch (c) {
-                case '"':
-                    out.append("\\\"");
-                    break;
-                case '\\':
-                    out.append("\\\\");
-                    break;
-                case '\n':
-                    out.append("\\n");
-                    break;
-                case '\r':
-                    out.append("\\r");
-                    break;
-                case '\t':
-                    out.append("\\t");
-                    break;
-                default:
-                    if (c < 0x20) {
-                        out.append(String.format("\\u%04x", (int) c));
-                    } else {
-                        out.append(c);
-                    }
-            }
-        }
-        out.append('"');
+        Json.string(out, s);
     }
 }
