@@ -36,8 +36,9 @@ def pct(values: list[float], p: float) -> float:
 
 
 def walker(spark: SparkSession) -> None:
-    """Each TPC-DS plan read both ways (``toJSON`` before issue 24, the compact reader after), then
-    leaf facts and the walk; against Spark's own analysis + optimisation + planning of the query."""
+    """Each TPC-DS plan read both ways (``toJSON`` before issue 24, the compact reader after: the plan
+    with its leaves' facts in one call), then the rest of the leaf facts (py4j) and the walk; against
+    Spark's own analysis + optimisation + planning of the query."""
     tpcds.create_tables(spark)
     cache = facts.FactCache()
     planreader.install_default(background=False)
@@ -61,16 +62,23 @@ def walker(spark: SparkSession) -> None:
         decode_json = (time.thread_time() - c1) * 1e3
         compact_ms = decode_compact = float("nan")
         ctext = ""
-        if reader is not None:
+        jvm_leaves: dict | None = None
+        if reader is not None:  # as the capture reads it: the plan with its leaves' facts, one call
             t2 = time.perf_counter()
-            ctext = str(reader.encode(plan))
+            ctext = str(reader.encodeQuery(qe, False))
             compact_ms = (time.perf_counter() - t2) * 1e3
             c2 = time.thread_time()
-            items = compact.expand(ctext)  # the walk below runs on what capture now decodes
+            items, read_facts = compact.decode(ctext)  # the walk below runs on what capture now decodes
             decode_compact = (time.thread_time() - c2) * 1e3
+            jvm_leaves = {int(e): f for e, f in read_facts.get("leaves", ()) if f is not None}
+            unresolved = {int(e) for e, f in read_facts.get("leaves", ()) if f is None}
         c3 = time.thread_time()
         nulls: list = []
-        leaves = facts.leaves(plan, items, None, cache, nulls)
+        if jvm_leaves is None:
+            leaves = facts.leaves(plan, items, None, cache, nulls)
+        else:
+            leaves = {**jvm_leaves, **facts.resolve(plan, unresolved, None, cache)}
+            nulls = facts.null_fields(items) if read_facts.get("nulls") else []
         if nulls:  # as the capture does: fields toJSON wrote as null, read from the JVM
             facts.repair_null_fields(plan, items, nulls)
         c4 = time.thread_time()

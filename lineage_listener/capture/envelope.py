@@ -6,7 +6,7 @@ from this plain, immutable record.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -14,7 +14,7 @@ from typing import Any
 from py4j.protocol import Py4JError
 
 from lineage_listener.capture import facts, inference, internal, nodelay, planreader, rejected, stages, streams
-from lineage_listener.plan.classes import MICRO_BATCH_LEAF, STREAM_SINK_WRITES, WRITE_COMMANDS
+from lineage_listener.plan.classes import MICRO_BATCH_LEAF, STREAM_SINK_WRITES, WRAPPER_COMMANDS, WRITE_COMMANDS
 from lineage_listener.plan.text import has_class
 from lineage_listener.lineage import redact
 
@@ -59,6 +59,10 @@ class Reader:
         self.stream_sessions: list[Any] = []
         self._stream_runs: dict[str, Any] = {}  # stream run id -> its query object (until its plan is read)
         self._stream_app: dict[str, dict[str, Any]] = {}  # stream run id -> its application's facts
+        #: ``folds(root, app_id, qe_id)``: whether this wrapper event folds into a write already
+        #: recorded (then its plan, the same query again, is not read: only its target). Set by the
+        #: capture when it reads on its own thread, in order with recording.
+        self.folds: Callable[[str, str, int | None], bool] | None = None
 
     def runs(self) -> dict[str, dict[str, Any]]:
         """Facts of every application seen so far, by app id."""
@@ -120,6 +124,17 @@ class Reader:
             return None  # DDL/utility; a micro-batch's own write is captured from its progress event
         if internal.reason(func_name, root, sql_text) is not None:
             return None  # a table format's own work (Delta log replay, its data write...)
+
+        if root in WRAPPER_COMMANDS and self.folds is not None and self.folds(root, run["app_id"], qe_id):
+            current = _current(qe) if root in _NEEDS_CURRENT else None
+            try:
+                with stages.timed("facts"):
+                    target = planreader.read_target(qe) or facts.target(qe.analyzed(), root, current)
+            except Py4JError as exc:
+                return Envelope(func_name, now, run, qe_id, root, None, sql_text, duration_ms, err_text,
+                                read_error=f"{type(exc).__name__}: {str(exc)[:500]}", duration_ns=duration_ns)
+            return Envelope(func_name, now, run, qe_id, root, None, sql_text, duration_ms, err_text, {}, target,
+                            None, duration_ns)
 
         def jvm_plan() -> Any:  # py4j calls below need the plan object: one more call, once
             nonlocal plan

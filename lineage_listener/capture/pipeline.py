@@ -91,6 +91,8 @@ class Capture:
             self.store = str(Path(store).expanduser().absolute())
             self.writer = StoreWriter(self.store, lock_timeout=lock_timeout)
         self.recorder = Recorder()
+        if defer_reads:  # reads and records alternate on the capture thread: a wrapper's fold is known
+            self.reader.folds = self.recorder.folds
         self.batch_interval = batch_interval
         self._next_write = 0.0
         self._last_write_end = 0.0

@@ -185,6 +185,18 @@ def head(qe: Any) -> dict[str, Any] | None:
     return found if isinstance(found, dict) else None
 
 
+def read_target(qe: Any) -> dict[str, Any] | None:
+    """The write target's facts of ``qe`` in one JVM call, or None (read them with py4j calls)."""
+    reader = reader_for(qe) if enabled() else None
+    if reader is None:
+        return None
+    try:
+        found = json.loads(str(reader.targetOf(qe)))
+    except (Py4JError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
 @dataclass
 class QueryRead:
     """A query's plan and what was read with it (:func:`read_query`)."""

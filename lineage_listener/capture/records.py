@@ -3,6 +3,8 @@
 Also folds nested command events into one logical write: ``saveAsTable`` and
 CTAS fire an inner ``InsertInto...`` event first and wrapper events after it;
 the wrappers upgrade the inner write's ``queries`` row instead of adding rows.
+A wrapper's plan is the inner write's query again: it is not walked a second time
+(its target columns are the inner write's, under the table's name).
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from typing import Any
 
 from lineage_listener.capture import stages
 from lineage_listener.capture.envelope import Envelope
+from lineage_listener.lineage.datasets import datasets_of
 from lineage_listener.lineage.query import QueryLineage, lineage
 from lineage_listener.plan.classes import WRAPPER_COMMANDS
 from lineage_listener.plan.tree import parse
@@ -117,6 +120,8 @@ class Recorder:
 
     def __init__(self) -> None:
         self._last_write: dict[str, QueryRow] = {}  # run_id -> its most recent write
+        #: run_id -> (name, type, nullable) of the columns its most recent write wrote, in order
+        self._last_columns: dict[str, list[tuple[str, Any, Any]]] = {}
         self._lineage_errors: set[str] = set()
         self._streams: dict[str, StreamLineage] = {}  # stream run id -> its lineage
 
@@ -136,6 +141,11 @@ class Recorder:
         run_id = env.run["app_id"]
         query_id = query_id_of(env)
         now = iso(env.captured_at)
+        if env.root in WRAPPER_COMMANDS and self._inner_of(env) is not None:
+            if env.read_error:
+                batch.add("capture_errors", (now, run_id, query_id, "listener", env.read_error))
+            self._merge_wrapper(batch, env)
+            return batch
         status = "failed" if env.error else "succeeded"
         error = env.error
         result: QueryLineage | None = None
@@ -165,11 +175,11 @@ class Recorder:
         row = QueryRow(query_id, run_id, env.func_name, env.root, env.sql_text, status, error,
                        env.duration_ms, now, target, env.qe_id)
 
-        if env.root in WRAPPER_COMMANDS and self._merge_wrapper(batch, env, result):
-            return batch
         batch.add("queries", row.row())
         if target is not None:
             self._last_write[run_id] = row
+            self._last_columns[run_id] = [r[1:4] for r in column_rows(result.columns, None, only=target)] \
+                if result is not None else []
         if result is not None:
             self._add_lineage(batch, query_id, run_id, target, result, now)
         return batch
@@ -243,13 +253,29 @@ class Recorder:
             batch.add("column_lineage", (query_id, run_id, target, e.target_column, e.source.dataset, e.source.name,
                                          e.transform.value, e.kind, e.expression, e.masking, now))
 
-    def _merge_wrapper(self, batch: Batch, env: Envelope, result: QueryLineage | None) -> bool:
-        """Fold a wrapper event into the nested write it wraps (fired just before it)."""
-        run_id = env.run["app_id"]
+    def folds(self, root: str, run_id: str, qe_id: int | None) -> bool:
+        """Whether a ``root`` event of ``run_id`` with id ``qe_id`` folds into a recorded write."""
+        return root in WRAPPER_COMMANDS and self._inner(run_id, qe_id) is not None
+
+    def _inner(self, run_id: str, qe_id: int | None) -> QueryRow | None:
         inner = self._last_write.get(run_id)
-        if inner is None or inner.qe_id is None or env.qe_id is None or inner.qe_id <= env.qe_id:
-            return False
-        target = result.target if result is not None else None
+        if inner is None or inner.qe_id is None or qe_id is None or inner.qe_id <= qe_id:
+            return None
+        return inner
+
+    def _inner_of(self, env: Envelope) -> QueryRow | None:
+        """The nested write a wrapper event wraps (fired just before it, a later id), if known."""
+        return self._inner(env.run["app_id"], env.qe_id)
+
+    def _merge_wrapper(self, batch: Batch, env: Envelope) -> None:
+        """Fold a wrapper event into the nested write it wraps: the same query, now named by its table."""
+        run_id = env.run["app_id"]
+        inner = self._inner_of(env)
+        assert inner is not None
+        try:
+            target = datasets_of(env.target)[0] if env.target else None
+        except Exception:  # noqa: BLE001 - facts we cannot name: the inner write's target stays
+            target = None
         upgraded = replace(inner, action=env.func_name, command=env.root,
                            sql_text=env.sql_text or inner.sql_text,
                            status="failed" if env.error else inner.status, error=env.error or inner.error,
@@ -265,10 +291,9 @@ class Recorder:
                                            or (inner.target_dataset or "").startswith("file:") else None)
             batch.add("datasets", (target.name, target.kind, target.format, location,
                                    target.properties_json(), now, now))
-            for row in column_rows(result.columns, now, only=target.name):
-                batch.add("dataset_columns", row)
+            for position, (column, dtype, nullable) in enumerate(self._last_columns.get(run_id, ()), 1):
+                batch.add("dataset_columns", (target.name, column, dtype, nullable, now, now, position))
             batch.add("retarget", (inner.query_id, target.name, inner.target_dataset))
-        return True
 
     def end_run(self, run: dict, ended: datetime) -> Batch:
         batch = Batch()

@@ -82,6 +82,14 @@ public final class PlanReader {
         return encode(plan, true, target ? Facts.call(plan, "nodeName") : null);
     }
 
+    /** {@link Facts#target} of {@code qe}'s analyzed plan as JSON ({@code null}: the Python side reads it). */
+    public String targetOf(Object qe) throws Exception {
+        Object plan = Facts.call(qe, "analyzed");
+        StringBuilder text = new StringBuilder(256);
+        Json.value(text, Facts.target(plan, String.valueOf(Facts.call(plan, "nodeName"))));
+        return text.toString();
+    }
+
     /** {@link Facts#head}: application id, QueryExecution id, root node name and SQL text, as JSON. */
     public String head(Object qe) throws Exception {
         StringBuilder text = new StringBuilder(256);
