@@ -91,3 +91,25 @@ def test_ddl_is_not_a_query(lineage, spark):
     got = lineage.run(lambda: (spark.sql("CREATE TABLE IF NOT EXISTS t_ddl (x INT) USING parquet"),
                                spark.sql("DROP TABLE t_ddl")))
     assert got.queries == []
+
+
+def test_ctas_query_is_read_and_walked_once(lineage, spark, people, monkeypatch):
+    """A CTAS fires its inner write, then a wrapper carrying the same query: the plan is read once
+    (the wrapper's target facts only), and the table still gets the query's columns and types."""
+    from lineage_listener.capture import planreader
+
+    reads: list[bool] = []
+    real = planreader.read_query
+    monkeypatch.setattr(planreader, "read_query", lambda qe, target: reads.append(target) or real(qe, target))
+    got = lineage.run(lambda: spark.sql("CREATE TABLE t_once USING parquet AS "
+                                        "SELECT id, named_struct('n', name) AS s, amount * 2 AS a2 FROM people"))
+    assert len(reads) == 1, "the wrapper's plan is the inner write's query: not read again"
+    assert [q["target_dataset"] for q in _write_queries(got)] == ["spark_catalog.default.t_once"]
+    assert got.simple() >= {("id", "id", "identity"), ("a2", "amount", "derived")}
+    with duckdb.connect(str(lineage.store), read_only=True) as con:
+        columns = con.execute("SELECT column_name, data_type, ordinal FROM dataset_columns "
+                              "WHERE dataset = 'spark_catalog.default.t_once' ORDER BY ordinal").fetchall()
+    schema = spark.table("t_once").schema
+    want = [("id", schema["id"].dataType.typeName()), ("s", "struct"), ("s.n", "string"),
+            ("a2", schema["a2"].dataType.simpleString())]
+    assert [(c, t) for c, t, _ in columns] == want and [o for *_, o in columns] == [1, 2, 3, 4]
