@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 
 from lineage_listener.store.batch import COLUMNS, KEYS, PSEUDO_TABLES, Batch
-from lineage_listener.store import captures, spool
+from lineage_listener.store import captures, retarget, spool
 from lineage_listener.store.connection import StoreNeedsAction, is_lock_error, open_writable
 from lineage_listener.lineage import redact
 
@@ -116,11 +116,12 @@ def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> int:
     the store are skipped, so a replayed batch adds nothing and later events of a run
     add what they newly carry (:mod:`~lineage_listener.store.captures`).
     """
+    folded = retarget.fold(batch.rows)  # a CTAS's path renamed in memory when its inner write is here
     con.execute("BEGIN TRANSACTION")
     try:
         new_edges = 0
         for table, cols in COLUMNS.items():
-            rows = _dedupe(table, batch.rows.get(table, []))
+            rows = _dedupe(table, folded.get(table, []))
             if table == "column_lineage":
                 new_edges = captures.write_edges(con, rows)
                 continue
@@ -133,8 +134,8 @@ def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> int:
             if table in _MERGE:
                 sql += f" ON CONFLICT ({', '.join(KEYS[table])}) DO UPDATE SET {_MERGE[table]}"
             con.execute(sql, [list(column) for column in zip(*rows)])
-        _set_started(con, batch.rows.get("query_started", []))
-        for query_id, target, previous in batch.rows.get("retarget", []):
+        _set_started(con, folded.get("query_started", []))
+        for query_id, target, previous in folded.get("retarget", []):
             captures.retarget(con, query_id, target)
             if previous:
                 _forget_unused_path(con, previous)
@@ -162,13 +163,17 @@ def _set_started(con: duckdb.DuckDBPyConnection, rows: list[tuple]) -> None:
 
 
 def _forget_unused_path(con: duckdb.DuckDBPyConnection, dataset: str) -> None:
-    """Drop a ``path`` dataset no edge or query names any more (a table's location seen first)."""
-    unused = con.execute(
-        """SELECT count(*) = 0 FROM edge_captures c JOIN edge_sets s ON s.set_id = c.set_id
-           JOIN edges e ON e.edge_id = s.edge_id WHERE e.source_dataset = $1 OR e.target_dataset = $1""", [dataset]
-    ).fetchone()[0] and con.execute(
-        "SELECT count(*) = 0 FROM queries WHERE target_dataset = $1", [dataset]).fetchone()[0]
-    if unused:
+    """Drop a ``path`` dataset no edge or query names any more (a table's location seen first).
+
+    The edges naming it are found through the indexes on either end, their captures through
+    each edge's list of sets: no scan of the store's history.
+    """
+    used = con.execute(
+        """WITH held AS (SELECT unnest(sets) AS set_id FROM edges WHERE target_dataset = $1
+                         UNION ALL SELECT unnest(sets) AS set_id FROM edges WHERE source_dataset = $1)
+           SELECT EXISTS (SELECT 1 FROM edge_captures c WHERE c.set_id IN (SELECT set_id FROM held))
+               OR EXISTS (SELECT 1 FROM queries WHERE target_dataset = $1)""", [dataset]).fetchone()[0]
+    if not used:
         con.execute("DELETE FROM dataset_columns WHERE dataset = $1 AND EXISTS "
                     "(SELECT 1 FROM datasets WHERE dataset = $1 AND kind = 'path')", [dataset])
         con.execute("DELETE FROM datasets WHERE dataset = $1 AND kind = 'path'", [dataset])
