@@ -17,8 +17,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        sent, left = remote.push(args.url, args.spool)
+        sent, bad, left = remote.push(args.url, args.spool)
     except OSError as exc:
         raise CliError(f"lineage server {args.url} not reachable: {exc}") from None
-    print(f"sent {sent} spooled batches to {args.url}" + (f"; {left} left" if left else ""), file=sys.stderr)
-    return 0 if not left else 1
+    print(f"sent {sent} spooled batches to {args.url}" + (f"; {left} left" if left else "")
+          + (f"; {bad} refused by the server, kept as .bad files" if bad else ""), file=sys.stderr)
+    return 0 if not left and not bad else 1

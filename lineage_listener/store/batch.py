@@ -35,6 +35,11 @@ COLUMNS: dict[str, tuple[str, ...]] = {
 #: Entries of COLUMNS that are instructions to the writer, not tables.
 PSEUDO_TABLES = frozenset({"retarget", "query_started"})
 
+#: Tables whose rows every query of a batch may share (upserts): kept in each part of :meth:`Batch.by_query`.
+SHARED = frozenset({"runs", "datasets", "dataset_columns"})
+#: Where a row names its query, for the tables where it is not first.
+QUERY_ID_AT = {"capture_errors": 2}
+
 #: Primary key of the tables written as upserts (the rest are appended).
 KEYS: dict[str, tuple[str, ...]] = {
     "runs": ("run_id",), "queries": ("query_id",), "datasets": ("dataset",),
@@ -71,6 +76,33 @@ class Batch:
                 for r in rows:
                     b.add(table, tuple(r))
         return b
+
+    def by_query(self) -> list["Batch"]:
+        """This batch as one batch per query: each query's own rows, with the rows every query
+        shares (runs, datasets, columns: upserts) in each; rows of no query go with the first.
+
+        >>> b = Batch()
+        >>> b.add("runs", ("r",)); b.add("queries", ("q1",)); b.add("queries", ("q2",))
+        >>> [(len(p.rows["runs"]), [r[0] for r in p.rows["queries"]]) for p in b.by_query()]
+        [(1, ['q1']), (1, ['q2'])]
+        """
+        parts: dict[Any, Batch] = {}
+
+        def part(query_id: Any) -> "Batch":
+            if query_id not in parts:
+                parts[query_id] = Batch({t: list(self.rows[t]) if t in SHARED else [] for t in COLUMNS})
+            return parts[query_id]
+        for table, rows in self.rows.items():
+            if table in SHARED:
+                continue
+            at = QUERY_ID_AT.get(table, 0)
+            for r in rows:
+                part(r[at] if len(r) > at else None).rows[table].append(r)
+        loose = parts.pop(None, None)
+        out = list(parts.values()) or ([loose] if loose is not None else [Batch({t: list(r) for t, r in self.rows.items()})])
+        if loose is not None and parts:
+            out[0].extend(Batch({t: r for t, r in loose.rows.items() if t not in SHARED}))
+        return out
 
     def query_ids(self) -> set[str]:
         return {r[0] for r in self.rows["column_lineage"]}

@@ -5,8 +5,11 @@ Same interface as :class:`~lineage_listener.store.writer.StoreWriter` (``write``
 server that is down, slow or refusing: the batch is spooled locally (the same spool
 files as a busy store) and sent first by the next write that gets through, by the next
 run with the same URL, or by ``lineage-listener push``. Batches are idempotent on the
-server, so a batch resent after a lost answer adds nothing twice. The token goes in the
-``Authorization`` header only; it is never logged, spooled or stored.
+server, so a batch resent after a lost answer adds nothing twice. A batch the server refuses
+for itself (400 malformed, 413 too large, 422 cannot be written) is never resent: it is kept as
+a ``.bad`` spool file for a person, and the batches behind it go on. Refusals that are not about
+the batch (401/403: the token; 429/5xx, timeouts, a dead server) keep it spooled, in order.
+The token goes in the ``Authorization`` header only; it is never logged, spooled or stored.
 """
 from __future__ import annotations
 
@@ -26,6 +29,14 @@ log = redact.logger(__name__)
 
 #: Environment variable holding the server token when none is given.
 TOKEN_ENV = "LINEAGE_TOKEN"
+
+#: Answers that refuse the batch itself: sending it again would be refused again.
+REFUSED = frozenset({400, 413, 422})
+
+
+def refused(exc: BaseException) -> bool:
+    """True when the server refused the batch itself (see :data:`REFUSED`), not the sender or the moment."""
+    return isinstance(exc, urllib.error.HTTPError) and exc.code in REFUSED
 
 
 def spool_anchor(url: str) -> Path:
@@ -66,7 +77,16 @@ class RemoteWriter:
         try:
             sent = self.push_spool(timeout)
             if len(batch):
-                self.post(batch, timeout)
+                try:
+                    self.post(batch, timeout)
+                except urllib.error.HTTPError as exc:
+                    if not refused(exc):
+                        raise
+                    kept = spool.write(self.path, batch, suffix=".bad")
+                    log.error("lineage-listener: lineage server %s refused a captured batch (%s); kept as %s, "
+                              "not sent again", redact.redact_url(self.url), _reason(exc), kept or "nothing: no "
+                              "spool folder is writable")
+                    return False
         except (OSError, urllib.error.URLError, ValueError) as exc:
             reason = _reason(exc)
             if len(batch):
@@ -85,12 +105,26 @@ class RemoteWriter:
 
     def push_spool(self, timeout: float = 10.0) -> int:
         """Send every spooled batch, oldest first, deleting each once the server has it."""
-        sent = 0
-        for f in self.spooled():
-            self.post(Batch.from_json(f.read_text(encoding="utf-8")), timeout)
+        return self.send_files(self.spooled(), timeout)[0]
+
+    def send_files(self, files: list[Path], timeout: float = 10.0) -> tuple[int, int]:
+        """Send spooled ``files`` oldest first: ``(sent, refused)``. A file the server refuses is
+        renamed ``.bad`` (logged) and the next one sent; any other failure raises, the rest wait."""
+        sent = bad = 0
+        for f in files:
+            try:
+                self.post(Batch.from_json(f.read_text(encoding="utf-8")), timeout)
+            except urllib.error.HTTPError as exc:
+                if not refused(exc):
+                    raise
+                f.rename(f.with_suffix(".bad"))
+                bad += 1
+                log.error("lineage-listener: lineage server %s refused spooled batch %s (%s); kept as %s, not sent "
+                          "again", redact.redact_url(self.url), f.name, _reason(exc), f.with_suffix(".bad"))
+                continue
             f.unlink(missing_ok=True)
             sent += 1
-        return sent
+        return sent, bad
 
 
 def _reason(exc: BaseException) -> str:
@@ -100,18 +134,11 @@ def _reason(exc: BaseException) -> str:
     return redact.redact_text(str(getattr(exc, "reason", exc)))[:200]
 
 
-def push(url: str, spool_dir: str | Path | None = None, token: str | None = None) -> tuple[int, int]:
-    """Send spooled batches (of ``url``, or the files in ``spool_dir``); (sent, left)."""
+def push(url: str, spool_dir: str | Path | None = None, token: str | None = None) -> tuple[int, int, int]:
+    """Send spooled batches (of ``url``, or the files in ``spool_dir``): (sent, refused and kept as
+    ``.bad``, left)."""
     writer = RemoteWriter(url, token)
-    if spool_dir is None:
-        sent = writer.push_spool()
-        return sent, len(writer.spooled())
-    files = sorted(Path(spool_dir).glob("*.json"))
-    sent = 0
-    for f in files:
-        writer.post(Batch.from_json(f.read_text(encoding="utf-8")), 10.0)
-        f.unlink(missing_ok=True)
-        sent += 1
-    return sent, len(files) - sent
-
-
+    files = writer.spooled() if spool_dir is None else sorted(Path(spool_dir).glob("*.json"))
+    sent, bad = writer.send_files(files)
+    left = len(writer.spooled()) if spool_dir is None else len(sorted(Path(spool_dir).glob("*.json")))
+    return sent, bad, left

@@ -4,6 +4,12 @@ Spool files are JSON batches in ``<store>.spool/`` (or a per-store temp folder w
 that cannot be written), written to a hidden temporary file and renamed, so a
 reader never sees half a batch and a failed write leaves nothing behind.
 
+A spooled batch that can never be written (a value that cannot be cast, a broken constraint)
+does not hold up the ones behind it: it is written again one query at a time, and what still
+fails is kept as ``<name>.bad`` for a person (one ERROR line and a ``capture_errors`` row say
+so; rename it back to ``.json`` to try again). A lock, the disk or the connection failing stops
+the ingest instead: those files wait for the next try, in order.
+
 Writers of one store take turns through ``<store>.lock`` (an advisory ``flock``
 held only while a batch is written), so concurrent jobs queue briefly instead of
 each backing off from DuckDB's own lock until its timeout.
@@ -25,9 +31,29 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import duckdb
+
+from lineage_listener.lineage import redact
 from lineage_listener.store.batch import Batch
 
 log = logging.getLogger(__name__)
+
+#: Errors about a batch's own rows: writing the same rows again fails again. Anything else
+#: (a lock, the disk, the connection, a store that needs a person) may pass on a later try.
+CONTENT_ERRORS: tuple[type[BaseException], ...] = (
+    duckdb.DataError, duckdb.IntegrityError, duckdb.InvalidInputException, TypeError, ValueError, KeyError,
+    IndexError)
+
+
+def is_content_error(exc: BaseException) -> bool:
+    """True when ``exc`` is about the rows written, not about the store (see :data:`CONTENT_ERRORS`).
+
+    >>> is_content_error(duckdb.ConversionException("Could not convert string 'x' to INT32"))
+    True
+    >>> is_content_error(duckdb.IOException("Could not set lock on file"))
+    False
+    """
+    return isinstance(exc, CONTENT_ERRORS)
 
 #: Writers take turns through ``<store>.lock`` (``bench/concurrent_writers.py`` compares without).
 TURN_LOCK = True
@@ -54,15 +80,16 @@ def pending(store: Path) -> list[Path]:
     return files
 
 
-def write(store: Path, batch: Batch) -> Path | None:
-    """Spool ``batch``; the file written, or None when no spool folder can be written."""
+def write(store: Path, batch: Batch, suffix: str = ".json") -> Path | None:
+    """Spool ``batch``; the file written, or None when no spool folder can be written.
+    ``suffix=".bad"``: kept for a person, never sent or ingested by itself."""
     text = batch.to_json()
     for d in dirs(store):
         tmp = d / f".{uuid.uuid4().hex}.tmp"
         try:
             d.mkdir(parents=True, exist_ok=True)
             tmp.write_text(text, encoding="utf-8")
-            final = d / f"{time.time_ns()}-{uuid.uuid4().hex[:8]}.json"
+            final = d / f"{time.time_ns()}-{uuid.uuid4().hex[:8]}{suffix}"
             tmp.rename(final)
             return final
         except OSError:
@@ -71,11 +98,13 @@ def write(store: Path, batch: Batch) -> Path | None:
     return None
 
 
-def ingest(con: Any, store: Path, write_batch: Callable[[Any, Batch], None]) -> int:
+def ingest(con: Any, store: Path, write_batch: Callable[[Any, Batch], Any]) -> int:
     """Write every pending spool file of ``store`` through ``con``; the number ingested.
 
-    Each file is removed after its transaction commits; a file that cannot be read
-    is renamed ``*.bad`` (kept for a person, out of the way of later writes).
+    Each file is removed after its transaction commits; a file that cannot be read is
+    renamed ``*.bad``, and one that cannot be written is salvaged query by query
+    (:func:`salvage`); both are kept for a person, out of the way of later writes. An error
+    that is not about the batch's rows (a lock, the disk) is raised: the rest waits.
     """
     done = 0
     for f in pending(store):
@@ -86,13 +115,56 @@ def ingest(con: Any, store: Path, write_batch: Callable[[Any, Batch], None]) -> 
             with contextlib.suppress(OSError):
                 f.rename(f.with_suffix(".bad"))
             continue
-        write_batch(con, batch)
+        try:
+            write_batch(con, batch)
+        except Exception as exc:  # noqa: BLE001 - sorted below: the batch's fault, or the store's
+            if not is_content_error(exc):
+                raise
+            failed = salvage(con, batch, write_batch)
+            if failed is not None:
+                bad = f.with_suffix(".bad")
+                tmp = f.with_name(f".{uuid.uuid4().hex}.tmp")
+                tmp.write_text(failed.to_json(), encoding="utf-8")
+                tmp.rename(bad)
+                quarantined(con, f"spooled batch {f.name}", failed, exc, str(bad))
+            f.unlink(missing_ok=True)
+            continue
         with contextlib.suppress(FileNotFoundError):
             f.unlink()
         done += 1
     if done:
         log.info("lineage-listener: ingested %d spooled batches into %s", done, store)
     return done
+
+
+def salvage(con: Any, batch: Batch, write_batch: Callable[[Any, Batch], Any]) -> Batch | None:
+    """A batch that failed on its own rows, written again one query at a time
+    (:meth:`~lineage_listener.store.batch.Batch.by_query`): the queries that still fail, or None."""
+    failed: Batch | None = None
+    for part in batch.by_query():
+        try:
+            write_batch(con, part)
+        except Exception as again:  # noqa: BLE001
+            if not is_content_error(again):
+                raise
+            failed = failed or Batch()
+            failed.extend(part)
+    return failed
+
+
+def quarantined(con: Any, what: str, failed: Batch, exc: BaseException, kept: str | None) -> str:
+    """Say once (an ERROR line, a ``capture_errors`` row of stage ``spool``) that ``failed`` could
+    not be written and where it is kept (None: nowhere writable, dropped); the message."""
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    reason = redact.redact_text(f"{type(exc).__name__}: {first}")[:500]
+    queries = len(failed.query_ids() | {r[0] for r in failed.rows["queries"]})
+    where = f"kept in {kept}" if kept else "dropped: no spool folder is writable"
+    message = f"{what} cannot be written ({reason}); {queries} of its queries {where}, the others written"
+    log.error("lineage-listener: %s", message)
+    with contextlib.suppress(Exception):
+        con.execute("INSERT INTO capture_errors VALUES (current_timestamp::TIMESTAMP, NULL, NULL, 'spool', ?)",
+                    [message])
+    return message
 
 
 @contextlib.contextmanager

@@ -275,7 +275,13 @@ class StoreWriter:
             try:
                 self._ingest_spool(con)
                 self._write_held(con)
-                self.new_edges = write_batch(con, batch) if len(batch) else 0
+                try:
+                    self.new_edges = write_batch(con, batch) if len(batch) else 0
+                except Exception as exc:  # noqa: BLE001 - a batch that cannot be written sinks only itself
+                    if not spool.is_content_error(exc):
+                        raise
+                    self.new_edges = 0
+                    return not self._quarantine(con, batch, exc, "a captured batch")
                 self._warned.difference_update({"spool", "held"})
                 return True
             except Exception as exc:  # noqa: BLE001
@@ -292,9 +298,24 @@ class StoreWriter:
             if len(b):
                 self._spool(b, reason, needs_action)
 
+    def _quarantine(self, con: duckdb.DuckDBPyConnection, batch: Batch, exc: BaseException, what: str) -> bool:
+        """Write ``batch`` query by query; keep what still fails as a ``.bad`` spool file (recorded).
+        True if something could not be written."""
+        failed = spool.salvage(con, batch, write_batch)
+        if failed is None:
+            return False
+        kept = spool.write(self.path, failed, suffix=".bad")
+        spool.quarantined(con, what, failed, exc, str(kept) if kept else None)
+        return True
+
     def _write_held(self, con: duckdb.DuckDBPyConnection) -> None:
         while self._held:
-            write_batch(con, self._held[0])
+            try:
+                write_batch(con, self._held[0])
+            except Exception as exc:  # noqa: BLE001 - a held batch that cannot be written blocks nothing
+                if not spool.is_content_error(exc):
+                    raise
+                self._quarantine(con, self._held[0], exc, "a batch held in memory")
             self._held.pop(0)
         if self._dropped_rows:
             text = (f"{self._dropped_rows} captured rows of {self._dropped_queries} queries were dropped: "
