@@ -10,7 +10,7 @@ from pathlib import Path
 
 import duckdb
 
-from lineage_listener.store import remote, spool
+from lineage_listener.store import doctor, remote, spool
 from lineage_listener.store.batch import Batch
 from lineage_listener.store.remote import RemoteWriter
 from lineage_listener.store.writer import StoreWriter
@@ -66,6 +66,7 @@ def test_a_spooled_batch_that_cannot_be_written_blocks_none_behind_it(tmp_path: 
     assert bad.stem in error and "ConversionException" in error and "1 of its queries" in error
     assert writer.write(batch(("five", 1)))  # the kept file is not tried again
     assert errors_in(store) == [error] and bad_files(store) == [bad] and queries_in(store)["five"] == 1
+    assert any("1 spooled batches could not be read or written" in line for line in doctor.examine(store).lines())
 
 
 def test_a_live_or_held_batch_that_cannot_be_written_sinks_only_itself(tmp_path: Path) -> None:

@@ -169,8 +169,9 @@ def _examine_spool(store: Path, report: Report) -> None:
         report.add("ok", "no spooled lineage waiting")
     bad = [f for d in spool.dirs(store) if d.is_dir() for f in d.glob("*.bad")]
     if bad:
-        report.add("action", f"{len(bad)} spooled batches could not be read and were set aside as *.bad in "
-                             f"{bad[0].parent}")
+        report.add("action", f"{len(bad)} spooled batches could not be read or written and were set aside as "
+                             f"*.bad in {bad[0].parent} (capture_errors rows of stage 'spool' say why; rename one "
+                             f"back to .json to try it again)")
     leftovers = _leftovers(store)
     if leftovers:
         report.add("note", f"{len(leftovers)} leftover temporary files of interrupted writes (doctor removes them)")
