@@ -31,8 +31,11 @@ from lineage_listener.lineage import redact
 
 log = redact.logger(__name__)
 
-#: A batch waits at least this many times the last store write's duration after it (see _next_write_at).
-WRITE_SPACING = 20.0
+#: A batch waits at least this many times the last store write's duration after it (see _next_write_at):
+#: the store takes at most ~1/40 of a core while a job is busy.
+WRITE_SPACING = 40.0
+#: ... but never longer than this after the last write (a slow store: lineage still arrives).
+MAX_SPACING = 10.0
 
 #: At interpreter exit, a busy store is waited for at most this long before lineage is spooled.
 EXIT_LOCK_WAIT = 2.0
@@ -257,10 +260,11 @@ class Capture:
         ``batch_interval`` from now, and never sooner than ``WRITE_SPACING`` times the last
         write's duration after it ended: a store write costs about the same for one query or
         fifty (open, schema check, commit, checkpoint), so when actions come faster than
-        that, batches grow instead of the store taking the driver's CPU.
+        that, batches grow instead of the store taking the driver's CPU (at most
+        ``MAX_SPACING`` between writes).
         """
         return max(time.monotonic() + self.batch_interval,
-                   self._last_write_end + WRITE_SPACING * self._last_write_cost)
+                   self._last_write_end + min(WRITE_SPACING * self._last_write_cost, MAX_SPACING))
 
     def _write(self) -> bool:
         batch, self._pending = self._pending, Batch()

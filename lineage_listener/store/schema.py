@@ -40,8 +40,8 @@ log = redact.logger(__name__)
 SCHEMA_FILES = ("schema.sql", "views.sql")
 
 #: Bump when schema.sql or views.sql change; older stores are migrated to it on first write.
-SCHEMA_VERSION = 7  # 4: streams; 5: dataset_columns.ordinal; 6: edges stored once (edges, edge_sets,
-#: edge_captures); 7: indexes on edges' ends and captures' sets
+SCHEMA_VERSION = 8  # 4: streams; 5: dataset_columns.ordinal; 6: edges stored once (edges, edge_sets,
+#: edge_captures); 7: indexes on edges' ends and captures' sets; 8: index on captures' queries
 
 _VERSION_DDL = """
 CREATE TABLE IF NOT EXISTS schema_version (

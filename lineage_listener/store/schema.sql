@@ -93,6 +93,9 @@ CREATE TABLE IF NOT EXISTS edge_captures (
 CREATE INDEX IF NOT EXISTS edges_target ON edges (target_dataset);
 CREATE INDEX IF NOT EXISTS edges_source ON edges (source_dataset);
 CREATE INDEX IF NOT EXISTS edge_captures_set ON edge_captures (set_id);
+-- Each write asks which of its queries the store holds already (an OpenLineage run event by
+-- event, a replayed batch): a lookup, not a scan of every capture ever made (schema 8).
+CREATE INDEX IF NOT EXISTS edge_captures_query ON edge_captures (query_id);
 
 -- When OpenLineage runs started (their START event): a terminal event sent on its own still
 -- gets queries.duration_ms from it, whichever of the two arrived first.
