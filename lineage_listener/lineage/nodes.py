@@ -295,15 +295,46 @@ def leaf(node: Node, walk: Walk) -> list[Attribute]:
 
 def define_leaf(walk: Walk, fact: dict[str, Any], outs: list[Attribute]) -> list[Attribute]:
     datasets = datasets_of(fact)
+    columns, origins = leaf_template(tuple(ds.name for ds in datasets), outs)
     for ds in datasets:
         walk.datasets.setdefault(ds.name, ds)
-        for a in outs:
-            for name, dtype, nullable in flatten(column_path.quote(a.name), a.data_type, a.nullable):
-                walk.columns[(ds.name, name)] = Attribute(a.expr_id, name, dtype, nullable)
-    for a in outs:
-        flows = frozenset(Flow(Column(ds.name, column_path.quote(a.name)), Transform.COPY) for ds in datasets)
-        walk.define(a.expr_id, Origin(flows, frozenset(), sqltext.column(a.name), 1))
+    for dataset, name, dtype, nullable, i in columns:
+        walk.columns[(dataset, name)] = Attribute(outs[i].expr_id, name, dtype, nullable)
+    for a, o in zip(outs, origins):
+        walk.define(a.expr_id, o)
     return outs
+
+
+#: A leaf's columns and origins by (its datasets, its attributes' names and types): the same table
+#: read by the next query defines the same frozen origins, so they are made once (bounded).
+_LEAF_TEMPLATES: dict[tuple, tuple[list[tuple[str, str, Any, bool, int]], list[Origin]]] = {}
+_LEAF_TEMPLATES_MAX = 2048
+
+
+def leaf_template(names: tuple[str, ...], outs: list[Attribute]
+                  ) -> tuple[list[tuple[str, str, Any, bool, int]], list[Origin]]:
+    """``(dataset, column, type, nullable, index in outs)`` of every stored column (struct fields
+    flattened) and each attribute's origin: a copy of its column in every dataset.
+
+    >>> cols, origins = leaf_template(("t",), [Attribute(1, "a", "int"), Attribute(2, "b", "string")])
+    >>> cols, [o.text() for o in origins]
+    ([('t', 'a', 'int', True, 0), ('t', 'b', 'string', True, 1)], ['a', 'b'])
+    >>> leaf_template(("t",), [Attribute(8, "a", "int"), Attribute(9, "b", "string")])[1][0] is origins[0]
+    True
+    """
+    key = (names, tuple((a.name, a.data_type if not isinstance(a.data_type, (dict, list))
+                         else json.dumps(a.data_type, sort_keys=True), a.nullable) for a in outs))
+    found = _LEAF_TEMPLATES.get(key)
+    if found is not None:
+        return found
+    columns = [(dataset, name, dtype, nullable, i) for dataset in names for i, a in enumerate(outs)
+               for name, dtype, nullable in flatten(column_path.quote(a.name), a.data_type, a.nullable)]
+    origins = [Origin(frozenset(Flow(Column(dataset, column_path.quote(a.name)), Transform.COPY) for dataset in names),
+                      frozenset(), sqltext.column(a.name), 1) for a in outs]
+    if len(_LEAF_TEMPLATES) >= _LEAF_TEMPLATES_MAX:
+        _LEAF_TEMPLATES.clear()
+    _LEAF_TEMPLATES[key] = (columns, origins)
+    return columns, origins
 
 
 def flatten(name: str, data_type: Any, nullable: bool) -> list[tuple[str, str, bool]]:
