@@ -306,9 +306,11 @@ def define_leaf(walk: Walk, fact: dict[str, Any], outs: list[Attribute]) -> list
 
 
 #: A leaf's columns and origins by (its datasets, its attributes' names and types): the same table
-#: read by the next query defines the same frozen origins, so they are made once (bounded).
+#: read by the next query defines the same frozen origins, so they are made once. Bounded by the
+#: attributes held (wide leaves count for what they hold), emptied when full.
 _LEAF_TEMPLATES: dict[tuple, tuple[list[tuple[str, str, Any, bool, int]], list[Origin]]] = {}
-_LEAF_TEMPLATES_MAX = 2048
+_LEAF_TEMPLATES_MAX = 100_000
+_leaf_templates_held = 0
 
 
 def leaf_template(names: tuple[str, ...], outs: list[Attribute]
@@ -331,8 +333,11 @@ def leaf_template(names: tuple[str, ...], outs: list[Attribute]
                for name, dtype, nullable in flatten(column_path.quote(a.name), a.data_type, a.nullable)]
     origins = [Origin(frozenset(Flow(Column(dataset, column_path.quote(a.name)), Transform.COPY) for dataset in names),
                       frozenset(), sqltext.column(a.name), 1) for a in outs]
-    if len(_LEAF_TEMPLATES) >= _LEAF_TEMPLATES_MAX:
+    global _leaf_templates_held
+    if _leaf_templates_held + len(columns) > _LEAF_TEMPLATES_MAX:
         _LEAF_TEMPLATES.clear()
+        _leaf_templates_held = 0
+    _leaf_templates_held += len(columns)
     _LEAF_TEMPLATES[key] = (columns, origins)
     return columns, origins
 
