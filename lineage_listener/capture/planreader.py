@@ -143,6 +143,12 @@ def _load(plan: Any, client: Any) -> Any:
         log.info("lineage-listener: plans are read by the bridge's compact PlanReader")
         return made
     if _jar is None:
+        if _building.is_set():  # tried again once the build installs it; its failure logs its reason
+            if "building" not in _logged:
+                _logged.add("building")
+                log.info("lineage-listener: the bridge jar is still being built: plans are read with toJSON "
+                         "until it is ready")
+            return None
         _once("nojar", "lineage-listener: no compact plan reader in this JVM (enable() did not find the "
               "bridge jar): plans are read with toJSON")
         return None
