@@ -154,7 +154,7 @@ def test_capture_uses_it_and_records_a_fallback(spark, reader, people, caplog, m
     assert lineage(parse(env.plan_items), env.leaves).edges == want
     monkeypatch.delenv(planreader.ENV)
     # A reader that cannot encode (a JVM object without ``encode``): toJSON, and the envelope says so.
-    key = planreader._key(qe._gateway_client)
+    key = id(qe._gateway_client)
     loaded = planreader._readers[key]
     planreader._readers[key] = spark._jvm.java.lang.Object()
     try:

@@ -95,16 +95,16 @@ def enabled() -> bool:
     return os.environ.get(ENV, "compact").strip().lower() not in OFF
 
 
-def _once(key: str, message: str, *args: Any) -> None:
+def _once(key: str, message: str, *args: Any, level: int = logging.WARNING) -> None:
     if key not in _logged:
         _logged.add(key)
-        log.warning(message, *args)
+        log.log(level, message, *args)
 
 
 def reader_for(plan: Any) -> Any:
     """The JVM ``PlanReader`` for the JVM of ``plan``, or None (then: toJSON)."""
     client = plan._gateway_client
-    key = _key(client)
+    key = id(client)
     found = _readers.get(key)
     if found is not None:
         return found or None
@@ -114,11 +114,6 @@ def reader_for(plan: Any) -> Any:
             found = _load(plan, client) or False
             _readers[key] = found  # a failure is tried again after the next install()
     return found or None
-
-
-def _key(client: Any) -> int:
-    """Where :data:`_readers` keeps the reader of the JVM behind ``client``."""
-    return id(client)
 
 
 def _load(plan: Any, client: Any) -> Any:
@@ -144,10 +139,8 @@ def _load(plan: Any, client: Any) -> Any:
         return made
     if _jar is None:
         if _building.is_set():  # tried again once the build installs it; its failure logs its reason
-            if "building" not in _logged:
-                _logged.add("building")
-                log.info("lineage-listener: the bridge jar is still being built: plans are read with toJSON "
-                         "until it is ready")
+            _once("building", "lineage-listener: the bridge jar is still being built: plans are read with "
+                  "toJSON until it is ready", level=logging.INFO)
             return None
         _once("nojar", "lineage-listener: no compact plan reader in this JVM (enable() did not find the "
               "bridge jar): plans are read with toJSON")

@@ -324,6 +324,7 @@ def leaf_template(names: tuple[str, ...], outs: list[Attribute]
     >>> leaf_template(("t",), [Attribute(8, "a", "int"), Attribute(9, "b", "string")])[1][0] is origins[0]
     True
     """
+    global _leaf_templates_held
     key = (names, tuple((a.name, a.data_type if not isinstance(a.data_type, (dict, list))
                          else json.dumps(a.data_type, sort_keys=True), a.nullable) for a in outs))
     found = _LEAF_TEMPLATES.get(key)
@@ -333,7 +334,6 @@ def leaf_template(names: tuple[str, ...], outs: list[Attribute]
                for name, dtype, nullable in flatten(column_path.quote(a.name), a.data_type, a.nullable)]
     origins = [Origin(frozenset(Flow(Column(dataset, column_path.quote(a.name)), Transform.COPY) for dataset in names),
                       frozenset(), sqltext.column(a.name), 1) for a in outs]
-    global _leaf_templates_held
     if _leaf_templates_held + len(columns) > _LEAF_TEMPLATES_MAX:
         _LEAF_TEMPLATES.clear()
         _leaf_templates_held = 0
