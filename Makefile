@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install install-demo jars demo test test-spark35 test-lakehouse wheel bench bench-history bench-history-quick clean
+.PHONY: install install-demo jars demo test test-spark35 test-lakehouse docs wheel bench bench-history bench-history-quick clean
 
 ## Everything to develop and test: the package (editable) with the test extras, and Debian's chromium.
 install: $(STAMP)
@@ -94,6 +94,11 @@ test-lakehouse: $(STAMP35) $(STAMP41) jars
 	$(VENV35)/bin/python -m pytest -q -p no:cacheprovider tests/lakehouse
 	$(VENV41)/bin/python -m pytest -q -p no:cacheprovider tests/lakehouse
 
+## The documentation site (docs/, mkdocs.yml) into site/, offline; a broken link or a page missing from the
+## navigation fails the build.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
+
 ## A wheel with the bridge jar compiled in, against .venv's PySpark, offline (needs a JDK; the jar is never
 ## committed). Release pipelines run `python -m build` instead: it installs [build-system] requires, PySpark too.
 wheel: install
@@ -136,4 +141,4 @@ bench-history-quick: install
 	  --out /tmp/lineage-history-quick.duckdb --fresh
 
 clean:
-	rm -rf $(VENV) $(VENV35) $(VENV41) demo-output test-artifacts .pytest_cache build dist *.egg-info
+	rm -rf $(VENV) $(VENV35) $(VENV41) demo-output test-artifacts .pytest_cache build dist site *.egg-info
