@@ -126,6 +126,7 @@ def provenance(dataset: str, column: str, directOnly: bool = True,  # noqa: N803
 
 @router.get("/api/runs")
 def runs(limit: int = Query(50, ge=1, le=1000), st: ServerState = Depends(state)) -> list[dict]:
+    """Runs, newest first, with their Spark version, start, end and query count."""
     with st.read() as con:
         rows = con.execute("""SELECT r.run_id, r.app_name, r.spark_version, r.started_at, r.ended_at,
                                      (SELECT count(*) FROM queries q WHERE q.run_id = r.run_id)
