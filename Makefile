@@ -124,7 +124,7 @@ bench: install
 	$(VENV35)/bin/python bench/merge_bench.py
 	$(MAKE) bench-history
 
-## A year of history (issue 23): 365 days x 300 daily jobs x ~1,000 edges (~110M edge rows) written through
+## A year of history: 365 days x 300 daily jobs x ~1,000 edges (~110M edge rows) written through
 ## write_batch, depth-10 questions measured at day 30 and day 365. Hours on 2 cores (30 runs a batch, as a
 ## server grouping commits would; HISTORY_GROUP=1 writes one batch per run as capture does: ~3x slower);
 ## resumable: run it again to continue after the last finished day (progress in

@@ -1,4 +1,4 @@
-"""The CLI's edges (issue 19, items 3 and 5): serve's token never on argv, no abbreviated options,
+"""The CLI's edges: serve's token never on argv, no abbreviated options,
 a server without a token says so, and a missing extra is one line naming what to install."""
 from __future__ import annotations
 

@@ -143,7 +143,7 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
-#: The tables every lineage store has (CONTRACT section 3).
+#: The tables every lineage store has (docs/reference/store.md).
 LINEAGE_TABLES = frozenset({"runs", "queries", "datasets", "dataset_columns", "column_lineage"})
 
 

@@ -18,7 +18,7 @@ import networkx as nx
 
 from lineage_listener.query.expand import Edge, Node
 
-#: strongest first, per CONTRACT section 5
+#: strongest first (docs/reference/semantics.md, "Transform types")
 TRANSFORM_RANK = {"aggregate": 0, "derived": 1, "rename": 2, "identity": 3}
 
 _RECORD_FIELDS = ("transform", "kind", "expression", "masking", "query_id", "run_id",
