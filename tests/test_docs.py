@@ -23,7 +23,7 @@ import gen_reference  # noqa: E402 - docs/ is not a package
 #: does not match itself.
 HISTORY = re.compile("|".join([
     r"\b[Ii]ssue #?\d", r"\bthe issue (asks|says)", r"\b[Rr]ound[- ]?\d",
-    "CONTRACT" + r"\.md", "ARCHITECTURE" + r"\.md", "CONTRACT" + " section", r"this 2-core",
+    "CONTRACT" + r"\.md", "ARCHITECTURE" + r"\.md", "CONTRACT" + " section", "this 2" + "-core",
     "/work/" + r"(wt|main|shared)/",
 ]))
 
