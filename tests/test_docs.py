@@ -123,3 +123,24 @@ def test_readme_links_resolve():
 def test_slug_is_mkdocs_anchor():
     assert slug("Cluster deploy mode (YARN, Kubernetes)") == "cluster-deploy-mode-yarn-kubernetes"
     assert slug("`ingest openlineage`") == "ingest-openlineage"
+
+
+def test_openlineage_facet_schema_names_every_field_of_the_facet():
+    """The schema the ``lineage_listener`` run facet's ``_schemaURL`` points at is in docs/ and
+    describes exactly the facet's fields; a facet as exported validates against it."""
+    import json
+
+    attr = pytest.importorskip("attr")
+    jsonschema = pytest.importorskip("jsonschema")
+    from lineage_listener.openlineage import events
+
+    schema = json.loads((DOCS / "openlineage-facet.json").read_text())
+    assert events.FACET_SCHEMA.endswith("/docs/openlineage-facet.json") and schema["$id"] == events.FACET_SCHEMA
+    own = schema["allOf"][1]
+    fields = {f.name for f in attr.fields(events.LineageListenerRunFacet)
+              if f.name not in {a.name for a in attr.fields(events.RunFacet)}}
+    assert set(own["properties"]) == fields
+    facet = {"queryId": "app:1:ab", "runId": "app", "action": "command", "command": "Project", "status": "succeeded"}
+    jsonschema.Draft202012Validator(own).validate(facet)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft202012Validator(own).validate({"runId": "app"})
