@@ -35,6 +35,7 @@ from typing import Any
 from lineage_listener.kafka import messages, offsets
 from lineage_listener.kafka.chunk import Chunk
 from lineage_listener.kafka.deadletter import DeadLetter
+from lineage_listener.kafka.publish import quiet_logger
 from lineage_listener.kafka.settings import KafkaSettings
 from lineage_listener.server.writer import GroupWriter, QueueFull
 
@@ -198,7 +199,8 @@ class TopicIngest:
         try:
             if self.exclusive and not self._take_active_lock():
                 return
-            consumer = consumer_class()(self.settings.client({**self._conf, "group.id": self.group}))
+            consumer = consumer_class()(self.settings.client({**self._conf, "group.id": self.group,
+                                                              "logger": quiet_logger()}))
             consumer.subscribe([self.settings.topic], on_assign=self._assigned, on_revoke=self._revoked)
             self.state, self.active_since = "active", time.monotonic()
             log.warning("lineage-listener: consuming %s (group %s) into %s", self.settings.describe(), self.group,
@@ -298,7 +300,7 @@ class TopicIngest:
         while True:
             try:
                 self.writer.submit(sent.batch, lambda answer: self._answers.put((sent, answer)),
-                                   also=offsets.recorder(self.settings.topic, nexts))
+                                   also=offsets.recorder(self.settings.topic, nexts), quiet=True)
                 return
             except QueueFull:  # the writer is busy: wait for room, handling what it has answered
                 if self._stop.is_set():
@@ -411,7 +413,8 @@ class TopicIngest:
         with self._stats_lock:
             for p in mine:
                 self._slots.pop(p, None)
-                self._high.pop(p, None)
+                if not self._stop.is_set():  # moved to another consumer: its lag is not ours to show
+                    self._high.pop(p, None)
 
     def _read_lag(self, consumer: Any) -> None:
         from confluent_kafka import TopicPartition

@@ -104,7 +104,7 @@ class KafkaWriter:
 
     def _new_producer(self) -> Any:
         return producer_class()(self.settings.client(self._conf) | {"error_cb": self._client_error,
-                                                                    "logger": _quiet_logger()})
+                                                                    "logger": quiet_logger()})
 
     def _restart(self) -> None:
         """A fatal client error (an idempotent producer fenced or out of sequence): a new producer."""
@@ -305,7 +305,10 @@ def _runs_seen(batch: Batch) -> list[str]:
 
 
 def _reason(err: Any) -> str:
-    return redact.redact_text(str(getattr(err, "str", lambda: err)() if hasattr(err, "str") else err))[:200]
+    name = getattr(err, "name", None)
+    if callable(name) and name() in ("_PURGE_QUEUE", "_PURGE_INFLIGHT", "_MSG_TIMED_OUT"):
+        return "no acknowledgement in time"
+    return redact.redact_text(str(err.str() if hasattr(err, "str") else err))[:200]
 
 
 def _refused(err: Any) -> bool:
@@ -314,8 +317,13 @@ def _refused(err: Any) -> bool:
     return code in _REFUSED or isinstance(err, ValueError)
 
 
-def _quiet_logger() -> logging.Logger:
-    """librdkafka's own log lines go to DEBUG: a broker that is down is said once, by the writer."""
-    quiet = logging.getLogger("lineage_listener.kafka.client")
-    quiet.setLevel(logging.ERROR)
-    return quiet
+class _Quiet(logging.Logger):
+    """librdkafka's own lines (a broker that is down is said every few ms) at DEBUG: the writer says it once."""
+
+    def log(self, level: int, msg: object, *args: Any, **kwargs: Any) -> None:  # noqa: ARG002 - level: always DEBUG
+        logging.getLogger(self.name).debug(msg, *args, **kwargs)
+
+
+def quiet_logger() -> logging.Logger:
+    """The logger librdkafka clients are given (``logger`` setting)."""
+    return _Quiet("lineage_listener.kafka.client")

@@ -80,6 +80,7 @@ class _Item:
     result: Answer | None = field(default=None)
     #: run in the batch's transaction after its rows (e.g. a Kafka consumer's offsets: both or neither)
     also: Callable[[Any], None] | None = None
+    quiet: bool = False  # the caller says itself that a batch was refused (no ERROR line here)
 
     def reply(self, status: int, body: dict[str, Any]) -> None:
         """Decide the answer (sent by :meth:`send`, after the store is let go if it is to be)."""
@@ -160,10 +161,11 @@ class GroupWriter:
         return int(min(RETRY_AFTER[1], max(RETRY_AFTER[0], need + 0.999)))
 
     def submit(self, batch: Batch, answer: Callable[[Answer], None],
-               also: Callable[[Any], None] | None = None) -> _Item:
+               also: Callable[[Any], None] | None = None, quiet: bool = False) -> _Item:
         """Queue ``batch``; ``answer((status, body))`` is called from the writer thread once it is
         in the store (200), spooled (202) or refused (422). ``also(con)`` runs in the same transaction,
-        after the batch's rows (not when it is spooled). Raises :class:`QueueFull`."""
+        after the batch's rows (not when it is spooled); ``quiet``: the caller logs a refusal itself.
+        Raises :class:`QueueFull`."""
         rows = len(batch)
         with self._cond:
             if self._queue and self._queued_rows + rows > self.settings.queue_rows:
@@ -172,7 +174,7 @@ class GroupWriter:
                                 f"{self.settings.queue_rows}); retry in {wait} s", wait)
             if self._stopping:
                 raise QueueFull("the server is stopping", RETRY_AFTER[1])
-            item = _Item(batch, rows, answer, also=also)
+            item = _Item(batch, rows, answer, also=also, quiet=quiet)
             self._queue.append(item)
             self._queued_rows += rows
             if self._thread is None:
@@ -312,8 +314,8 @@ class GroupWriter:
                 con.execute("ROLLBACK")
             error = str(exc).splitlines()[0][:300]
             if self._healthy(con) and not isinstance(exc, (duckdb.IOException, OSError)):
-                log.error("lineage-listener: refused a batch of %d rows that cannot be written: %s",
-                          item.rows, error)
+                (log.info if item.quiet else log.error)(
+                    "lineage-listener: refused a batch of %d rows that cannot be written: %s", item.rows, error)
                 self._count("refused")
                 item.reply(422, {"detail": f"this batch cannot be written to the store: {error}"})
                 return
