@@ -296,3 +296,77 @@ def test_a_consumer_killed_after_the_store_commit_writes_nothing_twice(broker, t
     with duckdb.connect(str(store), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM capture_errors").fetchone()[0] == 20
         assert con.execute("SELECT count(*) FROM queries").fetchone()[0] == 20
+
+
+def health(server: Any) -> dict:
+    import urllib.request
+
+    with urllib.request.urlopen(f"{server.url}/api/health", timeout=10) as r:
+        return json.loads(r.read())["kafka"]
+
+
+def committed(stats: dict) -> int:
+    """Messages the consumer group has committed, over every partition."""
+    return sum(p["committed"] or 0 for p in stats["partitions"])
+
+
+def wait_until(what: Any, timeout: float = 120.0) -> Any:
+    """Poll a separate process's state (bounded); the value once truthy."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            value = what()
+        except OSError:
+            value = None
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError("condition not met in time")
+
+
+def test_two_servers_one_store_the_standby_takes_over_from_a_killed_one(broker, tmp_path):
+    import signal
+    import threading
+
+    from tests.server_helpers import Server
+
+    settings = KafkaSettings(broker.servers, topic())
+    store = tmp_path / "lineage.duckdb"
+    args = ["--kafka-bootstrap", settings.bootstrap, "--kafka-topic", settings.topic, "--kafka-group", "servers"]
+    first = Server(store, extra_args=args, output=tmp_path / "first.log").start()
+    servers = [first]
+    try:
+        wait_until(lambda: health(first)["state"] == "active")
+        second = Server(store, extra_args=args, output=tmp_path / "second.log").start()
+        servers.append(second)
+        wait_until(lambda: health(second)["state"] == "standby")
+        total, produced = 300, threading.Event()
+
+        def produce() -> None:
+            writer = KafkaWriter(settings)
+            for n in range(total):
+                assert writer.write(batch_of(n, run=f"app-{n % 4}"))
+            produced.set()
+        threading.Thread(target=produce, daemon=True).start()
+        wait_until(lambda: health(first)["messages"] >= 30)
+        first.proc.send_signal(signal.SIGKILL)  # in the middle: its last batch may be written, not committed
+        first.proc.wait(30)
+        wait_until(lambda: health(second)["state"] == "active" and health(second)["messages"] > 0)
+        first = servers[0] = Server(store, extra_args=args, output=tmp_path / "again.log").start()
+        wait_until(lambda: health(first)["state"] == "standby")  # restarted: now the standby
+        assert produced.wait(120)
+        wait_until(lambda: committed(health(second)) == total)  # one message per batch
+        second.stop()  # SIGTERM: a clean stop hands over, the restarted one continues
+        wait_until(lambda: health(first)["state"] == "active")
+        wait_until(lambda: committed(health(first)) == total and health(first)["lag"] == 0)
+    finally:
+        for s in servers:
+            s.stop()
+    with duckdb.connect(str(store), read_only=True) as con:
+        queries = con.execute("SELECT count(*), count(DISTINCT query_id) FROM queries").fetchone()
+        notes = con.execute("SELECT count(*), count(DISTINCT error) FROM capture_errors").fetchone()
+        captures = con.execute("SELECT max(n) FROM (SELECT count(*) AS n FROM edge_captures GROUP BY query_id)"
+                               ).fetchone()[0]
+        held = con.execute("SELECT sum(next_offset) FROM kafka_offsets WHERE topic = ?", [settings.topic]).fetchone()
+    assert queries == (total, total) and notes == (total, total) and captures == 1  # none lost, none twice
+    assert held[0] == total  # every message of the topic is in the store's record

@@ -181,7 +181,7 @@ class TopicIngest:
             partitions = [{"partition": p, "last_offset": self._last.get(p), "committed": self._committed.get(p),
                            "high_watermark": self._high.get(p),
                            "lag": (max(0, self._high[p] - self._committed.get(p, 0)) if p in self._high else None)}
-                          for p in sorted(set(self._high) | set(self._last))]
+                          for p in sorted(set(self._high) | set(self._last) | set(self._committed))]
             rates = list(self._rates)
             counts = dict(self._counts)
         events_s, edges_s = _rates(rates, time.monotonic(), counts["events"], counts["edges"])
