@@ -370,3 +370,66 @@ def test_two_servers_one_store_the_standby_takes_over_from_a_killed_one(broker, 
         held = con.execute("SELECT sum(next_offset) FROM kafka_offsets WHERE topic = ?", [settings.topic]).fetchone()
     assert queries == (total, total) and notes == (total, total) and captures == 1  # none lost, none twice
     assert held[0] == total  # every message of the topic is in the store's record
+
+
+def test_two_zero_code_spark_applications_and_a_replay_of_events_at_once(broker, tmp_path):
+    """``spark-submit $(lineage-listener spark-conf --kafka-...)``: two unmodified jobs publish through the
+    bridge's worker while OpenLineage events from a file are replayed to the same topic; one server
+    consumes them all."""
+    import subprocess
+    import sys
+    import threading
+
+    from confluent_kafka import Producer
+
+    from tests.server_helpers import Server
+    from tests.test_bridge_jobs import REPO, finish, pyspark_edges, pyspark_job, submit
+
+    settings = KafkaSettings(broker.servers, topic())
+    conf = subprocess.run([sys.executable, "-m", "lineage_listener", "spark-conf", "--kafka-bootstrap",
+                           settings.bootstrap, "--kafka-topic", settings.topic], cwd=REPO, check=True,
+                          env={**__import__("os").environ, "PYTHONPATH": str(REPO)}, capture_output=True,
+                          text=True).stdout.split()
+    assert f"spark.lineage.kafka.topic={settings.topic}" in conf and not any("lineage.store" in a for a in conf)
+    events_file = tmp_path / "airflow.ndjson"
+    runs = [str(uuid.uuid5(uuid.NAMESPACE_URL, f"replay-{n}")) for n in range(10)]
+    events_file.write_text("".join(json.dumps(ev) + "\n" for r in runs for ev in run_events(r).values()))
+    store = tmp_path / "lineage.duckdb"
+    server = Server(store, extra_args=["--kafka-bootstrap", settings.bootstrap, "--kafka-topic", settings.topic],
+                    output=tmp_path / "server.log").start()
+    try:
+        jobs = []
+        for app in ("orders_a", "orders_b"):
+            (tmp_path / app).mkdir()
+            jobs.append(submit([*conf, *pyspark_job(tmp_path / app, app, [tmp_path / app / "out"])], tmp_path / app))
+
+        def replay() -> None:  # another producer on the same topic, meanwhile
+            producer = Producer({"bootstrap.servers": settings.bootstrap})
+            for line in events_file.read_text().splitlines():
+                producer.produce(settings.topic, line.encode(), key=json.loads(line)["run"]["runId"].encode())
+            assert producer.flush(30) == 0
+        replaying = threading.Thread(target=replay)
+        replaying.start()
+        for job in jobs:
+            code, _out, err = finish(job)
+            assert code == 0, err[-3000:]
+        replaying.join(60)
+        total = len(read_topic(settings))
+        wait_until(lambda: committed(health(server)) == total)
+        stats = health(server)
+    finally:
+        server.stop()
+    assert stats["messages"] == total and stats["dead_letters"] == 0 and stats["foreign_events"] == 30
+    with duckdb.connect(str(store), read_only=True) as con:
+        for app in ("orders_a", "orders_b"):
+            got = set(con.execute("SELECT target_column, source_dataset, source_column, transform, kind FROM "
+                                  "column_lineage WHERE target_dataset = ?", [f"file:{tmp_path / app / 'out'}"]
+                                  ).fetchall())
+            assert got == pyspark_edges(tmp_path / app / "orders.csv"), app
+        ended = dict(con.execute("SELECT app_name, ended_at FROM runs WHERE app_name LIKE 'orders_%'").fetchall())
+        replayed = con.execute("SELECT count(*) FROM queries WHERE query_id LIKE 'openlineage:%' AND status = "
+                               "'succeeded'").fetchone()[0]
+        doubled = con.execute("SELECT count(*) FROM (SELECT query_id FROM edge_captures WHERE query_id NOT LIKE "
+                              "'openlineage:%' GROUP BY query_id HAVING count(*) > 1)").fetchone()[0]
+    assert set(ended) == {"orders_a", "orders_b"} and all(ended.values())  # each run's end came through too
+    assert replayed == len(runs) and doubled == 0
