@@ -21,6 +21,8 @@ pytest.importorskip("confluent_kafka")
 pytest.importorskip("openlineage.client")
 
 import lineage_listener  # noqa: E402
+from lineage_listener.capture import run_end  # noqa: E402
+from lineage_listener.cli import main as cli  # noqa: E402
 from lineage_listener.kafka import messages  # noqa: E402
 from lineage_listener.kafka.consume import TopicIngest  # noqa: E402
 from lineage_listener.kafka.deadletter import DeadLetter  # noqa: E402
@@ -151,6 +153,7 @@ def test_capture_to_kafka_then_consume_gives_the_store_rows_edge_for_edge(
         assert handle.flush(60)
     finally:
         lineage_listener.disable(spark)
+    run_end.write_pending()  # the runs' end, written at exit otherwise: now, while the broker is up
     stats = consume(settings, consumed)
     sent = read_topic(settings)
     assert stats["messages"] == len(sent) and stats["dead_letters"] == 0 and stats["skipped"] == 0
@@ -234,7 +237,7 @@ def test_a_message_that_can_never_be_written_goes_to_the_dead_letter(broker, tmp
     assert stats["partitions"] and all(p["lag"] == 0 for p in stats["partitions"])
 
 
-def test_a_broker_that_is_down_spools_then_replays_in_order(broker, tmp_path, caplog):
+def test_a_broker_that_is_down_spools_then_replays_in_order(broker, tmp_path, caplog, capsys):
     settings = KafkaSettings(broker.servers, topic())
     writer = KafkaWriter(settings, lock_timeout=2.0)
     assert writer.write(batch_of(0))
@@ -245,6 +248,9 @@ def test_a_broker_that_is_down_spools_then_replays_in_order(broker, tmp_path, ca
             assert not writer.write(batch_of(2))  # behind the first, in order
         assert len(writer.spooled()) == 2 and writer.counts.spooled == 2
         assert len([r for r in caplog.records if "not reachable" in r.getMessage()]) == 1
+        cli(["doctor", "--store", str(tmp_path / "s.duckdb"), "--check"])
+        assert f"2 batches ({2 * len(batch_of(1))} rows) captured here wait for Kafka topic {settings.topic}" \
+            in capsys.readouterr().out
     finally:
         broker.start()
     assert writer.write(batch_of(3), wait=30)
@@ -258,6 +264,13 @@ def test_a_broker_that_is_down_spools_then_replays_in_order(broker, tmp_path, ca
     assert queries == [f"app-1:{n}:q" for n in range(4)] and notes == 4  # nothing lost, nothing twice
     assert len(outage) == 1 and outage[0][0] == "app-1" and "2 batches spooled" in outage[0][1]
     assert stats["messages"] == 5
+    cli(["doctor", "--store", str(tmp_path / "s.duckdb"), "--kafka-bootstrap", settings.bootstrap,
+         "--kafka-topic", settings.topic, "--kafka-group", stats["group"]])
+    report = capsys.readouterr().out
+    assert f"wait for Kafka topic {settings.topic}" not in report  # nothing waits here now
+    lines = [line for line in report.splitlines() if f"Kafka {settings.topic}[" in line]
+    assert len(lines) == 3 and all("lag 0" in line for line in lines)
+    assert sum(int(line.split("committed ")[1].split(",")[0].replace("None", "0")) for line in lines) == 5
 
 
 class NeverCommits(TopicIngest):
