@@ -101,7 +101,8 @@ wheel: install
 	@ls dist/*.whl
 
 ## Benchmarks: walker speed on TPC-DS plans, capture cost per query and per micro-batch, query speed on a 10M-edge store,
-## the lineage server under 200 concurrent writers for 5 minutes and bursts of 1,000 posts.
+## the lineage server under 200 concurrent writers for 5 minutes and bursts of 1,000 posts, Kafka (a real KRaft
+## broker from the kafka-broker jar set: catch-up, latency, fail-over, outages, producer cost).
 BENCH_STORE ?= /tmp/lineage-bench-10m.duckdb
 
 bench: install
@@ -116,6 +117,7 @@ bench: install
 	$(BIN)/python bench/writers_bench.py --seconds 300 --clients 200 --burst 1000
 	$(BIN)/python bench/ui_bench.py
 	$(MAKE) jars $(STAMP35)
+	$(BIN)/python bench/kafka_bench.py
 	$(VENV35)/bin/python bench/merge_bench.py
 	$(MAKE) bench-history
 

@@ -255,7 +255,7 @@ class TopicIngest:
                 self._read_lag(consumer)
 
     def _take(self, msgs: list[Any]) -> None:
-        chunk, held = Chunk(self.chunk_rows), []
+        taken = []
         foreign = 0
         for m in msgs:
             if m.error() is not None:
@@ -278,15 +278,20 @@ class TopicIngest:
                 slot.done = True
                 continue
             foreign += 0 if decoded.ours else decoded.events
-            if not chunk.take(decoded.batch):
-                self._send(chunk, held)
-                chunk, held = Chunk(self.chunk_rows), []
-                chunk.take(decoded.batch)
-            held.append((p, slot, m, decoded))
-        if chunk.messages:
-            self._send(chunk, held)
+            taken.append((p, slot, m, decoded))
         with self._stats_lock:
             self._counts["foreign_events"] += foreign
+        while taken:  # a message that does not fit waits for the next chunk, and so do later ones of its key
+            chunk, held, later, blocked = Chunk(self.chunk_rows), [], [], set()
+            for item in taken:
+                key = item[2].key() or item[0]  # no key: its partition keeps its order
+                if key in blocked or not chunk.take(item[3].batch):
+                    blocked.add(key)
+                    later.append(item)
+                else:
+                    held.append(item)
+            self._send(chunk, held)
+            taken = later
 
     def _send(self, chunk: Chunk, held: list[tuple[int, _Slot, Any, Any]]) -> None:
         sent = _Sent(chunk.batch, [(p, s, m) for p, s, m, _ in held], sum(d.events for *_, d in held),
