@@ -446,3 +446,31 @@ def test_two_zero_code_spark_applications_and_a_replay_of_events_at_once(broker,
                               "'openlineage:%' GROUP BY query_id HAVING count(*) > 1)").fetchone()[0]
     assert set(ended) == {"orders_a", "orders_b"} and all(ended.values())  # each run's end came through too
     assert replayed == len(runs) and doubled == 0
+
+
+def test_the_ui_header_shows_the_consumers_state_and_lag(broker, tmp_path):
+    """The health panel (static/kafka.js) in headless Chromium: state, lag and rate from /api/health."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    from tests.server_helpers import Server
+    from tests.test_ui import CHROMIUM
+
+    settings = KafkaSettings(broker.servers, topic())
+    assert KafkaWriter(settings).write(batch_of(1))
+    server = Server(tmp_path / "s.duckdb", extra_args=["--kafka-bootstrap", settings.bootstrap, "--kafka-topic",
+                                                       settings.topic], output=tmp_path / "server.log").start()
+    try:
+        wait_until(lambda: committed(health(server)) == 1 and health(server)["lag"] == 0)
+        with playwright.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+            try:
+                page = browser.new_page()
+                page.goto(server.url)
+                panel = page.locator("#kafka-health")
+                panel.wait_for(state="visible")
+                assert panel.text_content().startswith("kafka: active, lag 0, ")
+                assert f"topic {settings.topic}" in panel.get_attribute("title")
+                assert "committed 1, lag 0" in panel.get_attribute("title")
+            finally:
+                browser.close()
+    finally:
+        server.stop()
