@@ -9,7 +9,8 @@ Scenarios (each reports counts exactly: events produced = events stored, 0 dupli
 3. the broker restarted in the middle of production (the producers spool, then replay);
 4. a consumer started after one hour's worth of events piled up: catch-up rate in events/s and edge rows/s;
 5. end-to-end latency from a Spark action returning to its lineage answering on the server's REST API;
-6. the producer's cost in the job: wall time of the same actions with Kafka capture / without capture.
+6. the producer's cost in the job: wall time of the same actions with Kafka capture / without capture (and,
+   for reference, with capture to a store file).
 
 "One hour's worth": ``--hour-events`` events (default 36,000: ten per second, e.g. thirty clusters each
 running twenty jobs an hour of sixty actions), made from real captured queries (the SQL of
@@ -209,17 +210,13 @@ def catch_up(broker: Broker, templates: list[Batch], events: int, work: Path) ->
 
 def zero_code_apps(broker: Broker, work: Path, replay_runs: int = 200) -> dict:
     from tests.test_bridge_jobs import finish, pyspark_job, submit
+    from tests.test_kafka import replay_file, serve_topic, zero_code_conf
 
     settings = KafkaSettings(broker.servers, f"apps-{uuid.uuid4().hex[:6]}")
-    conf = subprocess.run([sys.executable, "-m", "lineage_listener", "spark-conf", "--kafka-bootstrap",
-                           settings.bootstrap, "--kafka-topic", settings.topic], cwd=REPO, check=True,
-                          env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True).stdout.split()
-    events = work / "replay.ndjson"
-    events.write_text("".join(json.dumps(ev) + "\n" for r in range(replay_runs)
-                              for ev in run_events(str(uuid.uuid5(uuid.NAMESPACE_URL, f"apps-{r}"))).values()))
+    conf = zero_code_conf(settings)
+    events, _runs = replay_file(work / "replay.ndjson", "apps", replay_runs)
     store = work / "apps.duckdb"
-    server = Server(store, extra_args=["--kafka-bootstrap", settings.bootstrap, "--kafka-topic", settings.topic],
-                    output=work / "apps-server.log").start()
+    server = serve_topic(store, settings, work / "apps-server.log")
     try:
         jobs = []
         for app in ("bench_a", "bench_b"):
@@ -273,16 +270,20 @@ def server_killed(broker: Broker, templates: list[Batch], work: Path, total: int
     active.proc.send_signal(signal.SIGKILL)
     killed_at = time.monotonic()
     active.proc.wait()
-    first_write = wait(lambda: health(standby).get("messages", 0) > before)
+    there = topic_size(settings)  # what the killed server may have left behind
+    wait(lambda: health(standby).get("messages", 0) > before)
+    first_write = time.monotonic() - killed_at
+    wait(lambda: committed(health(standby)) >= there)
+    caught_up = time.monotonic() - killed_at
     active = Server(store, extra_args=args, output=work / "kill-a2.log").start()  # back, as the standby now
     producing.join()
     produced = topic_size(settings)
     wait(lambda: committed(health(standby)) == produced)
-    caught_up = time.monotonic() - killed_at
     active.stop()
     standby.stop()
     out = {"events_produced": produced, **store_counts(store, settings.topic),
-           "takeover_first_write_s": round(first_write, 1), "kill_to_lag_zero_s": round(caught_up, 1)}
+           "takeover_first_write_s": round(first_write, 1),
+           "kill_to_caught_up_s": round(caught_up, 1)}  # committed all that was in the topic at the kill
     say(f"[server SIGKILLed, standby takes over, restarted] {json.dumps(out)}")
     return out
 
@@ -331,13 +332,15 @@ def latency_and_cost(broker: Broker, work: Path, actions: int, cost_actions: int
         return time.perf_counter() - start
     try:
         job("warm", 10)
-        plain, kafka = [], []
-        for _round in range(3):  # interleaved: background load hits both sides alike
+        plain, stored, kafka = [], [], []
+        for _round in range(3):  # interleaved: background load hits every side alike
             plain.append(job("plain", cost_actions))
-            handle = lineage_listener.enable(spark, kafka={"bootstrap": settings.bootstrap, "topic": settings.topic})
-            kafka.append(job("kafka", cost_actions))
-            handle.flush(120)
-            lineage_listener.disable(spark)
+            for times, where in ((stored, {"store": str(work / "cost.duckdb")}),
+                                 (kafka, {"kafka": {"bootstrap": settings.bootstrap, "topic": settings.topic}})):
+                handle = lineage_listener.enable(spark, **where)
+                times.append(job("captured", cost_actions))
+                handle.flush(120)
+                lineage_listener.disable(spark)
         handle = lineage_listener.enable(spark, kafka={"bootstrap": settings.bootstrap, "topic": settings.topic})
         seen = []
         for i in range(actions):
@@ -359,8 +362,11 @@ def latency_and_cost(broker: Broker, work: Path, actions: int, cost_actions: int
     seen.sort()
     out = {"latency_p50_s": round(statistics.median(seen), 2), "latency_p95_s": round(seen[int(0.95 * (len(seen) - 1))], 2),
            "actions": actions, "job_s_without_capture": round(statistics.median(plain), 2),
+           "job_s_with_store_capture": round(statistics.median(stored), 2),
            "job_s_with_kafka_capture": round(statistics.median(kafka), 2),
-           "cost_ratio": round(statistics.median(kafka) / statistics.median(plain), 3), "cost_actions": cost_actions}
+           "store_cost_ratio": round(statistics.median(stored) / statistics.median(plain), 3),
+           "kafka_cost_ratio": round(statistics.median(kafka) / statistics.median(plain), 3),
+           "cost_actions": cost_actions}
     say(f"[latency and cost] {json.dumps(out)}")
     return out
 

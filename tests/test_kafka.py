@@ -280,6 +280,25 @@ class NeverCommits(TopicIngest):
         return None
 
 
+def test_a_query_too_large_for_the_topic_is_kept_aside_and_the_rest_goes_on(broker, tmp_path, caplog):
+    import base64
+    import os
+
+    settings = KafkaSettings(broker.servers, topic())
+    writer = KafkaWriter(settings)
+    huge = batch_of(1)
+    edge = huge.rows["column_lineage"][0]  # an expression the topic cannot hold (1 MiB, incompressible)
+    huge.rows["column_lineage"][0] = edge[:8] + (base64.b64encode(os.urandom(1_500_000)).decode(),) + edge[9:]
+    with caplog.at_level(logging.ERROR, logger="lineage_listener.kafka.publish"):
+        assert not writer.write(huge)
+        assert writer.write(batch_of(2))  # nothing waits behind it
+    bad = [f for d in writer.path.parent.iterdir() if d.is_dir() for f in d.glob("*.bad")]
+    assert len(bad) == 1 and writer.spooled() == [] and writer.counts.refused == 1
+    assert len([r for r in caplog.records if "refused captured lineage" in r.getMessage()]) == 1
+    stats = consume(settings, tmp_path / "s.duckdb")
+    assert stats["messages"] == 1
+
+
 def test_a_consumer_killed_after_the_store_commit_writes_nothing_twice(broker, tmp_path):
     """The store records the offsets it holds in the same transaction: messages that come again because
     Kafka never got the commit are skipped, so even appended rows (capture_errors) are not doubled."""
@@ -385,31 +404,48 @@ def test_two_servers_one_store_the_standby_takes_over_from_a_killed_one(broker, 
     assert held[0] == total  # every message of the topic is in the store's record
 
 
+def zero_code_conf(settings: KafkaSettings) -> list[str]:
+    """What a user puts on spark-submit: ``$(lineage-listener spark-conf --kafka-bootstrap B --kafka-topic T)``."""
+    import os
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "lineage_listener", "spark-conf", "--kafka-bootstrap",
+                           settings.bootstrap, "--kafka-topic", settings.topic], cwd=ROOT, check=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True).stdout.split()
+
+
+def replay_file(path: Path, prefix: str, runs: int) -> tuple[Path, list[str]]:
+    """An NDJSON file of another producer's events (START, RUNNING, COMPLETE of ``runs`` runs); its run ids."""
+    ids = [str(uuid.uuid5(uuid.NAMESPACE_URL, f"{prefix}-{n}")) for n in range(runs)]
+    path.write_text("".join(json.dumps(ev) + "\n" for r in ids for ev in run_events(r).values()))
+    return path, ids
+
+
+def serve_topic(store: Path, settings: KafkaSettings, log: Path) -> Any:
+    """A started ``lineage-listener serve`` consuming ``settings``' topic into ``store``."""
+    from tests.server_helpers import Server
+
+    return Server(store, extra_args=["--kafka-bootstrap", settings.bootstrap, "--kafka-topic", settings.topic],
+                  output=log).start()
+
+
 def test_two_zero_code_spark_applications_and_a_replay_of_events_at_once(broker, tmp_path):
     """``spark-submit $(lineage-listener spark-conf --kafka-...)``: two unmodified jobs publish through the
     bridge's worker while OpenLineage events from a file are replayed to the same topic; one server
     consumes them all."""
-    import subprocess
-    import sys
     import threading
 
     from confluent_kafka import Producer
 
-    from tests.server_helpers import Server
-    from tests.test_bridge_jobs import REPO, finish, pyspark_edges, pyspark_job, submit
+    from tests.test_bridge_jobs import finish, pyspark_edges, pyspark_job, submit
 
     settings = KafkaSettings(broker.servers, topic())
-    conf = subprocess.run([sys.executable, "-m", "lineage_listener", "spark-conf", "--kafka-bootstrap",
-                           settings.bootstrap, "--kafka-topic", settings.topic], cwd=REPO, check=True,
-                          env={**__import__("os").environ, "PYTHONPATH": str(REPO)}, capture_output=True,
-                          text=True).stdout.split()
+    conf = zero_code_conf(settings)
     assert f"spark.lineage.kafka.topic={settings.topic}" in conf and not any("lineage.store" in a for a in conf)
-    events_file = tmp_path / "airflow.ndjson"
-    runs = [str(uuid.uuid5(uuid.NAMESPACE_URL, f"replay-{n}")) for n in range(10)]
-    events_file.write_text("".join(json.dumps(ev) + "\n" for r in runs for ev in run_events(r).values()))
+    events_file, runs = replay_file(tmp_path / "airflow.ndjson", "replay", 10)
     store = tmp_path / "lineage.duckdb"
-    server = Server(store, extra_args=["--kafka-bootstrap", settings.bootstrap, "--kafka-topic", settings.topic],
-                    output=tmp_path / "server.log").start()
+    server = serve_topic(store, settings, tmp_path / "server.log")
     try:
         jobs = []
         for app in ("orders_a", "orders_b"):

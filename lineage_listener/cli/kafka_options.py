@@ -69,13 +69,13 @@ def ingest(args: argparse.Namespace, writer: Any) -> Any:
     kafka = settings(args)
     if kafka is None:
         return None
-    from lineage_listener.kafka.consume import TopicIngest, consumer_class
+    from lineage_listener.kafka.consume import TopicIngest
     from lineage_listener.kafka.deadletter import DeadLetter
-    from lineage_listener.kafka.publish import producer_class
+    from lineage_listener.kafka.settings import client_class
 
-    consumer_class()  # a missing extra: said now, in one line naming it, before anything starts
+    client_class("Consumer")  # a missing extra: said now, in one line naming it, before anything starts
     path = args.dead_letter or f"{writer.store}.dead-letter.ndjson"
-    producer = producer_class()(kafka.client({"client.id": "lineage-listener-dead-letter"})) \
+    producer = client_class("Producer")(kafka.client({"client.id": "lineage-listener-dead-letter"})) \
         if args.dead_letter_topic else None
     return TopicIngest(kafka, writer, group=args.kafka_group,
                        dead_letter=DeadLetter(path, producer, args.dead_letter_topic),

@@ -36,7 +36,7 @@ from lineage_listener.kafka import messages, offsets
 from lineage_listener.kafka.chunk import Chunk
 from lineage_listener.kafka.deadletter import DeadLetter
 from lineage_listener.kafka.publish import quiet_logger
-from lineage_listener.kafka.settings import KafkaSettings
+from lineage_listener.kafka.settings import KafkaSettings, client_class
 from lineage_listener.server.writer import GroupWriter, QueueFull
 
 log = logging.getLogger(__name__)
@@ -78,16 +78,6 @@ def _rates(points: list[tuple[float, int, int]], now: float, events: int, edges:
     base = before[-1] if before else inside[0]
     span = max(now - base[0], 1e-3)
     return round((events - base[1]) / span, 1), round((edges - base[2]) / span, 1)
-
-
-def consumer_class() -> Any:
-    """confluent-kafka's Consumer; ImportError naming the extra when it is not installed."""
-    try:
-        from confluent_kafka import Consumer
-    except ImportError as exc:
-        raise ImportError(f"Kafka support is not installed ({exc}): pip install 'lineage-listener[kafka]'",
-                          name="confluent_kafka") from None
-    return Consumer
 
 
 @dataclass
@@ -199,7 +189,7 @@ class TopicIngest:
         try:
             if self.exclusive and not self._take_active_lock():
                 return
-            consumer = consumer_class()(self.settings.client({**self._conf, "group.id": self.group,
+            consumer = client_class("Consumer")(self.settings.client({**self._conf, "group.id": self.group,
                                                               "logger": quiet_logger()}))
             consumer.subscribe([self.settings.topic], on_assign=self._assigned, on_revoke=self._revoked)
             self.state, self.active_since = "active", time.monotonic()

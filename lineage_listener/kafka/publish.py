@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from lineage_listener.kafka import messages
-from lineage_listener.kafka.settings import KafkaSettings
+from lineage_listener.kafka.settings import KafkaSettings, client_class
 from lineage_listener.lineage import redact
 from lineage_listener.store import spool
 from lineage_listener.store.batch import Batch
@@ -64,16 +64,6 @@ def spool_anchor(settings: KafkaSettings) -> Path:
     return Path(tempfile.gettempdir()) / "lineage-listener-kafka" / digest / settings.topic
 
 
-def producer_class() -> Any:
-    """confluent-kafka's Producer; ImportError naming the extra when it is not installed."""
-    try:
-        from confluent_kafka import Producer
-    except ImportError as exc:
-        raise ImportError(f"Kafka support is not installed ({exc}): pip install 'lineage-listener[kafka]'",
-                          name="confluent_kafka") from None
-    return Producer
-
-
 @dataclass
 class Counts:
     """What this writer did since it started (``doctor`` and the run's record report them)."""
@@ -103,7 +93,7 @@ class KafkaWriter:
         self._producer = self._new_producer()
 
     def _new_producer(self) -> Any:
-        return producer_class()(self.settings.client(self._conf) | {"error_cb": self._client_error,
+        return client_class("Producer")(self.settings.client(self._conf) | {"error_cb": self._client_error,
                                                                     "logger": quiet_logger()})
 
     def _restart(self) -> None:
@@ -166,16 +156,13 @@ class KafkaWriter:
 
         def report(part: messages.Part) -> Callable[[Any, Any], None]:
             return lambda err, _msg: results.append((part, err))
-        sent = 0
         for key, value, part in encoded:
             try:
                 self._producer.produce(self.settings.topic, value=value, key=key, on_delivery=report(part))
-                sent += 1
             except BufferError:  # the bounded buffer is full: wait for room, not past the deadline
                 self._producer.poll(max(0.0, min(1.0, deadline - time.monotonic())))
                 try:
                     self._producer.produce(self.settings.topic, value=value, key=key, on_delivery=report(part))
-                    sent += 1
                 except BufferError:
                     results.append((part, "the client's buffer is full"))
             except Exception as exc:  # noqa: BLE001 - e.g. a message over message.max.bytes
@@ -304,7 +291,14 @@ def _runs_seen(batch: Batch) -> list[str]:
     return sorted({r[0] for r in batch.rows["runs"] if r and r[0]})
 
 
+def _error(err: Any) -> Any:
+    """The KafkaError inside a KafkaException (raised by ``produce``), else ``err``."""
+    args = getattr(err, "args", None)
+    return args[0] if args and hasattr(args[0], "name") else err
+
+
 def _reason(err: Any) -> str:
+    err = _error(err)
     name = getattr(err, "name", None)
     if callable(name) and name() in ("_PURGE_QUEUE", "_PURGE_INFLIGHT", "_MSG_TIMED_OUT"):
         return "no acknowledgement in time"
@@ -312,6 +306,7 @@ def _reason(err: Any) -> str:
 
 
 def _refused(err: Any) -> bool:
+    err = _error(err)
     name = getattr(err, "name", None)
     code = name() if callable(name) else None
     return code in _REFUSED or isinstance(err, ValueError)

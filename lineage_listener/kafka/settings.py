@@ -91,6 +91,15 @@ class KafkaSettings:
             raise ValueError(f"{ENV} is not a JSON object: {exc}") from None
 
 
+def client_class(name: str) -> Any:
+    """confluent-kafka's ``Producer`` or ``Consumer``; ImportError naming the extra when it is not installed."""
+    try:
+        import confluent_kafka
+    except ImportError as exc:
+        raise ImportError(f"Kafka support is not installed ({exc}): {INSTALL}", name="confluent_kafka") from None
+    return getattr(confluent_kafka, name)
+
+
 def of_session(spark: Any) -> "KafkaSettings | None":
     """From a live session: the application's ``spark.lineage.kafka.*`` conf, with the session's own
     values of the same keys over them; None when none is set."""
