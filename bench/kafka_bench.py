@@ -311,7 +311,7 @@ def broker_restarted(broker: Broker, templates: list[Batch], work: Path, total: 
     return out
 
 
-def latency_and_cost(broker: Broker, work: Path, actions: int, cost_actions: int) -> dict:
+def latency_and_cost(broker: Broker, work: Path, actions: int, cost_actions: int, rounds: int = 5) -> dict:
     from pyspark.sql import SparkSession
 
     import lineage_listener
@@ -324,7 +324,16 @@ def latency_and_cost(broker: Broker, work: Path, actions: int, cost_actions: int
     spark.sparkContext.setLogLevel("ERROR")
     src = spark.range(1000).selectExpr("id", "id % 7 AS k", "cast(id AS string) AS s")
 
+    jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def cpu() -> float:
+        """CPU seconds of the driver: its JVM (local[2]: the executors too) and this Python process."""
+        fields = Path(f"/proc/{jvm_pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / tick + time.process_time()
+
     def job(tag: str, n: int) -> float:
+        """Wall seconds of ``n`` small writes."""
         start = time.perf_counter()
         for i in range(n):
             src.where(f"k = {i % 7}").selectExpr("id", "upper(s) AS u").write.mode("overwrite") \
@@ -332,15 +341,20 @@ def latency_and_cost(broker: Broker, work: Path, actions: int, cost_actions: int
         return time.perf_counter() - start
     try:
         job("warm", 10)
-        plain, stored, kafka = [], [], []
-        for _round in range(3):  # interleaved: background load hits every side alike
-            plain.append(job("plain", cost_actions))
-            for times, where in ((stored, {"store": str(work / "cost.duckdb")}),
-                                 (kafka, {"kafka": {"bootstrap": settings.bootstrap, "topic": settings.topic}})):
-                handle = lineage_listener.enable(spark, **where)
-                times.append(job("captured", cost_actions))
-                handle.flush(120)
-                lineage_listener.disable(spark)
+        plain: list[tuple[float, float]] = []
+        stored: list[tuple[float, float]] = []
+        kafka: list[tuple[float, float]] = []
+        sides = [(plain, None), (stored, {"store": str(work / "cost.duckdb")}),
+                 (kafka, {"kafka": {"bootstrap": settings.bootstrap, "topic": settings.topic}})]
+        for n in range(rounds):  # interleaved, order turned each round: background load hits every side alike
+            for times, where in (sides if n % 2 == 0 else sides[::-1]):
+                handle = lineage_listener.enable(spark, **where) if where else None
+                used = cpu()
+                wall = job("captured" if where else "plain", cost_actions)
+                if handle is not None:
+                    handle.flush(120)  # CPU: all of capture's work, also what is left when the job ends
+                    lineage_listener.disable(spark)
+                times.append((wall, cpu() - used))
         handle = lineage_listener.enable(spark, kafka={"bootstrap": settings.bootstrap, "topic": settings.topic})
         seen = []
         for i in range(actions):
@@ -361,14 +375,23 @@ def latency_and_cost(broker: Broker, work: Path, actions: int, cost_actions: int
         server.stop()
     seen.sort()
     out = {"latency_p50_s": round(statistics.median(seen), 2), "latency_p95_s": round(seen[int(0.95 * (len(seen) - 1))], 2),
-           "actions": actions, "job_s_without_capture": round(statistics.median(plain), 2),
-           "job_s_with_store_capture": round(statistics.median(stored), 2),
-           "job_s_with_kafka_capture": round(statistics.median(kafka), 2),
-           "store_cost_ratio": round(statistics.median(stored) / statistics.median(plain), 3),
-           "kafka_cost_ratio": round(statistics.median(kafka) / statistics.median(plain), 3),
-           "cost_actions": cost_actions}
+           "actions": actions, "cost_actions": cost_actions, "rounds": rounds,
+           "job_wall_s": {side: round(statistics.median(w for w, _ in t), 2) for side, t in
+                          (("none", plain), ("store", stored), ("kafka", kafka))},
+           "job_cpu_s": {side: round(statistics.median(c for _, c in t), 2) for side, t in
+                         (("none", plain), ("store", stored), ("kafka", kafka))},
+           "store_wall_ratio": _ratios([w for w, _ in stored], [w for w, _ in plain]),
+           "kafka_wall_ratio": _ratios([w for w, _ in kafka], [w for w, _ in plain]),
+           "store_cpu_ratio": _ratios([c for _, c in stored], [c for _, c in plain]),
+           "kafka_cpu_ratio": _ratios([c for _, c in kafka], [c for _, c in plain])}
     say(f"[latency and cost] {json.dumps(out)}")
     return out
+
+
+def _ratios(captured: list[float], plain: list[float]) -> dict:
+    """Median, least and most of each round's captured / uncaptured wall time (neighbours in time)."""
+    each = sorted(c / p for c, p in zip(captured, plain))
+    return {"median": round(statistics.median(each), 3), "min": round(each[0], 3), "max": round(each[-1], 3)}
 
 
 def main() -> int:
