@@ -9,8 +9,8 @@ Scenarios (each reports counts exactly: events produced = events stored, 0 dupli
 3. the broker restarted in the middle of production (the producers spool, then replay);
 4. a consumer started after one hour's worth of events piled up: catch-up rate in events/s and edge rows/s;
 5. end-to-end latency from a Spark action returning to its lineage answering on the server's REST API;
-6. the producer's cost in the job: wall time of the same actions with Kafka capture / without capture (and,
-   for reference, with capture to a store file).
+6. the producer's cost in the job: wall time and driver CPU of the same actions with Kafka capture / without
+   capture (and, for reference, with capture to a store file); and the CPU of making one message.
 
 "One hour's worth": ``--hour-events`` events (default 36,000: ten per second, e.g. thirty clusters each
 running twenty jobs an hour of sixty actions), made from real captured queries (the SQL of
@@ -182,6 +182,19 @@ def pile(settings: KafkaSettings, templates: list[Batch], events: int, foreign_e
         producer.poll(0)
     assert producer.flush(120) == 0
     return ours, foreign
+
+
+def encode_cost(templates: list[Batch], reps: int = 20) -> dict:
+    """CPU the capture thread spends making one query's message (the Kafka-only part of publishing)."""
+    from lineage_listener.kafka import messages
+
+    start = time.process_time()
+    sizes = [len(value) for _ in range(reps) for t in templates for _k, value, _p in messages.encode(t)]
+    spent = time.process_time() - start
+    out = {"encode_cpu_ms_per_message": round(1000 * spent / len(sizes), 2),
+           "message_bytes_median": int(statistics.median(sizes)), "message_bytes_max": max(sizes)}
+    say(f"[encode] {json.dumps(out)}")
+    return out
 
 
 # -- scenarios ---------------------------------------------------------------------------------------------
@@ -411,6 +424,7 @@ def main() -> int:
         templates = capture_templates(broker.servers, work) if only & {"kill", "broker", "hour"} else []
         if templates:
             say(f"[templates] {len(templates)} captured queries")
+            results["encode"] = encode_cost(templates)
         if "apps" in only:
             results["two_apps_and_replay"] = zero_code_apps(broker, work)
         if "kill" in only:
