@@ -387,7 +387,8 @@ def latency_and_cost(broker: Broker, work: Path, actions: int, cost_actions: int
         spark.stop()
         server.stop()
     seen.sort()
-    out = {"latency_p50_s": round(statistics.median(seen), 2), "latency_p95_s": round(seen[int(0.95 * (len(seen) - 1))], 2),
+    out = {"latency_p50_s": round(statistics.median(seen), 2),
+           "latency_p95_s": round(seen[int(0.95 * (len(seen) - 1))], 2),
            "actions": actions, "cost_actions": cost_actions, "rounds": rounds,
            "job_wall_s": {side: round(statistics.median(w for w, _ in t), 2) for side, t in
                           (("none", plain), ("store", stored), ("kafka", kafka))},

@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from lineage_listener.bridge import WORKER_INTERFACE
@@ -30,7 +30,7 @@ class WorkerSettings:
     log_level: str
     openlineage_url: str | None = None
     url: str | None = None  # a lineage server instead of the store (token: env LINEAGE_TOKEN)
-    kafka: str | None = None  # LINEAGE_KAFKA: spark.lineage.kafka.* as JSON (kafka/settings.py)
+    kafka: str | None = field(default=None, repr=False)  # LINEAGE_KAFKA (JSON; may hold secrets)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> "WorkerSettings":

@@ -77,7 +77,8 @@ class Chunk:
             if at is not None:
                 self.batch.rows[table][at] = row
             elif table in _KEYED:
-                self._at[table][tuple(row[COLUMNS[table].index(k)] for k in _KEYED[table])] = len(self.batch.rows[table])
+                key = tuple(row[COLUMNS[table].index(k)] for k in _KEYED[table])
+                self._at[table][key] = len(self.batch.rows[table])
                 self.batch.rows[table].append(row)
             else:
                 self.batch.rows[table].append(row)
@@ -89,9 +90,10 @@ class Chunk:
 def _merged(table: str, old: tuple, new: tuple) -> tuple | None:
     """The one row that writes what ``old`` then ``new`` would, or None when there is none.
 
-    >>> _merged("runs", ("a", "a", "job", None, None, None, "t0", None), ("a", "a", "job", None, None, None, "t0", "t1"))
+    >>> started, ended = ("a", "a", "job", None, None, None, "t0", None), ("a", "a", "job", None, None, None, "t0", "t1")
+    >>> _merged("runs", started, ended)
     ('a', 'a', 'job', None, None, None, 't0', 't1')
-    >>> _merged("runs", ("a", "a", "job", None, None, None, "t0", "t1"), ("a", "a", "job", None, None, None, "t0", None))
+    >>> _merged("runs", ended, started)
     """
     if old == new:
         return new

@@ -11,6 +11,8 @@ go to librdkafka as given; :meth:`KafkaSettings.describe` never shows their valu
 'topic lineage on b:9092 (client settings: sasl.password)'
 >>> s.client({"acks": "all"})["sasl.password"], s.client()["bootstrap.servers"]
 ('pw', 'b:9092')
+>>> "pw" in repr(s)
+False
 >>> KafkaSettings.from_option({"bootstrap": "b:9092"})
 Traceback (most recent call last):
 ...
@@ -46,6 +48,9 @@ class KafkaSettings:
     def client(self, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """librdkafka settings: ours (``overrides``), then the user's, which win."""
         return {**(overrides or {}), "bootstrap.servers": self.bootstrap, **self.conf}
+
+    def __repr__(self) -> str:  # a traceback or a log of the object shows no secret either
+        return f"KafkaSettings({self.describe()})"
 
     def describe(self) -> str:
         """For logs: topic and servers, the names of client settings only (never their values)."""
