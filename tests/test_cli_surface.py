@@ -83,6 +83,8 @@ def test_serve_without_a_token_says_writes_are_disabled(tmp_path):
     ("openlineage", ("ingest", "openlineage", "--store", "{store}", "{events}"), "openlineage"),
     ("datahub", ("export", "datahub", "--store", "{store}", "--out", "{tmp}/mcp.json"), "datahub"),
     ("uvicorn,fastapi", ("serve", "--store", "{store}", "--port", "9"), "server"),
+    ("confluent_kafka", ("consume", "--store", "{store}", "--kafka-bootstrap", "127.0.0.1:9", "--kafka-topic", "t"),
+     "kafka"),
 ])
 def test_a_missing_extra_is_one_line_naming_it(block, args, extra, tmp_path):
     events = tmp_path / "events.json"

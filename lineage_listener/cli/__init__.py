@@ -35,6 +35,7 @@ COMMAND_MODULES = (
     "export",
     "ingest",
     "serve",
+    "consume",
     "push",
     "html",
 )
@@ -46,7 +47,8 @@ READ_COMMANDS = frozenset({"sql", "upstream", "downstream", "impact", "provenanc
 
 #: Top-level modules of the optional extras -> the extra that installs them.
 EXTRAS = {"openlineage": "openlineage", "jsonschema": "openlineage", "referencing": "openlineage",
-          "datahub": "datahub", "fastapi": "server", "uvicorn": "server", "starlette": "server"}
+          "datahub": "datahub", "fastapi": "server", "uvicorn": "server", "starlette": "server",
+          "confluent_kafka": "kafka"}
 
 
 def missing_extra(exc: ImportError) -> str | None:
