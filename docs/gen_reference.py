@@ -97,9 +97,9 @@ def cli_markdown() -> str:
 
 
 def _routes() -> list:
-    from lineage_listener.server import api, collect, views_api
+    from lineage_listener.server.app import ROUTERS
 
-    return [r for module in (api, collect, views_api) for r in module.router.routes]
+    return [r for router in ROUTERS for r in router.routes]
 
 
 def _parameters(route) -> str:  # noqa: ANN001 - a FastAPI APIRoute

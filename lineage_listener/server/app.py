@@ -20,6 +20,9 @@ from lineage_listener.server.writer import Settings
 
 STATIC = Path(str(resources.files("lineage_listener.server").joinpath("static")))
 
+#: Every router of the server, in the order they are mounted (docs/reference/rest.md is generated from them).
+ROUTERS = (api.router, collect.router, views_api.router, health_api.router)
+
 
 def create_app(store: str | Path, token: str | None = None, settings: Settings | None = None) -> FastAPI:
     """``settings``: how the store writer groups batches and lets the store go (defaults: ``Settings()``)."""
@@ -37,10 +40,8 @@ def create_app(store: str | Path, token: str | None = None, settings: Settings |
                   docs_url=None, redoc_url=None, lifespan=lifespan)  # /docs: served below from local files
     app.state.lineage = lineage
     app.state.before_close = []
-    app.include_router(api.router)
-    app.include_router(collect.router)
-    app.include_router(views_api.router)
-    app.include_router(health_api.router)
+    for router in ROUTERS:
+        app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     @app.exception_handler(RequestValidationError)
