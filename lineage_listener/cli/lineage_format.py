@@ -178,14 +178,14 @@ def impact_text(report: dict[str, Any]) -> str:
                                        ("masked", "masked on every path")))
     out += ["", f"Copies: {len(copies)}" + (f" ({counts})" if copies else "")]
     if copies:
-        out.append(table(["hop", "column", "masking", "from", "transform", "written by"],
-                         [(c["hop"], name((c["dataset"], c["column"])), c["masking"], _sources(c, "direct"),
+        out.append(table(["hop", "dataset", "column", "masking", "from", "transform", "written by"],
+                         [(c["hop"], c["dataset"], c["column"], c["masking"], _sources(c, "direct"),
                            ",".join(sorted({f["transform"] for f in c["from"] if f["kind"] == "direct"})),
                            ", ".join(c["applications"])) for c in copies]))
     out += ["", f"Influenced by it, not copies: {len(influenced)}"]
     if influenced:
-        out.append(table(["hop", "column", "via", "from", "written by"],
-                         [(c["hop"], name((c["dataset"], c["column"])), ",".join(c["via"]), _sources(c),
+        out.append(table(["hop", "dataset", "column", "via", "from", "written by"],
+                         [(c["hop"], c["dataset"], c["column"], ",".join(c["via"]), _sources(c),
                            ", ".join(c["applications"])) for c in influenced]))
     outside = report["window"]["outside"]
     if outside:
