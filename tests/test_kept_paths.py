@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from lineage_listener.query import open_store
 from lineage_listener.query.reports import impact
 from lineage_listener.store.batch import Batch
@@ -22,8 +24,8 @@ def at(day: int, hour: int) -> datetime:
 def step(source, target, when: datetime, transform="identity", kind="direct", expr=None, masking=False,
          job: str | None = None) -> tuple:
     """One captured edge, as its own query (``job`` names the run)."""
-    run = job or f"{target[0]}-{when:%d%H}"
-    q = f"{run}:{when:%d%H%M}:{transform}"
+    run = job or f"{target[0]}-{when:%m%d%H}"
+    q = f"{run}:{when:%m%d%H%M}:{transform}"
     target_col = None if kind == "indirect" and transform == "filter" else target[1]
     return (q, run, target[0], target_col, source[0], source[1], transform, kind, expr or source[1], masking,
             when.isoformat(sep=" "))
@@ -52,23 +54,24 @@ def test_a_path_never_runs_backwards_in_time(tmp_path):
     assert store.upstream(*A).has_edge(S, A)
 
 
-def test_exact_capture_times_where_the_bounds_cannot_decide(tmp_path):
-    """a -> b runs daily at 02:00, s -> a on day 10 at 03:00, b -> c once, day 11 at 01:00: s's data
-    reaches b on day 11 at 02:00 (after c was written), though b's first and last captures bracket day 10."""
-    rows = [step(S, A, at(10, 3)), step(B, C, at(11, 1))]
-    rows += [step(A, B, at(d, 2), job="daily-ab") for d in range(1, 31)]
+@pytest.mark.parametrize("day, days", [(10, 30), (20, 40)])   # known among an edge's first captures / asked
+def test_exact_capture_times_where_the_bounds_cannot_decide(tmp_path, day, days):
+    """a -> b runs daily at 02:00, s -> a once at 03:00, b -> c once at 01:00 the next day: s's data
+    reaches b the next day at 02:00 (after c was written), though b's first and last captures bracket it."""
+    rows = [step(S, A, at(day, 3)), step(B, C, at(day + 1, 1))]
+    rows += [step(A, B, at(d, 2), job="daily-ab") for d in range(1, days + 1)]
     store = open_store(store_of(tmp_path, rows))
     down = store.downstream(*S)
     assert B in down and C not in down
     up = store.upstream(*C)
-    assert A in up and S not in up            # c's data left a on day 10 at 02:00, before s wrote a
+    assert A in up and S not in up            # c's data left a at 02:00 that day, before s wrote a
     assert S in store.upstream(*B)
-    # a window on day 11: b was written in it from a, which s wrote before it
-    g = store.downstream(*S, since=at(11, 0), until=at(11, 23))
+    # a window on the next day: b was written in it from a, which s wrote before it
+    g = store.downstream(*S, since=at(day + 1, 0), until=at(day + 1, 23))
     assert not g.nodes[B]["before_window"] and g.nodes[A]["before_window"]
     assert g.edges[A, B]["captures"] == 1 and g.edges[S, A]["before_window"]
     # ... and a window ending before s's data reached b holds only a, which was not written in it
-    g = store.downstream(*S, since=at(10, 12), until=at(11, 1))
+    g = store.downstream(*S, since=at(day, 12), until=at(day + 1, 1))
     assert g.number_of_edges() == 0
     assert g.graph["window"]["outside"]["captures"] >= 1
 
@@ -83,7 +86,7 @@ def test_a_window_keeps_the_masking_of_the_writes_in_it(tmp_path):
     assert store.downstream(*S, until=at(5, 0)).nodes[A]["masking"] == "unmasked"
     report = impact(store, *S, since=at(5, 0))
     assert [(d["column"], d["masking"], d["runs"]) for d in report["downstream"]] == [
-        ("x", "masked", ["spark_catalog.db.a-1001", "spark_catalog.db.a-1101"])]
+        ("x", "masked", ["spark_catalog.db.a-011001", "spark_catalog.db.a-011101"])]
 
 
 def test_a_copy_that_is_also_a_filter_key_is_a_copy_and_a_filter_only_influences(tmp_path):

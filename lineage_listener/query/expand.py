@@ -65,6 +65,7 @@ class Edge:
     outside: int = 0                    # captures outside the window (before or after it)
     outside_first: datetime | None = None
     outside_last: datetime | None = None
+    known: tuple[tuple[datetime, ...], ...] = ()  # its first and last capture times (all: one tuple)
 
 
 #: Queries whose write Spark rejected: their edges stay in the store (for audit) but name a
@@ -106,23 +107,32 @@ class Filters:
         return self.since is not None or self.until is not None
 
 
+#: How many of an edge's first and last capture times a walk fetches with it: a path's time that
+#: falls among them is known exactly without asking the store again (daily jobs: the last days).
+KNOWN_CAPTURES = 12
+
+
 def _stats_sql(filters: Filters) -> str:
-    """Per edge (``x.edge_id``) aggregates of its captures ``c``: in the window, not after its end
-    (the bounds of a path's times), and outside it; one set when there is no window."""
-    def stats(cond: str, prefix: str) -> str:
-        f = f" FILTER (WHERE {cond})"
-        return (f"min(c.captured_at){f} AS {prefix}first, max(c.captured_at){f} AS {prefix}last, "
-                f"sum(c.captures){f} AS {prefix}n, arg_max(c.query_id, c.captured_at){f} AS {prefix}query, "
-                f"arg_max(c.run_id, c.captured_at){f} AS {prefix}run")
+    """Per edge (``x.edge_id``) aggregates of its captures ``c`` not after the window's end (the
+    bounds of a path's times, with the first and last :data:`KNOWN_CAPTURES` times, and the last
+    one's query and run: in the window when any is), how many of them lie in the window and the
+    first of those, and how many captures lie outside it."""
+    def when(cond: str) -> str:
+        return f" FILTER (WHERE {cond})" if cond else ""
+    usable = when("c.captured_at <= $until" if filters.until is not None else "")
+    out = (f"min(c.captured_at){usable} AS ok_first, max(c.captured_at){usable} AS ok_last, "
+           f"sum(c.captures){usable} AS ok_n, arg_max(c.query_id, c.captured_at){usable} AS ok_query, "
+           f"arg_max(c.run_id, c.captured_at){usable} AS ok_run, "
+           f"min(c.captured_at, {KNOWN_CAPTURES}){usable} AS ok_lows, "
+           f"max(c.captured_at, {KNOWN_CAPTURES}){usable} AS ok_highs")
     if not filters.windowed:
-        return stats("true", "in_")
+        return out
     window = " AND ".join(filter(None, ["c.captured_at >= $since" if filters.since is not None else "",
                                         "c.captured_at <= $until" if filters.until is not None else ""]))
-    usable = "c.captured_at <= $until" if filters.until is not None else "true"
-    return (f"{stats(window, 'in_')}, {stats(usable, 'ok_')}, "
-            f"sum(c.captures) FILTER (WHERE NOT ({window})) AS out_n, "
-            f"min(c.captured_at) FILTER (WHERE NOT ({window})) AS out_first, "
-            f"max(c.captured_at) FILTER (WHERE NOT ({window})) AS out_last")
+    outside = when(f"NOT ({window})")
+    return (f"{out}, min(c.captured_at){when(window)} AS in_first, sum(c.captures){when(window)} AS in_n, "
+            f"sum(c.captures){outside} AS out_n, min(c.captured_at){outside} AS out_first, "
+            f"max(c.captured_at){outside} AS out_last")
 
 
 def _hop_sql(direction: Direction, filters: Filters) -> tuple[str, dict]:
@@ -246,21 +256,32 @@ def _fetch(con, sql: str, params: dict, frontier: list[Node], aliases: Aliases) 
 
 
 def _times(r: dict[str, Any]) -> dict[str, Any]:
-    """An edge's capture fields from its aggregates: in the window, else before it (``before_window``)."""
-    if "ok_last" not in r:   # no window: every capture is in it
-        return {"query_id": r["in_query"], "run_id": r["in_run"], "captured_at": r["in_last"],
-                "first_seen": r["in_first"], "captures": int(r["in_n"]), "earliest": r["in_first"],
-                "latest": r["in_last"]}
-    out = {"earliest": r["ok_first"], "latest": r["ok_last"], "outside": int(r["out_n"] or 0),
-           "outside_first": r["out_first"], "outside_last": r["out_last"]}
+    """An edge's capture fields from its aggregates: in the window, else before it (``before_window``).
+
+    The last capture not after the window's end is the window's last one when the window has any."""
+    known = _known(r["ok_lows"], r["ok_highs"])
+    last = {"earliest": r["ok_first"], "latest": r["ok_last"], "known": known, "query_id": r["ok_query"],
+            "run_id": r["ok_run"], "captured_at": r["ok_last"]}
+    if "in_n" not in r:   # no window: every capture is in it
+        return {**last, "first_seen": r["ok_first"], "captures": int(r["ok_n"])}
+    outside = {"outside": int(r["out_n"] or 0), "outside_first": r["out_first"], "outside_last": r["out_last"]}
     if r["in_n"]:
-        return {**out, "query_id": r["in_query"], "run_id": r["in_run"], "captured_at": r["in_last"],
-                "first_seen": r["in_first"], "captures": int(r["in_n"])}
+        return {**last, **outside, "first_seen": r["in_first"], "captures": int(r["in_n"])}
     if r["ok_n"]:
-        return {**out, "query_id": r["ok_query"], "run_id": r["ok_run"], "captured_at": r["ok_last"],
-                "first_seen": r["ok_first"], "captures": int(r["ok_n"]), "before_window": True}
-    return {**out, "query_id": None, "run_id": None, "captured_at": r["out_last"], "first_seen": r["out_first"],
+        return {**last, **outside, "first_seen": r["ok_first"], "captures": int(r["ok_n"]), "before_window": True}
+    return {**outside, "earliest": None, "latest": None, "known": (), "query_id": None, "run_id": None,
+            "captured_at": r["out_last"], "first_seen": r["out_first"],
             "captures": 0}  # captured after the window only: no path can use it
+
+
+def _known(lows: list[datetime] | None, highs: list[datetime] | None) -> tuple[tuple[datetime, ...], ...]:
+    """``(lows, highs)``: an edge's first and last capture times, oldest first; one tuple of them all
+    when it has no more than :data:`KNOWN_CAPTURES`."""
+    if not lows:
+        return ()
+    if len(lows) < KNOWN_CAPTURES:
+        return (tuple(lows),)
+    return tuple(lows), tuple(sorted(highs))
 
 
 def _edges(con, rows: list[dict[str, Any]], frontier: list[Node], direction: Direction, hop: int,

@@ -23,7 +23,7 @@ TRANSFORM_RANK = {"aggregate": 0, "derived": 1, "rename": 2, "identity": 3}
 
 _RECORD_FIELDS = ("transform", "kind", "expression", "masking", "query_id", "run_id",
                   "captured_at", "dataset_level", "first_seen", "captures", "edge_id",
-                  "earliest", "latest", "before_window", "outside", "outside_first", "outside_last")
+                  "earliest", "latest", "before_window", "outside", "outside_first", "outside_last", "known")
 
 
 def build_graph(start: Node, edges: Iterable[Edge], direction: str) -> nx.DiGraph:

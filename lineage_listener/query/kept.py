@@ -43,6 +43,7 @@ usable at any time.
 """
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -51,6 +52,7 @@ from typing import Any
 import networkx as nx
 
 from lineage_listener.query.copies import COPY, INFLUENCED, START, combine, lane, masking, reach
+from lineage_listener.query.graph import summarize
 
 Node = tuple[str, str]
 #: Exact capture questions: ``(edge_ids, t, "next"|"prev")`` -> the capture time or None.
@@ -70,6 +72,9 @@ class Lane:
     in_window: datetime | None = None    # last capture in the window
     timed: bool = True                   # False: records without bounds, usable at any time
     ids: tuple[int, ...] = ()
+    lows: list[datetime] = field(default_factory=list)    # its first capture times, oldest first
+    highs: list[datetime] = field(default_factory=list)   # its last capture times, oldest first
+    complete: bool = True                # lows (and highs) hold every usable capture
 
     def add(self, r: dict) -> None:
         self.records.append(r)
@@ -84,10 +89,44 @@ class Lane:
             self.in_window = max(filter(None, (self.in_window, r["captured_at"])))
         if r.get("edge_id") is not None:
             self.ids = tuple(sorted(set(self.ids) | {r["edge_id"]}))
+        known = r.get("known") or ((r["earliest"],), (r["latest"],))   # without them: the bounds only
+        self.complete = self.complete and len(known) == 1 and "known" in r
+        self.lows = sorted(set(self.lows) | set(known[0]))
+        self.highs = sorted(set(self.highs) | set(known[-1]))
+        if not self.complete:
+            self.lows, self.highs = self.lows[:len(known[0])], self.highs[-len(known[-1]):]
 
     @property
     def usable(self) -> bool:
         return not self.timed or self.latest is not None
+
+    def known_next(self, t: datetime) -> datetime | None | object:
+        """The first capture at or after ``t`` when the known times tell it, else :data:`UNKNOWN`."""
+        i = bisect_left(self.lows, t)
+        if i < len(self.lows):
+            return self.lows[i]
+        if self.complete:
+            return None
+        if self.highs and self.highs[0] < t:
+            j = bisect_left(self.highs, t)
+            return self.highs[j] if j < len(self.highs) else None
+        return UNKNOWN
+
+    def known_prev(self, t: datetime) -> datetime | None | object:
+        """The last capture at or before ``t`` when the known times tell it, else :data:`UNKNOWN`."""
+        j = bisect_right(self.highs, t)
+        if j > 0:
+            return self.highs[j - 1]
+        if self.complete:
+            return None
+        if self.lows and self.lows[-1] > t:
+            i = bisect_right(self.lows, t)
+            return self.lows[i - 1] if i > 0 else None
+        return UNKNOWN
+
+
+#: A capture time the known times of a lane cannot tell (the store is asked).
+UNKNOWN = object()
 
 
 def lanes(records: Iterable[dict]) -> dict[str, Lane]:
@@ -119,6 +158,9 @@ class _Times:
             return then(ln.earliest)
         if ln.latest < t:
             return then(None)
+        found = ln.known_next(t)
+        if found is not UNKNOWN:
+            return then(found)
         self._ask(ln, t, "next", then)
 
     def prev(self, ln: Lane, t: datetime, then: Callable[[datetime | None], None]) -> None:
@@ -129,6 +171,9 @@ class _Times:
             return then(ln.latest)
         if ln.earliest > t:
             return then(None)
+        found = ln.known_prev(t)
+        if found is not UNKNOWN:
+            return then(found)
         self._ask(ln, t, "prev", then)
 
     def _ask(self, ln: Lane, t: datetime, op: str, then: Callable[[datetime | None], None]) -> None:
@@ -256,8 +301,6 @@ def _downstream_kept(steps: dict[tuple, _Step], since: datetime | None,
 
 def _annotated(g: nx.DiGraph, start: Node, direction: str, since: datetime | None, until: datetime | None,
                kept: list[_Step], ending: set[int]) -> nx.DiGraph:
-    from lineage_listener.query.graph import summarize  # the edge summary the walk's graph uses
-
     downstream = direction == "downstream"
     out = nx.DiGraph(**{**g.graph, "start": start, "direction": direction})
     out.add_node(start, dataset=start[0], column=start[1], reach=START, before_window=False)
@@ -265,13 +308,15 @@ def _annotated(g: nx.DiGraph, start: Node, direction: str, since: datetime | Non
     for s in kept:
         by_edge.setdefault(s.edge, set()).add(s.lane.name)
     for (u, v), names in by_edge.items():
-        records = [r for r in g.edges[u, v].get("records", [g.edges[u, v]])
-                   if lane(r) in names and r.get("latest", True) is not None]
+        found = g.edges[u, v].get("records", [g.edges[u, v]])
+        records = [r for r in found if lane(r) in names and r.get("latest", True) is not None]
         for n in (u, v):
             if n not in out:
                 out.add_node(n, dataset=n[0], column=n[1])
-        out.add_edge(u, v, records=records, **{k: d for k, d in g.edges[u, v].items() if k != "records"})
-        summarize(out.edges[u, v])
+        out.add_edge(u, v, **g.edges[u, v])
+        if len(records) < len(found):   # some records are on no kept path: summarise the others
+            out.edges[u, v]["records"] = records
+            summarize(out.edges[u, v])
     _classify(out, start, downstream, since, kept, ending)
     _depths(out, start, downstream)
     out.graph["window"] = window(g, out, direction, since, until)
