@@ -169,7 +169,7 @@ def test_upstream_in_a_window_shows_the_sources_of_kept_paths(retail, capsys):
     assert "comes from no captured column" in out and f"all before {since:%Y-%m-%d %H:%M:%S}" in out
 
 
-def test_a_window_that_leaves_nothing_says_what_is_outside(retail, capsys):
+def test_a_window_that_leaves_nothing_says_what_is_outside(retail, capsys, tmp_path):
     ds, col = email(retail)
     last = retail.times["retail_exports"].ended
     report = impact(open_store(retail.store), ds, col, since=last + timedelta(seconds=1))
@@ -184,6 +184,9 @@ def test_a_window_that_leaves_nothing_says_what_is_outside(retail, capsys):
     assert cli_main(["downstream", "--store", str(retail.store), ds, col, "--since", "1s"]) == 0
     text = capsys.readouterr().out
     assert "feeds no captured column" in text and "all before" in text
+    assert cli_main(["html", "--store", str(retail.store), ds, col, "--direction", "forward", "--since", "1s",
+                     "-o", str(tmp_path / "empty.html")]) == 0
+    assert "1 columns, 0 edges; outside the window: " in capsys.readouterr().err
     data = payload.column_lineage(open_store(retail.store), ds, col, "both", since=last + timedelta(seconds=1))
     assert data["window"]["outside"]["message"].startswith(f"{data['window']['outside']['captures']} captures "
                                                            "of this column's lineage, all before")

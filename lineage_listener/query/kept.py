@@ -20,12 +20,12 @@ their paths), per :mod:`lineage_listener.query.copies`, taking lanes (copy, mask
 influence) and their own capture times apart: one graph edge can be a clear copy in one
 query and masked in another.
 
-Times are decided from each record's bounds where they can be; where they cannot (a path
-arrives between an edge's first and last capture), ``lookup`` answers exactly, for a batch
-of questions at a time: ``(edge_ids, t, "next")`` the first capture at or after ``t``,
-``(edge_ids, t, "prev")`` the last at or before ``t``. Without ``lookup`` the bounds are
-trusted (a capture is assumed at ``t``). Records without bounds (graphs built by hand) are
-usable at any time.
+Times are decided from each record's bounds and its first and last known capture times
+(``known``) where they can be; where they cannot (a path arrives among an edge's captures
+further from both ends), ``lookup`` answers exactly, for a batch of questions at a time:
+``(edge_ids, t, "next")`` the first capture at or after ``t``, ``(edge_ids, t, "prev")`` the
+last at or before ``t``. Without ``lookup`` the bounds are trusted (a capture is assumed at
+``t``). Records without bounds (graphs built by hand) are usable at any time.
 
 >>> from datetime import datetime as dt
 >>> g = nx.DiGraph(start=("s", "a"), direction="downstream")
@@ -381,7 +381,8 @@ def window(g: nx.DiGraph, kept: nx.DiGraph, direction: str, since: datetime | No
     for _, _, d in g.edges(data=True):
         for r in d.get("records", ()):
             if r.get("outside") and r.get("edge_id") not in used:
-                left[r["edge_id"] if r.get("edge_id") is not None else id(r)] = (r["outside"], r["outside_first"], r["outside_last"])
+                key = r["edge_id"] if r.get("edge_id") is not None else id(r)
+                left[key] = (r["outside"], r["outside_first"], r["outside_last"])
     if not left:
         return {"since": since, "until": until, "outside": None}
     n = sum(c for c, _, _ in left.values())
