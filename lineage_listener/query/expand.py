@@ -137,7 +137,6 @@ def _stats_sql(filters: Filters) -> str:
 
 def _hop_sql(direction: Direction, filters: Filters) -> tuple[str, dict]:
     on_edge, _, params = filters.sql()
-    params = {k: v for k, v in params.items()}
     if direction == "upstream":
         near, near_col, far, far_col = "target_dataset", "target_column", "source_dataset", "source_column"
         match_col = f"(e.{near_col} IS NULL OR (e.{near}, e.{near_col}) IN (SELECT d, c FROM f))"
@@ -276,12 +275,16 @@ def _times(r: dict[str, Any]) -> dict[str, Any]:
 
 def _known(lows: list[datetime] | None, highs: list[datetime] | None) -> tuple[tuple[datetime, ...], ...]:
     """``(lows, highs)``: an edge's first and last capture times, oldest first; one tuple of them all
-    when it has no more than :data:`KNOWN_CAPTURES`."""
+    when it has fewer than :data:`KNOWN_CAPTURES`.
+
+    >>> _known([3, 1], [3, 1])
+    ((1, 3),)
+    """
     if not lows:
         return ()
     if len(lows) < KNOWN_CAPTURES:
-        return (tuple(lows),)
-    return tuple(lows), tuple(sorted(highs))
+        return (tuple(sorted(lows)),)
+    return tuple(sorted(lows)), tuple(sorted(highs))
 
 
 def _edges(con, rows: list[dict[str, Any]], frontier: list[Node], direction: Direction, hop: int,
