@@ -158,11 +158,10 @@ function textWidth(text, px = LABEL_PX, weight = "normal") {
 const GRAPH_STYLE = [
   {selector: "node", style: {"shape": "round-rectangle", "label": "data(label)", "text-valign": "center",
     "font-family": FONT, "font-size": LABEL_PX, "min-zoomed-font-size": HIDDEN_BELOW_PX, "width": "data(w)", "height": 24,
-    "text-wrap": "ellipsis", "text-max-width": "data(tw)", "background-color": "#dfe9f3", "border-width": 1,
-    "border-color": "#5b7a99", "color": "#111"}},
+    "background-color": "#dfe9f3", "border-width": 1, "border-color": "#5b7a99", "color": "#111"}},
   {selector: ":parent", style: {"shape": "round-rectangle", "background-color": "#f4f6f8", "background-opacity": 1,
     "border-color": "#8aa1b8", "border-width": 1, "text-valign": "top", "text-halign": "center", "font-size": LABEL_PX,
-    "text-wrap": "none", "font-weight": "bold", "padding": BOX_PAD, "color": "#1f3b57"}},
+    "font-weight": "bold", "padding": BOX_PAD, "color": "#1f3b57"}},
   {selector: "node[start = 1]", style: {"background-color": "#f7d774", "border-width": 2}},
   {selector: "node[status = 'unmasked']", style: {"background-color": "#fbd5d0", "border-color": "#c0392b", "border-width": 3}},
   {selector: "node[status = 'partly']", style: {"background-color": "#fde8c8", "border-color": "#d68910", "border-width": 2}},
@@ -179,7 +178,8 @@ const GRAPH_STYLE = [
   {selector: "edge[alarm = 1]", style: {"line-color": "#c0392b", "target-arrow-color": "#c0392b", "color": "#c0392b", "width": 3}},
   {selector: ".dim", style: {"opacity": 0.15}},
   {selector: "node.sel", style: {"border-width": 4, "border-color": "#1f3b57"}},
-  {selector: "node.extra", style: {"border-style": "dashed", "background-color": "#fbfcfd", "color": "#666"}},
+  {selector: "node.extra", style: {"border-style": "dashed", "background-color": "#fbfcfd", "color": "#666",
+    "text-wrap": "ellipsis", "text-max-width": "data(tw)"}},  // as wide as the box's columns: a longer name is cut (hover)
   {selector: "edge.hl", style: {"width": 3, "z-index": 10}},
 ];
 
@@ -220,9 +220,9 @@ function draw(data, opts = {}) {
   }
   const width = n => compound ? boxWidth[n.dataset] : Math.max(48, textWidth(label(n)) + 18);
   const elements = [
-    ...(compound ? Object.entries(names) : []).map(([d, label]) => ({data: {id: "ds:" + d, label, dataset: d, w: 10, tw: 10}})),
+    ...(compound ? Object.entries(names) : []).map(([d, label]) => ({data: {id: "ds:" + d, label, dataset: d, w: 10}})),
     ...nodes.map(n => ({data: {id: nodeId(n), parent: compound ? "ds:" + n.dataset : undefined, label: label(n), dataset: n.dataset,
-                               column: n.column, w: width(n), tw: width(n) - 8, start: nodeId(n) === start ? 1 : 0,
+                               column: n.column, w: width(n), start: nodeId(n) === start ? 1 : 0,
                                status: statusOf(n), reach: n.reach || "", before: n.before_window ? 1 : 0}})),
     ...edges.map((e, i) => ({data: {id: `e${i}`, source: nodeId(e.source), target: nodeId(e.target),
                                     label: e.transform + (e.masking ? " (masked)" : ""), kind: e.kind, masking: e.masking ? 1 : 0,
@@ -844,7 +844,7 @@ async function overview(n, ds) {
   const width = x => Math.max(60, textWidth(names[x.dataset]) + 18);
   const cy = mountGraph([
     ...r.nodes.map(x => ({data: {id: x.dataset, label: names[x.dataset], dataset: x.dataset, start: x.dataset === r.dataset ? 1 : 0,
-                                 w: width(x), tw: width(x) - 8}})),
+                                 w: width(x)}})),
     ...r.edges.map((e, i) => ({data: {id: `e${i}`, source: e.source, target: e.target, label: plural(e.columns, "column"),
                                       labelled: 1, show: 0, mx: 0, my: 0}}))],
     {name: "dagre", rankDir: "LR", nodeSep: 14, rankSep: 80}, r.dataset, r.nodes.length);
