@@ -17,6 +17,7 @@ from fastapi.responses import Response
 from lineage_listener.query import reports
 from lineage_listener.query.expand import FAILED_WRITES
 from lineage_listener.query.names import Aliases, closest
+from lineage_listener.query.search import search as name_search
 from lineage_listener.server.api import _answer, _store, _time
 from lineage_listener.server.state import ServerState, state
 
@@ -30,98 +31,17 @@ def _rows(cur) -> list[dict[str, Any]]:
     return [dict(zip(names, r)) for r in cur.fetchall()]
 
 
-#: How a name matched a search, best first (``match`` in the answer).
-MATCHES = ("exact", "prefix", "substring", "fuzzy")
-
-
-def typos(q: str) -> int:
-    """How many typos (edits, a swap of two letters counting one) a fuzzy match may have: none for
-    fewer than 4 characters or with a digit (``t7995`` is not a typo of ``t7996``), 1 up to 6, 2 from 7.
-    Names are compared word by word, and their words are letters only.
-
-    >>> [typos(q) for q in ("id", "mail", "custmer", "db35")]
-    [0, 1, 2, 0]
-    """
-    if len(q) < 4 or any(ch.isdigit() for ch in q):
-        return 0
-    return 1 if len(q) < 7 else 2
-
-
-def _matches(names: str) -> str:
-    """SQL ranking the rows of ``names`` (columns ``key``, ``n``: the lowered name, ``short``: its last part)
-    against ``$q`` (lowered): ``rank`` 0 exact (the name or its last part), 1 prefix, 2 substring, 3 fuzzy
-    (a word of the name, letters only, or the start of one, within ``$k`` typos of ``$q``; ``distance``:
-    how many). Typos are counted once per distinct word of the unmatched names, not per name."""
-    return f"""names AS ({names}),
-        ranked AS MATERIALIZED (
-            SELECT key, n, CASE WHEN n = $q OR short = $q THEN 0
-                                WHEN starts_with(short, $q) OR starts_with(n, $q) THEN 1
-                                WHEN contains(n, $q) THEN 2 END AS rank FROM names),
-        words AS (SELECT DISTINCT unnest(string_split_regex(n, '[^a-z]+')) AS word
-                  FROM ranked WHERE rank IS NULL AND $k > 0),
-        near AS (SELECT word, distance FROM (
-                     SELECT word, least(damerau_levenshtein(word, $q), damerau_levenshtein(left(word, $len), $q)) AS distance
-                     FROM words WHERE length(word) >= $len - $k)
-                 WHERE distance <= $k),
-        fuzzy AS (SELECT r.key, min(x.distance) AS distance FROM ranked r JOIN near x ON contains(r.n, x.word)
-                  WHERE r.rank IS NULL AND list_contains(string_split_regex(r.n, '[^a-z]+'), x.word) GROUP BY r.key),
-        hits AS (SELECT key, coalesce(r.rank, 3) AS rank, coalesce(f.distance, 0) AS distance
-                 FROM ranked r LEFT JOIN fuzzy f USING (key) WHERE r.rank IS NOT NULL OR f.key IS NOT NULL)"""
-
-
-DATASET_NAMES = """SELECT dataset AS key, lower(dataset) AS n,
-                          CASE WHEN contains(dataset, '/') THEN regexp_extract(lower(dataset), '[^/]*$')
-                               ELSE regexp_extract(lower(dataset), '[^.]*$') END AS short
-                   FROM datasets"""
-COLUMN_NAMES = """SELECT DISTINCT column_name AS key, lower(column_name) AS n,
-                         regexp_extract(lower(column_name), '[^.]*$') AS short
-                  FROM dataset_columns"""
-
-
-def _with_total(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int | None]:
-    """Rows carrying ``count(*) OVER ()`` as ``total`` and ``rank``: the rows (``match`` for rank) and the
-    total, or None when the page is past the end."""
-    total = rows[0]["total"] if rows else None
-    for r in rows:
-        r["match"] = MATCHES[r.pop("rank")]
-        del r["total"]
-    return rows, total
-
-
 @router.get("/api/search")
 def search(q: str = "", what: Literal["all", "datasets", "columns"] = "all",
            offset: int = Query(0, ge=0), limit: int = Query(20, ge=1, le=500),
            st: ServerState = Depends(state)) -> dict:
     """Datasets and columns whose name matches ``q`` (case-insensitive), best matches first: exact (the
     name, or a dataset's table or file name), prefix, substring, then fuzzy (a word of the name within a
-    typo or two of ``q``, for ``q`` of 4 characters or more); each row's ``match`` says which. Each list
-    is paged by ``offset``/``limit`` with its ``total``. Among equal matches, datasets most recently seen
-    come first, columns by name then dataset; an empty ``q`` lists everything."""
-    text = q.strip().lower()
-    out: dict[str, Any] = {"q": q, "offset": offset, "limit": limit}
-    p = {"q": text, "k": typos(text), "len": len(text), "limit": limit, "offset": offset}
+    typo or two of ``q``, for ``q`` of 4 characters or more without digits); each hit's ``match`` says
+    which (:mod:`lineage_listener.query.search`). Each list is paged by ``offset``/``limit`` with its
+    ``total``; an empty ``q`` lists everything."""
     with st.read() as con:
-        if what in ("all", "datasets"):
-            order = "h.rank, h.distance, d.last_seen DESC NULLS LAST, d.dataset"
-            sql = f"""WITH {_matches(DATASET_NAMES)},
-                page AS (SELECT h.key, h.rank, h.distance, count(*) OVER () AS total
-                         FROM hits h JOIN datasets d ON d.dataset = h.key ORDER BY {order} LIMIT $limit OFFSET $offset)
-                SELECT d.dataset, d.kind, d.format, d.last_seen,
-                       (SELECT count(*) FROM dataset_columns c WHERE c.dataset = d.dataset) AS columns, h.rank, h.total
-                FROM page h JOIN datasets d ON d.dataset = h.key ORDER BY {order}"""
-            out["datasets"], total = _with_total(_rows(con.execute(sql, p)))
-            out["datasets_total"] = total if total is not None else con.execute(
-                f"WITH {_matches(DATASET_NAMES)} SELECT count(*) FROM hits", {k: p[k] for k in ("q", "k", "len")}).fetchone()[0]
-        if what in ("all", "columns"):
-            sql = f"""WITH {_matches(COLUMN_NAMES)}
-                SELECT c.dataset, c.column_name AS column, c.data_type AS type, h.rank, count(*) OVER () AS total
-                FROM hits h JOIN dataset_columns c ON c.column_name = h.key
-                ORDER BY h.rank, h.distance, lower(c.column_name), c.column_name, c.dataset LIMIT $limit OFFSET $offset"""
-            out["columns"], total = _with_total(_rows(con.execute(sql, p)))
-            out["columns_total"] = total if total is not None else con.execute(
-                f"""WITH {_matches(COLUMN_NAMES)} SELECT count(*) FROM hits h JOIN dataset_columns c ON c.column_name = h.key""",
-                {k: p[k] for k in ("q", "k", "len")}).fetchone()[0]
-    return out
+        return name_search(con, q, what, offset, limit)
 
 
 @router.get("/api/schema")
