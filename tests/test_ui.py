@@ -54,15 +54,11 @@ def served(ui_store):
 
 
 @pytest.fixture(scope="module")
-def retail(tmp_path_factory):
-    """The four-application retail pipeline (tests/retail.py: catalog tables, a wide fact table written by a
-    ``spark.sql`` CTAS, exports), captured zero-code, served; ``times``: when each job ran."""
-    from tests.retail import run_pipeline
-
-    root = tmp_path_factory.mktemp("retail")
-    times = run_pipeline(root, root / "lineage.duckdb")
-    srv = Server(root / "lineage.duckdb").start()
-    srv.out, srv.times = root, times
+def retail(retail):
+    """The session's retail pipeline (tests/retail.py: catalog tables, a wide fact table written by a
+    ``spark.sql`` CTAS, exports; captured zero-code once per session), served; ``times``: when each job ran."""
+    srv = Server(retail.store).start()
+    srv.out, srv.times = retail.root, retail.times
     yield srv
     srv.stop()
 
