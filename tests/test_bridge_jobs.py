@@ -495,9 +495,10 @@ def test_second_worker_death_counts_exactly(tmp_path: Path) -> None:
 # The bridge's worker with its first captured query made slow on purpose, in each worker process:
 # ``sleep`` waits (a worker waiting on something: only its heartbeat shows it is alive), ``gil`` computes
 # in one C call that never releases the GIL (a busy worker whose heartbeat thread cannot run: only its
-# CPU time shows it is alive). How long the slow part really took is appended to a file.
+# CPU time shows it is alive), ``hang`` never returns (deadlocked, while its heartbeat goes on).
+# How long the slow part really took is appended to a file.
 SLOW_FIRST_EVENT = '''
-import runpy, sys, time
+import runpy, sys, threading, time
 from pathlib import Path
 from lineage_listener.capture import pipeline
 
@@ -521,6 +522,8 @@ def _slow_first(self, *args):
     if _first[0]:
         _first[0] = False
         started = time.monotonic()
+        if MODE == "hang":
+            threading.Event().wait()
         time.sleep(SECONDS) if MODE == "sleep" else _hold_the_gil(SECONDS)
         with RECORD.open("a") as f:
             f.write(f"{time.monotonic() - started}\\n")
@@ -587,9 +590,30 @@ def test_a_worker_computing_without_releasing_the_gil_is_kept(tmp_path: Path) ->
     args += ["--conf", f"spark.lineage.python={python}", "--conf", f"spark.lineage.stallTimeoutMs={STALL_MS}"]
     rc, stdout, err = run_job([*args, *pyspark_job(tmp_path, "gil_worker_job", outs)], tmp_path)
     assert rc == 0, stdout[-2000:] + err[-3000:]
-    assert "did not answer" not in err and "restarting" not in err and OFF_LINE not in err, err[-3000:]
+    assert "did not answer" not in err and "restarting it" not in err and OFF_LINE not in err, err[-3000:]
     expected = pyspark_edges(orders_csv(tmp_path))
     for o in outs:
         assert edges(store, f"file:{o}") == expected, o
     slow = [float(x) for x in record.read_text().split()]
     assert len(slow) == 1 and slow[0] > STALL_MS / 1000, slow
+
+
+def test_a_hung_worker_is_kept_while_the_job_runs_and_stopped_at_the_drain_deadline(tmp_path: Path) -> None:
+    """The worker's first event never returns while its heartbeat goes on (a deadlock in Python). It is
+    not taken for a frozen one during the job; once the application has ended it is stopped at the drain
+    deadline, not restarted, and the lines count exactly the events it held up."""
+    python, _ = slow_first_event_python(tmp_path, "hang", 0)
+    store, outs = tmp_path / "lineage.duckdb", [tmp_path / f"out{i}" for i in range(3)]
+    args = without_confs(capture_args(store), "spark.lineage.python")
+    args += ["--conf", f"spark.lineage.python={python}", "--conf", f"spark.lineage.stallTimeoutMs={STALL_MS}",
+             "--conf", "spark.lineage.drainTimeoutMs=5000"]
+    rc, stdout, err = run_job([*args, *pyspark_job(tmp_path, "hung_worker_job", outs)], tmp_path)
+    assert rc == 0 and all((o / "_SUCCESS").exists() for o in outs), stdout[-2000:] + err[-3000:]
+    assert "did not answer" not in err, err[-3000:]
+    assert err.count("is alive but did not finish its work by the end of the drain") == 1, err[-3000:]
+    off = [line for line in err.splitlines() if OFF_LINE in line]
+    assert len(off) == 1 and "did not finish within spark.lineage.drainTimeoutMs=5000 ms" in off[0], err[-3000:]
+    assert "restarting it and replaying" not in err and "gave up waiting" not in err, err[-3000:]
+    total = re.findall(r"(\d+) lineage events of this run were not captured", err)
+    stored = len([o for o in outs if edges(store, f"file:{o}")]) if store.exists() else 0
+    assert total and stored + int(total[0]) == len(outs), err[-3000:]

@@ -37,6 +37,12 @@ final class Relay {
     private static final Event CLOSE = new Event(null, null, 0L, null);
     private static final int MAX_UNCONFIRMED = 1000;
     private static final long IDLE_POLL_MS = 200L;
+    /**
+     * After the drain deadline the watchdog stops a worker whose call is still running (after
+     * {@link Watchdog#HANG_GRACE_MS}), and the relay thread then ends by itself; waiting this much
+     * longer for it is only a safety net.
+     */
+    private static final long RELAY_END_SLACK_MS = Watchdog.HANG_GRACE_MS + 5000L;
     private static Relay current;
 
     private final SparkConf sparkConf;
@@ -447,7 +453,7 @@ final class Relay {
     /** Deliver everything queued, flush, end the run and stop; bounded by spark.lineage.drainTimeoutMs. */
     void close(String reason) {
         if (!closeStarted.compareAndSet(false, true)) {
-            await(closed, cfg.drainTimeoutMs + 5000L);
+            await(closed, cfg.drainTimeoutMs + RELAY_END_SLACK_MS + 5000L);
             return;
         }
         try {
@@ -455,7 +461,7 @@ final class Relay {
             LOG.info(PREFIX + "draining lineage events (" + reason + ")");
             if (!disabled.get()) {
                 queue.offerLast(CLOSE);
-                if (!await(relayDone, cfg.drainTimeoutMs + 2000L)) {
+                if (!await(relayDone, cfg.drainTimeoutMs + RELAY_END_SLACK_MS)) {
                     long waiting = countEvents();
                     LOG.warn(PREFIX + "gave up waiting for the Python worker after " + cfg.drainTimeoutMs
                         + " ms (spark.lineage.drainTimeoutMs)"
