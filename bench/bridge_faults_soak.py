@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -75,6 +76,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds one run may take before it counts as failed")
     args = ap.parse_args()
 
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a terminated soak still stops its burners
     burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.burners)]
     passed = 0
     try:
