@@ -548,6 +548,16 @@ def slow_first_event_python(tmp_path: Path, mode: str, seconds: float) -> tuple[
 STALL_MS = 2000
 
 
+def await_slow_part(record: Path, log: Path) -> None:
+    """Until a worker has finished its slow first event (or the bridge stopped it: the caller's
+    assertions say so), bounded so that a broken bridge fails the test instead of hanging it."""
+    deadline = time.time() + 240
+    while not (record.exists() and record.read_text()) and time.time() < deadline:
+        if "did not answer" in log.read_text():
+            return
+        time.sleep(0.05)
+
+
 def test_a_busy_replacement_worker_is_not_taken_for_a_frozen_one(tmp_path: Path) -> None:
     """Each worker spends 3 x stallTimeoutMs waiting in its first event while its heartbeat goes on. The
     first one is then frozen (SIGSTOP) and replaced; the replacement is busy replaying. The frozen one is
@@ -557,11 +567,7 @@ def test_a_busy_replacement_worker_is_not_taken_for_a_frozen_one(tmp_path: Path)
     python, record = slow_first_event_python(tmp_path, "sleep", 3 * STALL_MS / 1000)
 
     def freeze_once_idle(pid: int) -> None:  # the first worker is slow too: freeze it once it is done
-        deadline = time.time() + 120
-        while not (record.exists() and record.read_text()) and time.time() < deadline:
-            if "did not answer" in (tmp_path / "driver.log").read_text():
-                break  # it was stopped while busy: the assertions below say so
-            time.sleep(0.05)
+        await_slow_part(record, tmp_path / "driver.log")
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGSTOP)
 
@@ -582,14 +588,15 @@ def test_a_busy_replacement_worker_is_not_taken_for_a_frozen_one(tmp_path: Path)
 
 
 def test_a_worker_computing_without_releasing_the_gil_is_kept(tmp_path: Path) -> None:
-    """The worker's first event holds the GIL in C for 3 x stallTimeoutMs: no heartbeat can run, its CPU
-    time shows it is alive. It is not stopped, and both writes are captured."""
-    python, record = slow_first_event_python(tmp_path, "gil", 3 * STALL_MS / 1000)
-    store, outs = tmp_path / "lineage.duckdb", [tmp_path / "out0", tmp_path / "out1"]
-    args = without_confs(capture_args(store), "spark.lineage.python")
-    args += ["--conf", f"spark.lineage.python={python}", "--conf", f"spark.lineage.stallTimeoutMs={STALL_MS}"]
-    rc, stdout, err = run_job([*args, *pyspark_job(tmp_path, "gil_worker_job", outs)], tmp_path)
-    assert rc == 0, stdout[-2000:] + err[-3000:]
+    """The worker's first event holds the GIL in C for 1.5 x stallTimeoutMs of CPU time (longer in wall
+    time): no heartbeat can run, its CPU time shows it is alive. It is not stopped, and both writes are
+    captured. The job waits after write 1 until that is done, so a starved worker still ends before the
+    drain deadline."""
+    python, record = slow_first_event_python(tmp_path, "gil", 1.5 * STALL_MS / 1000)
+    rc, err, store, outs, _ = _run_with_worker_fault(
+        tmp_path, "gil_worker_job", 2, lambda pid: await_slow_part(record, tmp_path / "driver.log"),
+        ["--conf", f"spark.lineage.stallTimeoutMs={STALL_MS}"], python=python)
+    assert rc == 0, err[-3000:]
     assert "did not answer" not in err and "restarting it" not in err and OFF_LINE not in err, err[-3000:]
     expected = pyspark_edges(orders_csv(tmp_path))
     for o in outs:
