@@ -6,7 +6,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from lineage_listener.capture import planreader, run_end, sigterm, sinks, streams
+from lineage_listener.capture import planreader, sigterm, sinks, streams
 from lineage_listener.capture.listener import PlanListener
 from lineage_listener.capture.pipeline import Capture
 from lineage_listener.lineage import redact
@@ -146,12 +146,17 @@ def disable(spark: Any, timeout: float = 30.0) -> None:
                 streams.unregister(spark._jsparkSession, handle.stream_listener)
     except Exception as exc:  # noqa: BLE001
         log.debug("unregister failed: %s", exc)
-    if not _alive(spark):
-        handle.capture.end_run()
-        handle.capture.close(timeout)
-    else:  # the application goes on without capture: its end is written when the process exits
-        handle.capture.close(timeout)  # first: the runs are known once every queued action is read
-        run_end.later(handle.capture.writer, handle.capture.reader.runs())
+    # The store is complete when this returns: the runs end now (runs.ended_at, the end of their
+    # capture), unless another session of this process still captures them; nothing is written later.
+    handle.capture.end_run(keep=_runs_captured_elsewhere)
+    handle.capture.close(timeout)
+
+
+def _runs_captured_elsewhere() -> set[str]:
+    """App ids of the runs the captures still enabled in this process have seen."""
+    with _lock:
+        captures = [h.capture for h in _handles.values()]
+    return {app_id for capture in captures for app_id in capture.reader.runs()}
 
 
 def _alive(spark: Any) -> bool:
