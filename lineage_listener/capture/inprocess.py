@@ -18,6 +18,8 @@ OPENLINEAGE_URL_CONF = "spark.lineage.openlineage.url"
 SERVER_URL_CONF = "spark.lineage.url"
 SERVER_TOKEN_CONF = "spark.lineage.token"
 DEFAULT_STORE = "lineage.duckdb"
+#: enable() waits at most this long for Spark's listener bus to deliver the events posted before it.
+ENABLE_DRAIN_SECONDS = 10.0
 
 _lock = threading.Lock()
 _handles: dict[str, "CaptureHandle"] = {}
@@ -119,6 +121,12 @@ def enable(spark: Any, store: str | os.PathLike | None = None, **options: Any) -
             options.setdefault("token", spark.conf.get(SERVER_TOKEN_CONF, None))
         capture = Capture(store, **options)
         listener = PlanListener(capture)
+        # Spark hands an action's end event to the listeners registered when the bus delivers it, not
+        # when it was posted: deliver what is posted (every action that returned before this call)
+        # first, so that only actions after enable() are captured.
+        if not wait_for_listener_bus(spark, ENABLE_DRAIN_SECONDS):
+            log.info("lineage-listener: Spark's listener bus did not empty within %.0f s; actions that "
+                     "ended just before enable() may be captured", ENABLE_DRAIN_SECONDS)
         spark._jsparkSession.listenerManager().register(listener)
         registered = streams.register(spark._jsparkSession, capture)
         capture.reader.stream_sessions.append(spark._jsparkSession)
