@@ -121,6 +121,11 @@ class Capture:
     def on_failure(self, func_name: str, qe: Any, exception: Any) -> None:
         self._accept(func_name, qe, None, exception if exception is not None else "failed")
 
+    def on_stream_started(self, run_id: str, query: Any) -> None:
+        """A stream run started (on its own thread): remember its query for foreachBatch writes."""
+        if not self._closed:
+            self.reader.streams.started(run_id, query)
+
     def on_stream_progress(self, event: Any, query: Any) -> None:
         """A micro-batch finished: queue its progress event (read on the capture thread)."""
         if self._closed:
