@@ -73,6 +73,9 @@ class BridgeWorker:
     def onFailure(self, func_name: str, qe: Any, exception: Any) -> None:  # noqa: N802
         self._guard("on_failure", self._capture.on_failure, func_name, qe, exception)
 
+    def onStreamStarted(self, run_id: str, query: Any) -> None:  # noqa: N802
+        self._guard("on_stream_started", self._capture.on_stream_started, str(run_id), query)
+
     def onStreamProgress(self, event: Any, query: Any) -> None:  # noqa: N802
         self._guard("on_stream_progress", self._capture.on_stream_progress, event, query)
 
