@@ -464,16 +464,19 @@ def test_docs_render_offline_with_favicon_and_overview(served, page):
     page.screenshot(path=str(ARTIFACTS / "overview.png"), full_page=True)
 
 
-def test_html_file_draws_the_same_graph_offline(served, page, tmp_path):
-    out = tmp_path / "lineage.html"
-    target = (ds(served, "marts/customer_spend"), "email_hash")
-    proc = subprocess.run([sys.executable, "-m", "lineage_listener", "html", "--store",
-                           str(served.out / "lineage.duckdb"), *target, "-o", str(out)],
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+def open_html(pg, store, start: tuple, out, *args: str) -> None:
+    """Write ``lineage-listener html`` of ``start`` (with ``args``) to ``out`` and open it once drawn."""
+    proc = subprocess.run([sys.executable, "-m", "lineage_listener", "html", "--store", str(store), *start, *args,
+                           "-o", str(out)], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0, proc.stderr
     assert "http://" not in out.read_text().split("window.LINEAGE_STATIC")[0].split("<script>")[0]
-    page.goto(out.as_uri())
-    page.wait_for_function("window.lineageGraph && window.lineageGraph.nodes().length > 0")
+    pg.goto(out.as_uri())
+    pg.wait_for_function("window.lineageGraph && window.lineageGraph.nodes().length > 0")
+
+
+def test_html_file_draws_the_same_graph_offline(served, page, tmp_path):
+    target = (ds(served, "marts/customer_spend"), "email_hash")
+    open_html(page, served.out / "lineage.duckdb", target, tmp_path / "lineage.html")
     nodes, edges = graph(page)
     assert (nodes, edges) == api_graph(lineage_api(served, *target))
     assert any(e[3] == "email_hash" and e[5] == 1 for e in edges)
@@ -831,13 +834,7 @@ def test_a_window_that_leaves_nothing_says_what_lies_outside_it(retail, page, tm
     assert page.inner_text("#n-copies") == "0 copies" and page.locator("#alarm").count() == 0
     assert page.locator("#impact-table tbody tr, #influenced-table tbody tr").count() == 0
     # the html export says it too
-    out = tmp_path / "empty.html"
-    proc = subprocess.run([sys.executable, "-m", "lineage_listener", "html", "--store", str(retail.store), *start,
-                           "--direction", "forward", "--until", until, "-o", str(out)],
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert proc.returncode == 0, proc.stderr
-    page.goto(out.as_uri())
-    page.wait_for_function("window.lineageGraph && window.lineageGraph.nodes().length > 0")
+    open_html(page, retail.store, start, tmp_path / "empty.html", "--direction", "forward", "--until", until)
     assert page.inner_text("#window-note") == message
     assert page.inner_text("#copies-count") == "0 copies"
     # a window that leaves later steps out: what it kept, and what lies outside it
@@ -856,13 +853,13 @@ def test_a_window_that_leaves_nothing_says_what_lies_outside_it(retail, page, tm
 
 
 # ---------------------------------------------------------------- copies and influence, masking, time windows
-RED = "rgb(192,57,43)"
+RED, RED_FILL = "rgb(192,57,43)", "rgb(251,213,208)"
 
 
 def red(pg) -> set:
-    """The columns the drawn graph shows red (border and fill of an unmasked copy)."""
+    """The columns the drawn graph fills red (an unmasked copy; a hovered or picked column keeps its fill)."""
     return set(map(tuple, pg.evaluate(f"""window.lineageGraph.nodes('[column]')
-        .filter(n => n.style('border-color') === '{RED}').map(n => [n.data('dataset'), n.data('column')])""")))
+        .filter(n => n.style('background-color') === '{RED_FILL}').map(n => [n.data('dataset'), n.data('column')])""")))
 
 
 def unmasked_copies(body: dict) -> set:
@@ -880,7 +877,9 @@ def impact_report(srv, dataset: str, column: str, **window) -> dict:
 
 
 def hover(pg, dataset: str, column: str) -> str:
-    """Move the pointer onto a drawn column (centred first) and return its tooltip."""
+    """Move the pointer onto a drawn column (centred first) and return its tooltip; the pointer then leaves
+    the graph (its paths are no longer lit)."""
+    pg.mouse.move(2, 2)  # off the graph: the move onto the column is a move, wherever the last hover ended
     at = pg.evaluate("""([d, c]) => {
         const cy = window.lineageGraph, n = cy.nodes('[column]').filter(x => x.data('dataset') === d && x.data('column') === c)[0];
         cy.center(n);
@@ -890,7 +889,9 @@ def hover(pg, dataset: str, column: str) -> str:
     pg.mouse.move(at["x"], at["y"])
     pg.wait_for_function("([d, c]) => { const t = document.getElementById('tooltip'); "
                          "return !t.hidden && t.textContent.startsWith(d + '\\n[' + c + ']'); }", arg=[dataset, column])
-    return pg.inner_text("#tooltip")
+    text = pg.inner_text("#tooltip")
+    pg.mouse.move(2, 2)
+    return text
 
 
 def test_impact_page_lists_copies_and_influence_as_the_cli_does(retail, page):
@@ -960,7 +961,7 @@ def test_graphs_colour_copies_and_influence_from_the_payload(retail, page):
     style = {(d["dataset"], d["column"]): d for d in drawn}
     for n in influenced:
         s = style[(n["dataset"], n["column"])]
-        assert s["border"] == "dotted" and RED not in (s["colour"], s["fill"]) and s["fill"] != "rgb(251,213,208)"
+        assert s["border"] == "dotted" and RED not in (s["colour"], s["fill"]) and s["fill"] != RED_FILL
     assert all(style[(n["dataset"], n["column"])]["border"] == "solid" for n in copies)
     assert "influenced via group_by" in hover(page, WH + "customer_ltv", "ltv_eur")
     assert "influenced via filter, group_by, join, sort" in hover(page, f"file:{retail.out / 'exports' / 'partner_top_customers.csv'}", "name")
@@ -1038,13 +1039,7 @@ def test_html_export_draws_copies_and_the_window_as_the_server_does(retail, page
     page.goto(retail_col(retail, *raw, f"direction=forward&directOnly=false&from={since}"))
     ready(page)
     served = (sorted(map(tuple, page.evaluate(seen))), red(page), page.inner_text("#copies-count"), page.inner_text("#before-count"))
-    out = tmp_path / "forward.html"
-    proc = subprocess.run([sys.executable, "-m", "lineage_listener", "html", "--store", str(retail.store), *raw,
-                           "--direction", "forward", "--since", since, "-o", str(out)],
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert proc.returncode == 0, proc.stderr
-    page.goto(out.as_uri())
-    page.wait_for_function("window.lineageGraph && window.lineageGraph.nodes().length > 0")
+    open_html(page, retail.store, raw, tmp_path / "forward.html", "--direction", "forward", "--since", since)
     assert (sorted(map(tuple, page.evaluate(seen))), red(page), page.inner_text("#copies-count"),
             page.inner_text("#before-count")) == served
     assert served[1] == {(f"file:{retail.out / 'exports' / 'partner_top_customers.csv'}", "email")}

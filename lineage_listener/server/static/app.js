@@ -741,11 +741,15 @@ function windowNote(answer) {
   const outside = answer && answer.window && answer.window.outside;
   return outside && outside.message ? `<p class="window-note" id="window-note" role="status">${esc(outside.message)}</p>` : "";
 }
+// the copies a graph draws without a masking colour: upstream (the start is a copy of them) and those written before the window
+const COPY_LEGEND = {backward: "the start is a copy of it (direct steps)", forward: "a copy written before the window",
+                     both: "the start is a copy of it, or a copy written before the window"};
 /** The graph legend: edges, masking colours (a copy's, downstream), influence and hops before the window. */
 function legend(direction) {
   return `<div class="legend" id="legend"><span>── direct (carries values: a copy)</span><span>- - - indirect (filter, join, group key)</span>
       <span class="masked">green: masked</span>${direction === "backward" ? ""
         : `<span class="alarm">red: unmasked copy of the start</span><span class="partly">orange: partly masked copy</span>`}
+      <span><span class="lg-copy">blue border</span>: ${COPY_LEGEND[direction] || COPY_LEGEND.both}</span>
       <span><span class="lg-influenced">dotted</span>: influenced only, not a copy</span>
       <span id="legend-before"><span class="lg-before">faded, italic</span>, ○─: written before the window</span>
       <span>hover for names and expressions</span></div>`;
