@@ -131,10 +131,10 @@ def captures(con: duckdb.DuckDBPyConnection, edge_ids: list[int], filters: Filte
     return out
 
 
-def expand(con: duckdb.DuckDBPyConnection, start: Node, direction: Direction,
+def expand(con: duckdb.DuckDBPyConnection, start: Node | list[Node], direction: Direction,
            depth: int | None = None, filters: Filters = Filters(),
            aliases: Aliases | None = None) -> list[Edge]:
-    """All edges reachable from ``start`` (a canonical node) within ``depth`` hops.
+    """All edges reachable from ``start`` (a canonical node, or a list of them) within ``depth`` hops.
 
     Cycles terminate: every node is expanded once, at its smallest hop count.
 
@@ -145,8 +145,8 @@ def expand(con: duckdb.DuckDBPyConnection, start: Node, direction: Direction,
 
     def fetch(nodes: list[Node]) -> list[tuple]:
         return _fetch(con, sql, params, nodes, aliases)
-    seen: set[Node] = {start}
-    frontier: list[Node] = [start]
+    frontier: list[Node] = sorted(set(start)) if isinstance(start, list) else [start]
+    seen: set[Node] = set(frontier)
     found: list[Edge] = []
     hop = 0
     while frontier and (depth is None or hop < depth):
