@@ -38,6 +38,7 @@ class Classifications:
     origin: str
     labels: list[tuple[str, str, str, bool]] = field(default_factory=list)  # dataset, column, label, value
     masking_functions: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # not strict: what matched nothing (yet)
 
 
 def read_yaml(path: str | Path, what: str) -> dict:
@@ -121,8 +122,10 @@ def known_columns(con: duckdb.DuckDBPyConnection, names: list[str]) -> set[str]:
         {"n": names}).fetchall() if r[0] is not None}
 
 
-def resolve(con: duckdb.DuckDBPyConnection, data: dict, origin: str) -> Classifications:
-    """The file's labels on the store's datasets and columns, or ClassificationsError."""
+def resolve(con: duckdb.DuckDBPyConnection, data: dict, origin: str, strict: bool = True) -> Classifications:
+    """The file's labels on the store's datasets and columns, or ClassificationsError. Not
+    ``strict`` (a lineage server's file, applied again as datasets arrive): an entry or column that
+    matches nothing yet is noted in ``skipped`` instead."""
     entries, functions = parse(data, origin)
     aliases = Aliases(con)
     names = known_datasets(con)
@@ -133,21 +136,28 @@ def resolve(con: duckdb.DuckDBPyConnection, data: dict, origin: str) -> Classifi
         matched = [d for d in canon if any_matches([glob], aliases.names(d))]
         if not matched:
             hint = closest(glob, canon)
-            raise ClassificationsError(f"{origin}: classifications entry {i}: dataset {glob!r} matches no dataset "
-                                       f"of the store" + (f" (closest: {', '.join(hint)})" if hint else ""))
+            problem = (f"{origin}: classifications entry {i}: dataset {glob!r} matches no dataset of the store"
+                       + (f" (closest: {', '.join(hint)})" if hint else ""))
+            if strict:
+                raise ClassificationsError(problem)
+            out.skipped.append(problem)
+            continue
         have = {d: known_columns(con, sorted(aliases.names(d))) for d in matched}
         for column, labels in columns.items():
             holders = [d for d in matched if column in have[d]]
             if not holders:
                 hint = closest(column, sorted(set().union(*have.values())))
-                raise ClassificationsError(
-                    f"{origin}: classifications entry {i}: no dataset matching {glob!r} has a column {column!r}"
-                    + (f" (closest: {', '.join(hint)})" if hint else ""))
+                problem = (f"{origin}: classifications entry {i}: no dataset matching {glob!r} has a column "
+                           f"{column!r}" + (f" (closest: {', '.join(hint)})" if hint else ""))
+                if strict:
+                    raise ClassificationsError(problem)
+                out.skipped.append(problem)
+                continue
             out.labels.extend((d, column, label, value) for d in holders for label, value in labels)
     return out
 
 
-def load(con: duckdb.DuckDBPyConnection, path: str | Path) -> Classifications:
+def load(con: duckdb.DuckDBPyConnection, path: str | Path, strict: bool = True) -> Classifications:
     """Read and resolve the classifications file at ``path`` (origin: its absolute path)."""
     origin = str(Path(path).expanduser().absolute())
-    return resolve(con, read_yaml(path, "classifications file"), origin)
+    return resolve(con, read_yaml(path, "classifications file"), origin, strict)

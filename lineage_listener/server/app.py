@@ -13,20 +13,23 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from lineage_listener import __version__
-from lineage_listener.server import api, collect, views_api
+from lineage_listener.server import api, collect, governance_api, views_api
 from lineage_listener.server.state import ServerState
 from lineage_listener.server.writer import Settings
 
 STATIC = Path(str(resources.files("lineage_listener.server").joinpath("static")))
 
 
-def create_app(store: str | Path, token: str | None = None, settings: Settings | None = None) -> FastAPI:
-    """``settings``: how the store writer groups batches and lets the store go (defaults: ``Settings()``)."""
+def create_app(store: str | Path, token: str | None = None, settings: Settings | None = None,
+               governance: governance_api.Governance | None = None) -> FastAPI:
+    """``settings``: how the store writer groups batches and lets the store go (defaults: ``Settings()``);
+    ``governance``: a policy checked on every batch, its webhook, a classifications file."""
     lineage = ServerState(Path(store).expanduser().absolute(), token, settings=settings or Settings())
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
+        governance_api.detach(app)
         lineage.writer.close()  # what is queued is written, the store let go
 
     app = FastAPI(title="lineage-listener", version=__version__,
@@ -36,6 +39,8 @@ def create_app(store: str | Path, token: str | None = None, settings: Settings |
     app.include_router(api.router)
     app.include_router(collect.router)
     app.include_router(views_api.router)
+    app.include_router(governance_api.router)
+    governance_api.attach(app, lineage, governance)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     @app.exception_handler(RequestValidationError)
