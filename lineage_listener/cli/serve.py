@@ -34,6 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="environment variable holding the webhook's bearer token (default %(default)s)")
     g.add_argument("--webhook-attempts", type=int, default=8, metavar="N",
                    help="calls per violation before giving it up (default %(default)s)")
+    g.add_argument("--webhook-backoff", type=float, default=1.0, metavar="SECONDS",
+                   help="wait before the first retry, doubled each time up to 60 s (default %(default)s)")
     g.add_argument("--token-name", default="api-token", metavar="NAME",
                    help="who labels set over REST are recorded as set by (default %(default)s)")
     w = p.add_argument_group("store writer", "batches waiting are written together, one commit per group")
@@ -80,10 +82,11 @@ def _governance(args: argparse.Namespace):  # noqa: ANN202 - server.governance_a
         raise CliError(str(exc)) from None
     if args.webhook and not policy:
         raise CliError("--webhook needs --policy (the webhook gets the policy's violations)")
-    if args.webhook_attempts < 1:
-        raise CliError("--webhook-attempts must be at least 1")
+    if args.webhook_attempts < 1 or args.webhook_backoff < 0:
+        raise CliError("--webhook-attempts must be at least 1 and --webhook-backoff not negative")
     return Governance(policy=policy, webhook_url=args.webhook, webhook_token=os.environ.get(args.webhook_token_env) or None,
-                      webhook_attempts=args.webhook_attempts, classifications=classifications,
+                      webhook_attempts=args.webhook_attempts, webhook_backoff=args.webhook_backoff,
+                      classifications=classifications,
                       token_name=args.token_name)
 
 

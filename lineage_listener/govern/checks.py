@@ -187,8 +187,8 @@ def readers(rule: Rule, ctx: Context) -> list[dict[str, Any]]:
 
 
 def protect(rule: Rule, ctx: Context) -> list[dict[str, Any]]:
-    """An upstream edge of a protected column captured in the last ``days`` days but missing from
-    the latest run of the application that writes it (or from a preview's edges)."""
+    """An upstream edge of a protected column written in the last ``days`` days by an application but
+    missing from that application's latest write of the dataset (or from a preview's edges)."""
     now = ctx.until or utcnow()
     start = now - timedelta(days=rule.days)
     datasets = sorted({d for d in _dataset_names(ctx) if ctx.matches(rule.datasets, d)})
@@ -198,32 +198,32 @@ def protect(rule: Rule, ctx: Context) -> list[dict[str, Any]]:
         rows = ctx.con.execute(
             f"""WITH e AS (SELECT target_column, source_dataset, source_column, transform, kind,
                                   unnest(sets) AS set_id FROM edges WHERE target_dataset IN (SELECT unnest($n)))
-                SELECT e.target_column, e.source_dataset, e.source_column, e.transform, e.kind, c.run_id,
+                SELECT e.target_column, e.source_dataset, e.source_column, e.transform, e.kind, c.query_id,
                        coalesce(r.app_name, c.run_id) AS app, max(c.captured_at) AS at
                 FROM e JOIN edge_captures c ON c.set_id = e.set_id LEFT JOIN runs r ON r.run_id = c.run_id
                 WHERE c.query_id IS NOT NULL AND c.query_id NOT IN ({FAILED_WRITES})
                   AND c.captured_at >= $start AND c.captured_at <= $now
                 GROUP BY ALL""", {"n": names, "start": start, "now": now}).fetchall()
         ctx.aliases.resolve(r[1] for r in rows)
-        runs: dict[str, dict[str, tuple[datetime, dict]]] = {}
-        for t_col, s_ds, s_col, transform, kind, run_id, app, at in rows:
+        writes: dict[str, dict[str, tuple[datetime, dict]]] = {}  # app -> query -> (time, edges)
+        for t_col, s_ds, s_col, transform, kind, query_id, app, at in rows:
             if rule.columns and t_col not in rule.columns:
                 continue
             key = (t_col, ctx.aliases.canonical(s_ds), s_col, kind)
-            latest, edges = runs.setdefault(app, {}).get(run_id, (at, {}))
+            latest, edges = writes.setdefault(app, {}).get(query_id, (at, {}))
             edges[key] = (transform, at)
-            runs[app][run_id] = (max(latest, at), edges)
+            writes[app][query_id] = (max(latest, at), edges)
         previews = {(e.target[1], ctx.aliases.canonical(e.source[0]), e.source[1], e.kind)
                     for e in ctx.extra if ctx.aliases.canonical(e.target[0]) == dataset}
-        comparisons = []  # (application, latest run's time, latest run's edges, earlier runs)
-        if previews:  # the edges previewed against the dataset's latest run, whoever wrote it
-            newest = max(((app, run) for app, by_run in runs.items() for run in by_run.values()),
+        comparisons = []  # (application, latest write's time, its edges, earlier writes, who wrote them)
+        if previews:  # the edges previewed against the dataset's latest write, whoever made it
+            newest = max(((app, w) for app, by_query in writes.items() for w in by_query.values()),
                          key=lambda x: x[1][0], default=None)
             if newest is not None:
                 comparisons.append(("preview", utcnow(), previews, [newest[1]], newest[0]))
         else:
-            for app, by_run in sorted(runs.items()):
-                ordered = sorted(by_run.values(), key=lambda x: x[0])
+            for app, by_query in sorted(writes.items()):
+                ordered = sorted(by_query.values(), key=lambda x: x[0])
                 if len(ordered) >= 2:
                     comparisons.append((app, ordered[-1][0], set(ordered[-1][1]), ordered[:-1], app))
         for app_name, latest_at, latest, earlier, writer in comparisons:
