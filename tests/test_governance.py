@@ -20,6 +20,7 @@ import pytest
 
 from tests.retail import run_pipeline
 from tests.server_helpers import ROOT
+from tests.test_openlineage import registry, validate  # noqa: F401 - registry: the spec's schemas, offline
 
 ENV = {k: v for k, v in {**os.environ, "PYTHONPATH": str(ROOT)}.items() if k != "LINEAGE_SERVER_TOKEN"}
 
@@ -691,3 +692,41 @@ def test_the_ui_shows_labels_why_and_violations_and_takes_a_review(retail, store
         assert "resolved" in page.locator("#violations tbody").inner_text()
     finally:
         srv.stop()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Exports: OpenLineage's tags dataset facet, DataHub tags on schema fields.
+
+def test_exports_carry_labels_openlineage_tags_and_datahub_field_tags(retail, store, tmp_path, registry):
+    root, _, _ = retail
+    n = names(root)
+    ok("classify", "set", "--store", str(store), n["raw"], "email", "pii.email")
+    ok("classify", "set", "--store", str(store), n["clean"], "country", "!pii", "--by", "dpo")
+    ol = tmp_path / "events.ndjson"
+    ok("export", "openlineage", "--store", str(store), "--out", str(ol))
+    events = [json.loads(line) for line in ol.read_text().splitlines()]
+    tags: dict[str, set] = {}
+    for event in events:
+        validate(event, registry)  # the tags facet too, against the spec's schema
+        for ds in event.get("inputs", []) + event.get("outputs", []):
+            for t in ds.get("facets", {}).get("tags", {}).get("tags", []):
+                tags.setdefault(ds["name"], set()).add((t["field"], t["key"], t["value"], t["source"]))
+    partner = next(k for k in tags if k.endswith("partner_top_customers.csv"))
+    assert tags[partner] == {("email", "pii.email", "true", "lineage-listener:propagated")}
+    clean = next(k for k in tags if k.endswith("customers_clean"))
+    assert tags[clean] == {("email", "pii.email", "true", "lineage-listener:propagated"),
+                           ("country", "pii", "false", "lineage-listener:set")}
+    assert not any(k.endswith("customer_emails_hashed") for k in tags)  # a masked copy carries nothing
+    dh = tmp_path / "datahub.json"
+    if subprocess.run([sys.executable, "-c", "import datahub"], env=ENV).returncode != 0:
+        pytest.skip("no DataHub extra")
+    ok("export", "datahub", "--store", str(store), "--out", str(dh))
+    field_tags = {}
+    for mcp in json.loads(dh.read_text()):
+        aspect = mcp.get("aspect", {}).get("json", {})
+        for f in aspect.get("fields", []):
+            if f.get("globalTags"):
+                field_tags[(mcp["entityUrn"], f["fieldPath"])] = [t["tag"] for t in f["globalTags"]["tags"]]
+    partner_urns = {k: v for k, v in field_tags.items() if "partner_top_customers" in k[0]}
+    assert list(partner_urns.values()) == [["urn:li:tag:pii.email"]] and list(partner_urns)[0][1] == "email"
+    assert not any("customer_emails_hashed" in k[0] for k in field_tags)

@@ -77,7 +77,24 @@ def catalog_table(table: Any, current: tuple[str, str] | None = None) -> dict[st
         fact["view"] = str(table.tableType().name()) == "VIEW"
     except Py4JError:
         pass
+    fact.update(classified(table))
     return fact
+
+
+def classified(table: Any) -> dict[str, Any]:
+    """What a table keeps of labels (capture/classification.py): its ``lineage.classification.<column>``
+    properties (``classification``) and, when its schema mentions one, the schema (``classified_schema``)."""
+    out: dict[str, Any] = {}
+    try:
+        labelled = {k: v for k, v in scala_map(table.properties()).items() if k.startswith("lineage.classification.")}
+        if labelled:
+            out["classification"] = labelled
+        schema = str(table.schema().json())
+        if "classification" in schema:
+            out["classified_schema"] = schema
+    except Py4JError:
+        pass
+    return out
 
 
 def qualify(path: str) -> str:
@@ -128,6 +145,7 @@ def relation(leaf: Any, name: str, current: tuple[str, str] | None = None) -> di
                 fact["paths"] = [str(table.name())]
         fact["format"] = v2_format(rel.table())
         fact["options"] = scala_map(rel.options())
+        fact.update(classified(rel.table()))
         table_version(rel.table(), fact)
         ident_fact = fact.get("table")
         if fact["format"] in ("delta", "iceberg") and ident_fact and ident_fact.get("database") == fact["format"] \
@@ -230,6 +248,7 @@ class FactCache:
 
     by_expr_id: dict[int, dict[str, Any]] = field(default_factory=dict)
     locations: dict[str, str | None] = field(default_factory=dict)  # "cat.db.t" -> location
+    classifications: dict[str, dict[str, Any]] = field(default_factory=dict)  # "cat.db.t" -> what keeps labels
 
     def remember(self, expr_id: int, fact: dict[str, Any]) -> None:
         if len(self.by_expr_id) > 50_000:
@@ -237,6 +256,9 @@ class FactCache:
         self.by_expr_id[expr_id] = fact
         if fact.get("table") and "location" in fact:
             self.locations[table_name(fact["table"])] = fact["location"]
+            kept = {k: fact[k] for k in ("classification", "classified_schema") if k in fact}
+            if kept:
+                self.classifications[table_name(fact["table"])] = kept
 
 
 def json_leaves(items: Any, nulls: list[dict[str, Any]] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -298,6 +320,7 @@ def leaves(plan: Any, items: Any, current: tuple[str, str] | None = None,
             out[eid] = {"table": {k: ident.get(k) for k in ("catalog", "database", "table")},
                         "format": table.get("provider"), "location": cache.locations[table_name(ident)],
                         "view": False}
+            out[eid].update(cache.classifications.get(table_name(ident), {}))
         else:
             needed.add(eid)
     out.update(resolve(plan, needed, current, cache))

@@ -95,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"serve takes no --token (a token on the command line shows in ps and shell history): "
                        f"put it in the environment variable {args.token_env}, or name another variable with "
                        f"--token-env NAME")
+    governance = _governance(args)  # a bad file is one line before anything starts
     import uvicorn  # a missing server extra is reported by the CLI with its install line
 
     from lineage_listener.server.app import create_app
@@ -119,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"--{name.replace('_', '-')} must be at least 1")
     settings = Settings(group_rows=args.group_rows, queue_rows=args.queue_rows, release_idle=args.release_idle,
                         hold=args.hold, lock_timeout=args.lock_timeout)
-    app = create_app(args.store, token, settings, _governance(args))
+    app = create_app(args.store, token, settings, governance)
     if keep is not None:
         from lineage_listener.server import retention
         retention.start(app.state.lineage, keep)

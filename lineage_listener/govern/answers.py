@@ -162,3 +162,32 @@ def columns(con: duckdb.DuckDBPyConnection, aliases: Aliases, dataset: str, colu
         resolve_column(con, aliases, dataset, "\0")  # raises with the closest known datasets
         raise UnknownNameError(f"dataset {canonical} has no known columns")
     return [(canonical, c) for c in cols]
+
+
+def dataset_labels(con: duckdb.DuckDBPyConnection, datasets: Iterable[str]
+                   ) -> dict[str, list[tuple[str, str, bool, str]]]:
+    """Per dataset (as named in ``datasets``), ``(column, label, value, source)`` of its columns' labels:
+    declared ones (a review with value False) and propagated copies (source ``propagated``). What the
+    exports put on datasets (OpenLineage tags, DataHub tags); nothing is walked when no label exists."""
+    aliases = Aliases(con)
+    if not declared_labels.declared(con, aliases):
+        return {}
+    wanted = sorted({d for d in datasets if d})
+    aliases.resolve(wanted)
+    nodes: dict[str, list[Node]] = {}
+    for name in wanted:
+        canonical = aliases.canonical(name)
+        nodes[name] = [(canonical, c) for c in columns_of(con, {canonical}, aliases).get(canonical, [])]
+    p = run(con, sorted({n for ns in nodes.values() for n in ns}), influence=False, aliases=aliases)
+    out: dict[str, list[tuple[str, str, bool, str]]] = {}
+    for name, ns in nodes.items():
+        rows = []
+        for node in ns:
+            for label, d in sorted(effective(p.declared.get(node, [])).items()):
+                if not d.value:
+                    rows.append((node[1], label, False, d.source))
+            for label, how in sorted(p.carried(node).items()):
+                rows.append((node[1], label, True, "propagated" if isinstance(how, Reached) else how.source))
+        if rows:
+            out[name] = rows
+    return out
