@@ -374,13 +374,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer  # noqa: E40
 
 from tests.server_helpers import TOKEN, Server, free_port  # noqa: E402
 
-SERVER_POLICY = """
-rules:
-  - name: no-clear-pii-in-exports
-    kind: forbid
-    label: pii
-    datasets: ["file:/**/exports/**"]
-"""
+SERVER_POLICY = POLICY.split("  - name: partner")[0]  # forbid only
 
 
 class Receiver:
@@ -607,30 +601,8 @@ def test_serve_declares_its_classifications_file(retail, store, tmp_path):
 # ---------------------------------------------------------------------------------------------------------------
 # The UI: the Violations page, labels on a column's page with the why-path, badges, graph nodes, a review.
 
-playwright = pytest.importorskip("playwright.sync_api")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM:
-        pytest.skip("no chromium (make install adds Debian's chromium)")
-    with playwright.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def page(browser):
-    ctx = browser.new_context(viewport={"width": 1400, "height": 900})
-    pg = ctx.new_page()
-    yield pg
-    ctx.close()
-
-
-def ready(pg) -> None:
-    pg.wait_for_function("document.body.dataset.view === (location.hash || '#/')")
+pytest.importorskip("playwright.sync_api")
+from tests.test_ui import browser, page, ready  # noqa: E402,F401 - the UI tests' browser and page fixtures
 
 
 def labelled(pg) -> None:
@@ -684,7 +656,7 @@ def test_the_ui_shows_labels_why_and_violations_and_takes_a_review(retail, store
         page.fill("#label-token", TOKEN)
         page.click("#label-set")
         page.wait_for_function("document.body.dataset.labels === location.hash && "
-                               "document.querySelector('#labels-list').innerText.includes('not pii')")
+                               "(document.querySelector('#labels-list') || {innerText: ''}).innerText.includes('not pii')")
         assert "by api-token" in page.locator("#labels-list").inner_text()
         settled(srv, lambda v: v["violations"] == [])
         page.goto(f"{srv.url}/#/violations?resolved=true")

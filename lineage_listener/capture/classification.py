@@ -25,6 +25,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from lineage_listener.capture.facts import dicts
 from lineage_listener.lineage import column_path
 
 MARKER = "classification"
@@ -112,19 +113,8 @@ def present(plan_text: str | None, leaves: Mapping[int, Mapping[str, Any]],
 
 
 def _attributes(items: Any) -> Iterable[dict]:
-    """Every attribute dict of the plan items that has metadata (a walk over the decoded plan)."""
-    stack, seen = [items], set()
-    while stack:
-        value = stack.pop()
-        if isinstance(value, list):
-            stack.extend(value)
-        elif isinstance(value, dict):
-            if id(value) in seen:
-                continue
-            seen.add(id(value))
-            if value.get("metadata") and isinstance(value.get("exprId"), dict):
-                yield value
-            stack.extend(v for v in value.values() if isinstance(v, (list, dict)))
+    """Every attribute dict of the plan items that has metadata."""
+    return (d for d in dicts(items) if d.get("metadata") and isinstance(d.get("exprId"), dict))
 
 
 def rows(items: Any, leaves: Mapping[int, Mapping[str, Any]], columns: Mapping[tuple[str, str], Any],

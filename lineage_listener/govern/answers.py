@@ -73,6 +73,10 @@ def run(con: duckdb.DuckDBPyConnection, starts: Iterable[Node] | None = None, si
     decl = declared_labels.declared(con, aliases)
     names = declared_labels.masking_functions(con) | frozenset(m.lower() for m in masking)
     extra = list(extra)
+    if not decl:  # no label anywhere: nothing to walk for
+        g = nx.DiGraph()
+        g.add_nodes_from(starts or [])
+        return Propagation(g, {}, {}, CaptureBook(con, until), aliases, names, since, until)
     if starts is None:
         seeds = [n for n, items in decl.items() if any(d.value for d in items)]
         g = walk(con, seeds, "downstream", until, direct_only=not influence, aliases=aliases, extra=extra)

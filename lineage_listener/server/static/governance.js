@@ -166,7 +166,8 @@ LINEAGE_PAGES.violations = async function violations(n, parts, q) {
 // Decorate app.js's pages once each is drawn (app.js sets body[data-view] to the page's hash).
 new MutationObserver(() => {
   const hash = document.body.dataset.view;
-  if (!hash || hash !== location.hash && !(hash === "#/" && !location.hash)) return;
+  if (!hash) { delete document.body.dataset.labels; return; }  // a page is being drawn
+  if (hash !== location.hash && !(hash === "#/" && !location.hash)) return;
   const parts = hash.slice(1).split("?")[0].split("/").slice(1).map(decodeURIComponent);
   const jobs = [];
   if (parts[0] === "dataset") jobs.push(govDatasetBadges(hash, parts.slice(1).join("/")));
