@@ -14,6 +14,7 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import NamedTuple
 
 import duckdb
 import pytest
@@ -25,19 +26,24 @@ from tests.test_openlineage import registry, validate  # noqa: F401 - registry: 
 ENV = {k: v for k, v in {**os.environ, "PYTHONPATH": str(ROOT)}.items() if k != "LINEAGE_SERVER_TOKEN"}
 
 
+class Retail(NamedTuple):
+    root: Path
+    store: Path
+    times: dict
+
+
 @pytest.fixture(scope="session")
-def retail(tmp_path_factory):
-    """The retail pipeline run once: ``(root, store, job times)``; tests copy the store."""
+def retail(tmp_path_factory) -> Retail:
+    """The retail pipeline run once (its folder, store and job times); tests copy the store."""
     root = tmp_path_factory.mktemp("retail")
     store = root / "pipeline.duckdb"
-    times = run_pipeline(root, store)
-    return root, store, times
+    return Retail(root, store, run_pipeline(root, store))
 
 
 @pytest.fixture
 def store(retail, tmp_path) -> Path:
     copy = tmp_path / "lineage.duckdb"
-    shutil.copy(retail[1], copy)
+    shutil.copy(retail.store, copy)
     return copy
 
 
@@ -87,7 +93,7 @@ def carried(answer: dict, label: str) -> set[tuple[str, str]]:
 
 
 def test_email_label_travels_along_copies_and_stops_at_masking(retail, store):
-    root, _, _ = retail
+    root = retail.root
     n = names(root)
     ok("classify", "set", "--store", str(store), n["raw"], "email", "pii.email", "--by", "ann")
     answer = json.loads(ok("classify", "list", "--store", str(store), "--propagated", "--format", "json"))
@@ -125,7 +131,7 @@ def test_email_label_travels_along_copies_and_stops_at_masking(retail, store):
 
 
 def test_a_review_wins_over_propagation_and_is_recorded(retail, store):
-    root, _, _ = retail
+    root = retail.root
     n = names(root)
     ok("classify", "set", "--store", str(store), n["raw"], "email", "pii.email")
     ok("classify", "set", "--store", str(store), n["clean"], "email", "!pii", "--by", "dpo")
@@ -164,7 +170,7 @@ rules:
 
 
 def test_check_fails_the_build_and_passes_after_review(retail, store, tmp_path):
-    root, _, _ = retail
+    root = retail.root
     n = names(root)
     policy = tmp_path / "policy.yml"
     policy.write_text(POLICY)
@@ -203,7 +209,7 @@ def test_check_fails_the_build_and_passes_after_review(retail, store, tmp_path):
 
 
 def test_check_since_keeps_paths_whose_last_hop_is_in_the_window(retail, store, tmp_path):
-    root, _, times = retail
+    root, times = retail.root, retail.times
     n = names(root)
     policy = tmp_path / "policy.yml"
     policy.write_text(POLICY)
@@ -255,7 +261,7 @@ def test_a_bad_classifications_file_is_one_line_and_writes_nothing(store, tmp_pa
 
 
 def test_labels_on_unknown_names_are_one_line(retail, store):
-    root, _, _ = retail
+    root = retail.root
     n = names(root)
     one_line(cli("classify", "set", "--store", str(store), n["raw"], "emial", "pii"), "has no column 'emial'",
              "email")
@@ -266,7 +272,7 @@ def test_labels_on_unknown_names_are_one_line(retail, store):
 
 
 def test_a_classifications_file_is_the_whole_truth_about_what_it_declares(retail, store, tmp_path):
-    root, _, _ = retail
+    root = retail.root
     n = names(root)
     path = tmp_path / "labels.yml"
     path.write_text("classifications:\n"
@@ -337,7 +343,7 @@ def test_previewed_edges_are_checked_as_if_captured(retail, store):
     from lineage_listener.govern.policy import parse
     from lineage_listener.query import open_store
 
-    root, _, _ = retail
+    root = retail.root
     n = names(root)
     set_labels(store, [(n["raw"], "email", "pii.email", None)])
     policy = parse({"rules": [{"name": "no-pii-out", "kind": "forbid", "label": "pii", "datasets": ["file:/**/exports/**"]},
@@ -473,7 +479,7 @@ def policy_file(tmp_path) -> Path:
 
 
 def test_the_server_checks_each_batch_it_writes_and_tells_the_webhook(retail, store, policy_file, tmp_path):
-    root, _, _ = retail
+    root = retail.root
     n = names(root)
     batch = take_out(store, "retail_exports")  # the exports job's capture, sent to the server below
     receiver = Receiver()
@@ -525,7 +531,7 @@ def test_the_server_checks_each_batch_it_writes_and_tells_the_webhook(retail, st
 
 
 def test_a_webhook_that_is_down_is_retried_shown_and_never_loses_a_violation(retail, store, policy_file, tmp_path):
-    root, _, _ = retail
+    root = retail.root
     n = names(root)
     port = free_port()  # nothing listens there yet
     args = ["--policy", str(policy_file), "--webhook", f"http://127.0.0.1:{port}/hook", "--webhook-backoff", "0.2",
@@ -555,7 +561,7 @@ def test_a_webhook_that_is_down_is_retried_shown_and_never_loses_a_violation(ret
 
 
 def test_a_webhook_that_refuses_is_given_up_after_its_attempts_and_shown(retail, store, policy_file, tmp_path):
-    root, _, _ = retail
+    root = retail.root
     n = names(root)
     receiver = Receiver(status=500)
     srv = Server(store, extra_args=["--policy", str(policy_file), "--webhook", receiver.url, "--webhook-backoff", "0.1",
@@ -581,7 +587,7 @@ def test_serve_reads_its_files_first_bad_ones_are_one_line(store, tmp_path):
 
 
 def test_serve_declares_its_classifications_file(retail, store, tmp_path):
-    root, _, _ = retail
+    root = retail.root
     n = names(root)
     labels = tmp_path / "labels.yml"
     labels.write_text("classifications:\n  - dataset: 'file:/**/raw/customers.csv'\n    columns: {email: [pii.email]}\n"
@@ -611,7 +617,7 @@ def labelled(pg) -> None:
 
 
 def test_the_ui_shows_labels_why_and_violations_and_takes_a_review(retail, store, policy_file, tmp_path, page):
-    root, _, _ = retail
+    root = retail.root
     n = names(root)
     ok("classify", "set", "--store", str(store), n["raw"], "email", "pii.email")
     srv = Server(store, extra_args=["--policy", str(policy_file)], output=tmp_path / "serve.log").start()
@@ -670,7 +676,7 @@ def test_the_ui_shows_labels_why_and_violations_and_takes_a_review(retail, store
 # Exports: OpenLineage's tags dataset facet, DataHub tags on schema fields.
 
 def test_exports_carry_labels_openlineage_tags_and_datahub_field_tags(retail, store, tmp_path, registry):
-    root, _, _ = retail
+    root = retail.root
     n = names(root)
     ok("classify", "set", "--store", str(store), n["raw"], "email", "pii.email")
     ok("classify", "set", "--store", str(store), n["clean"], "country", "!pii", "--by", "dpo")

@@ -130,7 +130,8 @@ def run_why(args: argparse.Namespace) -> int:
 
 def _source(item: dict[str, Any]) -> str:
     if item["source"] == "propagated":
-        return f"propagated from {name(tuple(item['from']))} ({len(item['path']) - 1} hops)"
+        hops = len(item["path"]) - 1
+        return f"propagated from {name(tuple(item['from']))} ({hops} hop{'s' if hops != 1 else ''})"
     by = f" by {item['set_by']}" if item.get("set_by") else ""
     return f"{item['source']}{by} {when(item.get('set_at'))}".strip()
 

@@ -117,7 +117,8 @@ def _copy_violation(rule: Rule, ctx: Context, node: Node, label: str, how: Reach
     hops = ctx.recent.hops(how)
     origin = f"{how.origin[0]} [{how.origin[1]}]"
     return _violation(rule, label, node, path_rows(how), _apps(hops), how.hops[-1].last_seen,
-                      f"{label} of {origin} reaches {node[0]} [{node[1]}] {what} ({len(how.hops)} hops)", hops)
+                      f"{label} of {origin} reaches {node[0]} [{node[1]}] {what} ({len(how.hops)} hop"
+                      f"{'s' if len(how.hops) != 1 else ''})", hops)
 
 
 def forbid(rule: Rule, ctx: Context) -> list[dict[str, Any]]:
@@ -181,7 +182,7 @@ def readers(rule: Rule, ctx: Context) -> list[dict[str, Any]]:
         apps = sorted(a for a, _, _ in reads)
         out.append(_violation(rule, label, node, path, apps, max(t for _, t, _ in reads),
                               f"{', '.join(apps)} read {node[0]} [{node[1]}], which carries {label} "
-                              f"({sum(q for _, _, q in reads)} queries); allowed: {', '.join(rule.applications)}",
+                              f"({_queries(sum(q for _, _, q in reads))}); allowed: {', '.join(rule.applications)}",
                               hops))
     return out
 
@@ -324,3 +325,7 @@ def check_edges(store: LineageStore, policy: Policy, edges: Iterable[dict[str, A
 def _rest(e: Edge) -> tuple:
     return (e.hop, e.transform, e.kind, e.expression, e.masking, e.query_id, e.run_id, e.captured_at,
             e.dataset_level, e.first_seen, e.captures, e.edge_id)
+
+
+def _queries(n: int) -> str:
+    return f"{n} quer{'y' if n == 1 else 'ies'}"
