@@ -17,6 +17,7 @@ import duckdb
 import networkx as nx
 
 from lineage_listener.govern import labels as declared_labels
+from lineage_listener.govern.classfile import known_columns
 from lineage_listener.govern.labels import Declared, effective
 from lineage_listener.govern.propagate import Reached, path_rows, propagate
 from lineage_listener.govern.reach import CaptureBook, applications, walk
@@ -159,8 +160,6 @@ def columns(con: duckdb.DuckDBPyConnection, aliases: Aliases, dataset: str, colu
     canonical = aliases.canonical(dataset)
     cols = columns_of(con, {canonical}, aliases).get(canonical)
     if not cols:
-        from lineage_listener.govern.classfile import known_columns
-
         cols = sorted(known_columns(con, sorted(aliases.names(canonical))))
     if not cols:
         resolve_column(con, aliases, dataset, "\0")  # raises with the closest known datasets

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any
@@ -317,14 +317,9 @@ def check_edges(store: LineageStore, policy: Policy, edges: Iterable[dict[str, A
     with store.connect() as con:
         aliases = Aliases(con)
         aliases.resolve(n for e in extra for n in (e.source[0], e.target[0]))
-        extra = [Edge((aliases.canonical(e.source[0]), e.source[1]), (aliases.canonical(e.target[0]), e.target[1]),
-                      *_rest(e)) for e in extra]
+        extra = [replace(e, source=(aliases.canonical(e.source[0]), e.source[1]),
+                         target=(aliases.canonical(e.target[0]), e.target[1])) for e in extra]
         return check(con, policy, scope={e.target for e in extra}, reads={e.source for e in extra}, extra=extra)
-
-
-def _rest(e: Edge) -> tuple:
-    return (e.hop, e.transform, e.kind, e.expression, e.masking, e.query_id, e.run_id, e.captured_at,
-            e.dataset_level, e.first_seen, e.captures, e.edge_id)
 
 
 def _queries(n: int) -> str:
