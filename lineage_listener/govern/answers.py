@@ -20,7 +20,7 @@ from lineage_listener.govern import labels as declared_labels
 from lineage_listener.govern.classfile import known_columns
 from lineage_listener.govern.labels import Declared, effective
 from lineage_listener.govern.propagate import Reached, path_rows, propagate
-from lineage_listener.govern.reach import CaptureBook, applications, walk
+from lineage_listener.govern.reach import CaptureBook, applications, reachable_datasets, walk
 from lineage_listener.query.expand import Edge, Node, columns_of
 from lineage_listener.query.names import Aliases
 from lineage_listener.query.store import LineageStore, UnknownNameError, resolve_column
@@ -58,6 +58,7 @@ class Propagation:
         rows = self.book.pin(reached.hops)
         missing = {h["run_id"] for h in rows} - set(self.apps)
         if missing:
+            self.apps.update(dict.fromkeys(missing))
             self.apps.update(applications(self.book.con, missing))
         for h in rows:
             h["application"] = self.apps.get(h["run_id"])
@@ -67,9 +68,9 @@ class Propagation:
 def run(con: duckdb.DuckDBPyConnection, starts: Iterable[Node] | None = None, since: datetime | None = None,
         until: datetime | None = None, masking: Iterable[str] = (), influence: bool = True,
         extra: Iterable[Edge] = (), aliases: Aliases | None = None) -> Propagation:
-    """Propagate every declared label: upstream of ``starts`` (the labels those columns can get),
-    or downstream of every declared column when ``starts`` is None. ``extra``: edges not in the
-    store (a preview) walked as if captured."""
+    """Propagate every declared label: to ``starts`` (the labels those columns get: from the
+    declared columns upstream of them), or downstream of every declared column when ``starts`` is
+    None. ``extra``: edges not in the store (a preview) walked as if captured."""
     aliases = aliases or Aliases(con)
     decl = declared_labels.declared(con, aliases)
     names = declared_labels.masking_functions(con) | frozenset(m.lower() for m in masking)
@@ -81,10 +82,20 @@ def run(con: duckdb.DuckDBPyConnection, starts: Iterable[Node] | None = None, si
     if starts is None:
         seeds = [n for n, items in decl.items() if any(d.value for d in items)]
         g = walk(con, seeds, "downstream", until, direct_only=not influence, aliases=aliases, extra=extra)
-    else:
+    elif extra:
         g = walk(con, list(starts), "upstream", until, direct_only=not influence, aliases=aliases, extra=extra)
+    else:
+        # From the declared columns upstream of the question (at the level of datasets) down to it,
+        # through those datasets only: the paths a label can take there, and nothing else.
+        starts = list(starts)
+        above = reachable_datasets(con, {n[0] for n in starts}, aliases, "upstream", direct_only=not influence)
+        seeds = [n for n, items in decl.items() if n[0] in above and any(d.value for d in items)]
+        g = walk(con, seeds, "downstream", until, direct_only=not influence, aliases=aliases,
+                 keep=lambda node: node[0] in above)
+        g.add_nodes_from(starts)
     on_graph = {n: items for n, items in decl.items() if n in g}
     book = CaptureBook(con, until)
+    book.expect(r.get("edge_id") for _, _, d in g.edges(data=True) for r in d["records"])
     eff = {n: {label: d.value for label, d in effective(items).items()} for n, items in on_graph.items()}
     reached = propagate(g, eff, names, times=book.times, since=since)
     return Propagation(g, on_graph, reached, book, aliases, names, since, until)
@@ -148,6 +159,8 @@ def column_labels(store: LineageStore, dataset: str | None = None, column: str |
         else:
             nodes = columns(con, aliases, dataset, column)
             p = run(con, nodes, lo, hi, masking, influence, aliases=aliases)
+        wanted = set(nodes)
+        p.book.load(h.edge_id for found in p.reached.values() for n, r in found.items() if n in wanted for h in r.hops)
         rows = [column_row(p, n, propagated) for n in nodes]
         return {"columns": [r for r in rows if _has_any(r) or dataset is not None]}
 

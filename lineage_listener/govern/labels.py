@@ -93,8 +93,8 @@ def file_batch(origin: str, labels: Iterable[tuple[str, str, str, bool]], functi
 
 
 def _table_exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
-    return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?",
-                            [table]).fetchone()[0])
+    """Whether the store has ``table`` (a store from before classifications has none of them)."""
+    return bool(con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [table]).fetchone()[0])
 
 
 def declared(con: duckdb.DuckDBPyConnection, aliases: Aliases | None = None,

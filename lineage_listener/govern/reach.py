@@ -7,7 +7,7 @@ start columns at once, into the graph :func:`~lineage_listener.query.graph.build
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 
 import duckdb
@@ -21,25 +21,30 @@ from lineage_listener.query.names import Aliases
 
 def walk(con: duckdb.DuckDBPyConnection, starts: Iterable[Node], direction: Direction,
          until: datetime | None = None, direct_only: bool = False, aliases: Aliases | None = None,
-         extra: Iterable[Edge] = ()) -> nx.DiGraph:
+         extra: Iterable[Edge] = (), keep: Callable[[Node], bool] | None = None) -> nx.DiGraph:
     """The graph of every edge reachable from ``starts`` in ``direction`` (captured until ``until``),
-    with ``extra`` edges (not in the store: a preview's) joined in and walked on from."""
+    with ``extra`` edges (not in the store: a preview's) joined in and walked on from. ``keep``: walk
+    on only from the columns it accepts (the rest of the store cannot matter to the question)."""
     aliases = aliases or Aliases(con)
     filters = Filters(until=until, direct_only=direct_only)
     starts = sorted(set(starts))
-    extra = list(extra)
-    edges = expand(con, starts, direction, filters=filters, aliases=aliases) if starts else []
-    seen = set(starts) | {e.source for e in edges} | {e.target for e in edges}
-    while extra:
-        edges += extra
-        ends = {e.target if direction == "downstream" else e.source for e in extra}
-        new = sorted(ends - seen)
-        seen |= ends
+    far = (lambda e: e.target) if direction == "downstream" else (lambda e: e.source)
+    edges: list[Edge] = []
+    seen = set(starts)
+    frontier, extra = starts, list(extra)
+    while frontier or extra:
+        found = []
+        if frontier:  # every hop at once, or one at a time when ``keep`` prunes
+            found = expand(con, frontier, direction, filters=filters, aliases=aliases,
+                           depth=None if keep is None else 1)
+            if keep is not None:
+                found = [e for e in found if keep(far(e))]
+            seen |= {e.source for e in found} | {e.target for e in found} if keep is None else set()
+        found += extra
+        edges += found
+        frontier = sorted({far(e) for e in (found if keep is not None else extra)} - seen)
+        seen |= set(frontier)
         extra = []
-        if new:
-            more = expand(con, new, direction, filters=filters, aliases=aliases)
-            seen |= {e.source for e in more} | {e.target for e in more}
-            edges += more
     first = starts[0] if starts else ("", "")
     g = build_graph(first, edges, direction)
     if not starts:
@@ -49,26 +54,69 @@ def walk(con: duckdb.DuckDBPyConnection, starts: Iterable[Node], direction: Dire
     return g
 
 
+def reachable_datasets(con: duckdb.DuckDBPyConnection, datasets: Iterable[str], aliases: Aliases,
+                       direction: Direction = "downstream", direct_only: bool = True) -> set[str]:
+    """The datasets ``direction`` of ``datasets`` (canonical names), them included: at the level of
+    datasets and at any time, so a superset of where labels can go (or come from).
+
+    One query per hop over an index of ``edges``; no capture is read."""
+    near, far = ("source_dataset", "target_dataset") if direction == "downstream" \
+        else ("target_dataset", "source_dataset")
+    seen = {aliases.canonical(d) for d in datasets}
+    frontier = sorted(seen)
+    kind = "AND kind = 'direct'" if direct_only else ""
+    while frontier:
+        names = sorted({n for d in frontier for n in aliases.names(d)})
+        rows = [r[0] for r in con.execute(
+            f"""SELECT DISTINCT {far} FROM edges WHERE {near} IN (SELECT unnest($n))
+                AND {far} IS NOT NULL {kind}""", {"n": names}).fetchall()]
+        aliases.resolve(rows)
+        new = {aliases.canonical(r) for r in rows} - seen
+        seen |= new
+        frontier = sorted(new)
+    return seen
+
+
 class CaptureBook:
-    """Every capture of the edges a path crosses, read once per edge (lazily, for the few edges
-    whose first and last capture cannot decide), and the query that made a given capture."""
+    """The captures of the edges a propagation crosses: every capture time of an edge whose first
+    and last capture cannot decide a path (read in one query for all the edges :meth:`expect`
+    names, at the first such question), and the query that made a given capture (for the hops of
+    the paths shown)."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, until: datetime | None = None) -> None:
         self.con = con
         self._filters = Filters(until=until)
+        self._expected: set[int] = set()
+        self._times: dict[int, list[datetime]] = {}
         self._rows: dict[int, list[tuple[str | None, str | None, datetime]]] = {}
 
-    def load(self, edge_ids: Iterable[int]) -> None:
+    def expect(self, edge_ids: Iterable[int | None]) -> None:
+        """Edges whose times may be asked: read together with the first that is."""
+        self._expected.update(e for e in edge_ids if e is not None)
+
+    def times(self, edge_id: int) -> list[datetime]:
+        """Capture times of ``edge_id``, oldest first (the exact lookup of a time-respecting path)."""
+        if edge_id not in self._times:
+            todo = sorted((self._expected - set(self._times)) | {edge_id})
+            _, on_capture, params = self._filters.sql()
+            found = dict(self.con.execute(
+                f"""SELECT s.edge_id, list(c.captured_at ORDER BY c.captured_at)
+                    FROM (SELECT edge_id, unnest(sets) AS set_id FROM edges
+                          WHERE edge_id IN (SELECT unnest($ids))) s
+                    JOIN edge_captures c ON c.set_id = s.set_id
+                    WHERE true {on_capture}
+                    GROUP BY s.edge_id""", {**params, "ids": todo}).fetchall())
+            for eid in todo:
+                self._times[eid] = found.get(eid) or []
+        return self._times[edge_id]
+
+    def load(self, edge_ids: Iterable[int | None]) -> None:
+        """Read every capture (query, run, time) of ``edge_ids`` not read yet, in one query."""
         todo = sorted({e for e in edge_ids if e is not None and e not in self._rows})
         if todo:
             found = captures(self.con, todo, self._filters)
             for eid in todo:
                 self._rows[eid] = found.get(eid, [])
-
-    def times(self, edge_id: int) -> list[datetime]:
-        """Capture times of ``edge_id``, oldest first (the exact lookup of a time-respecting path)."""
-        self.load([edge_id])
-        return [t for _, _, t in self._rows[edge_id]]
 
     def pin(self, hops: Iterable[Hop]) -> list[dict]:
         """Each hop as plain data, with the query and run of the capture the path goes through."""

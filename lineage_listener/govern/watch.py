@@ -131,6 +131,7 @@ class PolicyWatch:
             self._thread.join(timeout)
         if self.webhook is not None:
             self.webhook.close()
+        self._flush()  # the last delivery results, before the writer writes what it holds and stops
 
     def idle(self) -> bool:
         """True when nothing waits to be checked and no check runs."""
