@@ -723,3 +723,25 @@ def test_exports_carry_labels_openlineage_tags_and_datahub_field_tags(retail, st
     partner_urns = {k: v for k, v in field_tags.items() if "partner_top_customers" in k[0]}
     assert list(partner_urns.values()) == [["urn:li:tag:pii.email"]] and list(partner_urns)[0][1] == "email"
     assert not any("customer_emails_hashed" in k[0] for k in field_tags)
+
+
+def test_labels_that_newly_reach_columns_for_a_lineage_diff(retail, store):
+    """The seam of ``lineage-listener diff``: a side that copies email into the partner CSV, against one
+    that does not, newly brings pii.email there (what the source column carries comes from the store)."""
+    from lineage_listener.govern.declare import set_labels
+    from lineage_listener.govern.reaching import labels_reaching
+
+    root = retail.root
+    n = names(root)
+    set_labels(store, [(n["raw"], "email", "pii.email", None)])
+    cols = "target_dataset, target_column, source_dataset, source_column, transform, kind, expression, masking"
+    with duckdb.connect(str(store), read_only=True) as con:
+        con.execute(f"CREATE TEMP TABLE new_side AS SELECT DISTINCT {cols} FROM column_lineage "
+                    "JOIN runs USING (run_id) WHERE app_name = 'retail_exports'")
+        con.execute("CREATE TEMP TABLE old_side AS SELECT * FROM new_side "
+                    "WHERE NOT (target_dataset LIKE '%partner_top_customers.csv' AND target_column = 'email')")
+        assert labels_reaching(con, "old_side", "new_side") == [
+            {"label": "pii.email", "dataset": n["partner"], "column": "email",
+             "from": {"dataset": n["clean"], "column": "email"}}]
+        assert labels_reaching(con, "new_side", "new_side") == []
+        assert labels_reaching(con, "new_side", "old_side") == []  # a label that stops reaching is not new

@@ -16,9 +16,9 @@ from typing import Any
 import duckdb
 import networkx as nx
 
-from lineage_listener.govern import labels as declared_labels
+from lineage_listener.govern import labelstore
 from lineage_listener.govern.classfile import known_columns
-from lineage_listener.govern.labels import Declared, effective
+from lineage_listener.govern.labelstore import Declared, effective
 from lineage_listener.govern.propagate import Reached, path_rows, propagate
 from lineage_listener.govern.reach import CaptureBook, applications, reachable_datasets, walk
 from lineage_listener.query.expand import Edge, Node, columns_of
@@ -72,8 +72,8 @@ def run(con: duckdb.DuckDBPyConnection, starts: Iterable[Node] | None = None, si
     declared columns upstream of them), or downstream of every declared column when ``starts`` is
     None. ``extra``: edges not in the store (a preview) walked as if captured."""
     aliases = aliases or Aliases(con)
-    decl = declared_labels.declared(con, aliases)
-    names = declared_labels.masking_functions(con) | frozenset(m.lower() for m in masking)
+    decl = labelstore.declared(con, aliases)
+    names = labelstore.masking_functions(con) | frozenset(m.lower() for m in masking)
     extra = list(extra)
     if not decl:  # no label anywhere: nothing to walk for
         g = nx.DiGraph()
@@ -150,7 +150,7 @@ def column_labels(store: LineageStore, dataset: str | None = None, column: str |
         aliases = Aliases(con)
         if dataset is None:
             if not propagated:
-                decl = declared_labels.declared(con, aliases)
+                decl = labelstore.declared(con, aliases)
                 p = Propagation(nx.DiGraph(), decl, {}, CaptureBook(con), aliases, frozenset())
                 rows = [column_row(p, n, propagated=False) for n in sorted(decl)]
                 return {"columns": [r for r in rows if r["labels"]]}
@@ -186,7 +186,7 @@ def dataset_labels(con: duckdb.DuckDBPyConnection, datasets: Iterable[str]
     declared ones (a review with value False) and propagated copies (source ``propagated``). What the
     exports put on datasets (OpenLineage tags, DataHub tags); nothing is walked when no label exists."""
     aliases = Aliases(con)
-    if not declared_labels.declared(con, aliases):
+    if not labelstore.declared(con, aliases):
         return {}
     wanted = sorted({d for d in datasets if d})
     aliases.resolve(wanted)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import duckdb
 
-from lineage_listener.govern import classfile, labels
+from lineage_listener.govern import classfile, labelstore
 from lineage_listener.govern.patterns import check_label, parse_label
 from lineage_listener.query.names import Aliases
 from lineage_listener.query.store import open_store, resolve_column
@@ -57,19 +57,19 @@ def set_labels(path: str | Path, items: Iterable[Request], by: str | None = None
     """Declare labels (source ``set``) on the store at ``path``."""
     with open_store(path).connect() as con:
         resolved = resolve(con, items)
-    return write(path, labels.set_batch(resolved, labels.who(by)))
+    return write(path, labelstore.set_batch(resolved, labelstore.who(by)))
 
 
 def unset_labels(path: str | Path, items: Iterable[tuple[str, str, str]], by: str | None = None) -> bool:
     """Remove labels declared with source ``set``."""
     with open_store(path).connect() as con:
         resolved = resolve_unset(con, items)
-    return write(path, labels.unset_batch(resolved, labels.who(by)))
+    return write(path, labelstore.unset_batch(resolved, labelstore.who(by)))
 
 
 def load_file(path: str | Path, file: str | Path, by: str | None = None) -> tuple[classfile.Classifications, bool]:
     """Load a classifications file into the store (what it declared before and no longer does goes)."""
     with open_store(path).connect() as con:
         found = classfile.load(con, file)
-    return found, write(path, labels.file_batch(found.origin, found.labels, found.masking_functions,
-                                                 labels.who(by)))
+    return found, write(path, labelstore.file_batch(found.origin, found.labels, found.masking_functions,
+                                                 labelstore.who(by)))

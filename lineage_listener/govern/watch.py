@@ -26,7 +26,7 @@ from typing import Any
 
 import duckdb
 
-from lineage_listener.govern import classfile, labels
+from lineage_listener.govern import classfile, labelstore
 from lineage_listener.govern.checks import check, unmatched
 from lineage_listener.govern.policy import Policy
 from lineage_listener.govern.webhook import Webhook
@@ -200,7 +200,7 @@ class PolicyWatch:
             found = classfile.load(con, self.classifications, strict=False)
         key = (sorted(found.labels), sorted(found.masking_functions))
         if key != self._applied:
-            self._write(labels.file_batch(found.origin, found.labels, found.masking_functions, "serve"))
+            self._write(labelstore.file_batch(found.origin, found.labels, found.masking_functions, "serve"))
             self._applied = key
             log.info("lineage-listener: classifications %s: %d labels on the store (%d entries match nothing yet)",
                      self.classifications, len(found.labels), len(found.skipped))

@@ -18,7 +18,7 @@ from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
-from lineage_listener.govern import answers, declare, labels
+from lineage_listener.govern import answers, declare, labelstore
 from lineage_listener.govern.patterns import PatternError
 from lineage_listener.govern.policy import Policy
 from lineage_listener.govern.watch import PolicyWatch
@@ -116,7 +116,7 @@ def label_history(dataset: str | None = None, column: str | None = None,
                   limit: int = Query(200, ge=1, le=5000), st: ServerState = Depends(state)) -> list[dict]:
     """Changes of declared labels, newest first: who set or removed which label, when, from where."""
     with st.read() as con:
-        return labels.history(con, dataset, column, limit)
+        return labelstore.history(con, dataset, column, limit)
 
 
 class LabelChange(BaseModel):
@@ -131,9 +131,9 @@ async def _change(request: Request, st: ServerState, body: LabelChange, unset: b
     try:
         with st.read() as con:
             if unset:
-                batch = labels.unset_batch(declare.resolve_unset(con, [(body.dataset, body.column, body.label)]), by)
+                batch = labelstore.unset_batch(declare.resolve_unset(con, [(body.dataset, body.column, body.label)]), by)
             else:
-                batch = labels.set_batch(declare.resolve(con, [(body.dataset, body.column, body.label,
+                batch = labelstore.set_batch(declare.resolve(con, [(body.dataset, body.column, body.label,
                                                                 body.value)]), by)
     except UnknownNameError as exc:
         raise HTTPException(404, str(exc)) from None
