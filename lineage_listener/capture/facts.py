@@ -181,10 +181,22 @@ def delta_read(rel: Any, fact: dict[str, Any]) -> None:
         return
     for getter in ("snapshotAtAnalysis", "getSnapshot"):  # the version this read is pinned to
         try:
-            fact.setdefault("options", {})["delta.version"] = str(getattr(index, getter)().version())
-            return
+            snapshot = getattr(index, getter)()
+            fact.setdefault("options", {})["delta.version"] = str(snapshot.version())
         except Py4JError:
             continue
+        try:  # labels the Delta table keeps: its schema's metadata and its properties live in its log
+            metadata = snapshot.metadata()
+            labelled = {k: v for k, v in scala_map(metadata.configuration()).items()
+                        if k.startswith("lineage.classification.")}
+            if labelled:
+                fact["classification"] = labelled
+            schema = str(metadata.schemaString())
+            if "classification" in schema:
+                fact["classified_schema"] = schema
+        except Py4JError:
+            pass
+        return
 
 
 def table_version(table: Any, fact: dict[str, Any]) -> None:
