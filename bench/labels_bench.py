@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lineage_listener.govern import labels as declared  # noqa: E402
+from lineage_listener.govern import labelstore  # noqa: E402
 from lineage_listener.govern.answers import column_labels, run  # noqa: E402
 from lineage_listener.query import open_store  # noqa: E402
 from lineage_listener.store.writer import StoreWriter  # noqa: E402
@@ -47,7 +47,7 @@ def declare(path: str, count: int, seed: int) -> list[tuple[str, str]]:
     store.close()
     picked = random.Random(seed).sample(rows, min(count, len(rows)))
     labels = [(ds, col, "pii.email" if i % 2 == 0 else "confidential", True) for i, (ds, col) in enumerate(picked)]
-    if not StoreWriter(path).write(declared.set_batch(labels, "labels_bench")):
+    if not StoreWriter(path).write(labelstore.set_batch(labels, "labels_bench")):
         raise SystemExit(f"could not write labels to {path} (busy?)")
     return picked
 
