@@ -96,7 +96,7 @@ def events(con: duckdb.DuckDBPyConnection, options: ExportOptions = ExportOption
         tags = _tags(con, {n for es in edges.values() for t, e in es for n in (t, e.source_dataset)}) \
             if options.labels else {}
         for row in chunk:
-            for event in _query_events(row, edges.get(row[0], []), columns, options, tags):
+            for event in query_events(row, edges.get(row[0], []), columns, options, tags):
                 yield row[0], event
 
 
@@ -148,9 +148,12 @@ class TagsFacet(tags_dataset.TagsDatasetFacet):
         return TAGS_SCHEMA
 
 
-def _query_events(row: tuple, edges: list[tuple[str | None, facets.Edge]],
-                  columns: dict[str, list[tuple[str, str | None]]], options: ExportOptions,
-                  tags: dict[str, Any] | None = None) -> list[RunEvent]:
+def query_events(row: tuple, edges: list[tuple[str | None, facets.Edge]],
+                 columns: dict[str, list[tuple[str, str | None]]], options: ExportOptions,
+                 tags: dict[str, Any] | None = None) -> list[RunEvent]:
+    """The events of one query: ``row`` is its ``queries`` row (``captured_at`` a datetime) followed by
+    its run's ``app_name`` and ``spark_version``; ``edges`` its (target, edge) pairs; ``columns`` the
+    (name, type) of each dataset's columns in schema order; ``tags`` the tags facet of labelled datasets."""
     (query_id, app_run, action, command, sql_text, status, error, duration_ms, captured_at, target,
      app_name, spark_version) = row
 
