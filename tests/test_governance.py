@@ -3,7 +3,7 @@
 Labels travel along copies and stop at masking; a review (``!pii``) wins over propagation; a
 policy check fails the build (CLI exit 1, JSON, JUnit); bad files are one line and exit 2 with
 nothing written; a user's own masking UDF counts; previewed edges are checked like captured ones.
-The pipeline runs once per session (a fixture of this module); each test works on a copy.
+The pipeline runs once per session (conftest's ``retail``); each test works on a copy of its store.
 """
 from __future__ import annotations
 
@@ -14,34 +14,19 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import NamedTuple
 
 import duckdb
 import pytest
 
-from tests.retail import run_pipeline
 from tests.server_helpers import ROOT
 from tests.test_openlineage import registry, validate  # noqa: F401 - registry: the spec's schemas, offline
 
 ENV = {k: v for k, v in {**os.environ, "PYTHONPATH": str(ROOT)}.items() if k != "LINEAGE_SERVER_TOKEN"}
 
 
-class Retail(NamedTuple):
-    root: Path
-    store: Path
-    times: dict
-
-
-@pytest.fixture(scope="session")
-def retail(tmp_path_factory) -> Retail:
-    """The retail pipeline run once (its folder, store and job times); tests copy the store."""
-    root = tmp_path_factory.mktemp("retail")
-    store = root / "pipeline.duckdb"
-    return Retail(root, store, run_pipeline(root, store))
-
-
 @pytest.fixture
 def store(retail, tmp_path) -> Path:
+    """A copy of the session's retail store (conftest ``retail``): each test writes its own."""
     copy = tmp_path / "lineage.duckdb"
     shutil.copy(retail.store, copy)
     return copy

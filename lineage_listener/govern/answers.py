@@ -21,7 +21,7 @@ from lineage_listener.govern.classfile import known_columns
 from lineage_listener.govern.labelstore import Declared, effective
 from lineage_listener.govern.propagate import Reached, path_rows, propagate
 from lineage_listener.govern.reach import CaptureBook, applications, reachable_datasets, walk
-from lineage_listener.query.expand import Edge, Node, columns_of
+from lineage_listener.query.expand import Edge, Filters, Node, columns_of, nearest_captures
 from lineage_listener.query.names import Aliases
 from lineage_listener.query.store import LineageStore, UnknownNameError, resolve_column
 from lineage_listener.query.timewindow import window
@@ -79,26 +79,25 @@ def run(con: duckdb.DuckDBPyConnection, starts: Iterable[Node] | None = None, si
         g = nx.DiGraph()
         g.add_nodes_from(starts or [])
         return Propagation(g, {}, {}, CaptureBook(con, until), aliases, names, since, until)
+    # every capture up to ``until``: a path may use data written before the window (keep decides)
+    filters = Filters(until=until, direct_only=not influence)
     if starts is None:
         seeds = [n for n, items in decl.items() if any(d.value for d in items)]
-        g = walk(con, seeds, "downstream", until, direct_only=not influence, aliases=aliases, extra=extra)
+        g = walk(con, seeds, "downstream", filters, aliases, extra)
     elif extra:
-        g = walk(con, list(starts), "upstream", until, direct_only=not influence, aliases=aliases, extra=extra)
+        g = walk(con, list(starts), "upstream", filters, aliases, extra)
     else:
         # From the declared columns upstream of the question (at the level of datasets) down to it,
         # through those datasets only: the paths a label can take there, and nothing else.
         starts = list(starts)
         above = reachable_datasets(con, {n[0] for n in starts}, aliases, "upstream", direct_only=not influence)
         seeds = [n for n, items in decl.items() if n[0] in above and any(d.value for d in items)]
-        g = walk(con, seeds, "downstream", until, direct_only=not influence, aliases=aliases,
-                 keep=lambda node: node[0] in above)
+        g = walk(con, seeds, "downstream", filters, aliases, within=lambda node: node[0] in above)
         g.add_nodes_from(starts)
     on_graph = {n: items for n, items in decl.items() if n in g}
-    book = CaptureBook(con, until)
-    book.expect(r.get("edge_id") for _, _, d in g.edges(data=True) for r in d["records"])
     eff = {n: {label: d.value for label, d in effective(items).items()} for n, items in on_graph.items()}
-    reached = propagate(g, eff, names, times=book.times, since=since)
-    return Propagation(g, on_graph, reached, book, aliases, names, since, until)
+    reached = propagate(g, eff, names, lambda asked: nearest_captures(con, asked, filters), since, until)
+    return Propagation(g, on_graph, reached, CaptureBook(con, until), aliases, names, since, until)
 
 
 def _declared_row(d: Declared, node: Node) -> dict[str, Any]:

@@ -312,7 +312,7 @@ def check_edges(store: LineageStore, policy: Policy, edges: Iterable[dict[str, A
     now = utcnow()
     extra = [Edge((e["source_dataset"], e["source_column"]), (e["target_dataset"], e["target_column"]), 1,
                   e["transform"], e["kind"], e.get("expression"), bool(e.get("masking")), "preview", application,
-                  now, False, now, 1, None)
+                  now, False, now, 1, None, earliest=now, latest=now, known=((now,),))
              for e in edges if e.get("target_dataset") and e.get("target_column") and e.get("source_column")]
     with store.connect() as con:
         aliases = Aliases(con)

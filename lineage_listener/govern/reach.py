@@ -20,13 +20,12 @@ from lineage_listener.query.names import Aliases
 
 
 def walk(con: duckdb.DuckDBPyConnection, starts: Iterable[Node], direction: Direction,
-         until: datetime | None = None, direct_only: bool = False, aliases: Aliases | None = None,
-         extra: Iterable[Edge] = (), keep: Callable[[Node], bool] | None = None) -> nx.DiGraph:
-    """The graph of every edge reachable from ``starts`` in ``direction`` (captured until ``until``),
-    with ``extra`` edges (not in the store: a preview's) joined in and walked on from. ``keep``: walk
-    on only from the columns it accepts (the rest of the store cannot matter to the question)."""
+         filters: Filters = Filters(), aliases: Aliases | None = None, extra: Iterable[Edge] = (),
+         within: Callable[[Node], bool] | None = None) -> nx.DiGraph:
+    """The graph of every edge reachable from ``starts`` in ``direction`` (within ``filters``),
+    with ``extra`` edges (not in the store: a preview's) joined in and walked on from. ``within``:
+    walk on only from the columns it accepts (the rest of the store cannot matter to the question)."""
     aliases = aliases or Aliases(con)
-    filters = Filters(until=until, direct_only=direct_only)
     starts = sorted(set(starts))
     far = (lambda e: e.target) if direction == "downstream" else (lambda e: e.source)
     edges: list[Edge] = []
@@ -34,15 +33,15 @@ def walk(con: duckdb.DuckDBPyConnection, starts: Iterable[Node], direction: Dire
     frontier, extra = starts, list(extra)
     while frontier or extra:
         found = []
-        if frontier:  # every hop at once, or one at a time when ``keep`` prunes
+        if frontier:  # every hop at once, or one at a time when ``within`` prunes
             found = expand(con, frontier, direction, filters=filters, aliases=aliases,
-                           depth=None if keep is None else 1)
-            if keep is not None:
-                found = [e for e in found if keep(far(e))]
-            seen |= {e.source for e in found} | {e.target for e in found} if keep is None else set()
+                           depth=None if within is None else 1)
+            if within is not None:
+                found = [e for e in found if within(far(e))]
+            seen |= {e.source for e in found} | {e.target for e in found} if within is None else set()
         found += extra
         edges += found
-        frontier = sorted({far(e) for e in (found if keep is not None else extra)} - seen)
+        frontier = sorted({far(e) for e in (found if within is not None else extra)} - seen)
         seen |= set(frontier)
         extra = []
     first = starts[0] if starts else ("", "")
@@ -78,37 +77,13 @@ def reachable_datasets(con: duckdb.DuckDBPyConnection, datasets: Iterable[str], 
 
 
 class CaptureBook:
-    """The captures of the edges a propagation crosses: every capture time of an edge whose first
-    and last capture cannot decide a path (read in one query for all the edges :meth:`expect`
-    names, at the first such question), and the query that made a given capture (for the hops of
-    the paths shown)."""
+    """The captures of the edges on the paths shown: the query and run that made the capture
+    each hop uses (read in one query for the edges :meth:`load` names)."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, until: datetime | None = None) -> None:
         self.con = con
         self._filters = Filters(until=until)
-        self._expected: set[int] = set()
-        self._times: dict[int, list[datetime]] = {}
         self._rows: dict[int, list[tuple[str | None, str | None, datetime]]] = {}
-
-    def expect(self, edge_ids: Iterable[int | None]) -> None:
-        """Edges whose times may be asked: read together with the first that is."""
-        self._expected.update(e for e in edge_ids if e is not None)
-
-    def times(self, edge_id: int) -> list[datetime]:
-        """Capture times of ``edge_id``, oldest first (the exact lookup of a time-respecting path)."""
-        if edge_id not in self._times:
-            todo = sorted((self._expected - set(self._times)) | {edge_id})
-            _, on_capture, params = self._filters.sql()
-            found = dict(self.con.execute(
-                f"""SELECT s.edge_id, list(c.captured_at ORDER BY c.captured_at)
-                    FROM (SELECT edge_id, unnest(sets) AS set_id FROM edges
-                          WHERE edge_id IN (SELECT unnest($ids))) s
-                    JOIN edge_captures c ON c.set_id = s.set_id
-                    WHERE true {on_capture}
-                    GROUP BY s.edge_id""", {**params, "ids": todo}).fetchall())
-            for eid in todo:
-                self._times[eid] = found.get(eid) or []
-        return self._times[edge_id]
 
     def load(self, edge_ids: Iterable[int | None]) -> None:
         """Read every capture (query, run, time) of ``edge_ids`` not read yet, in one query."""

@@ -12,7 +12,6 @@ starts copying a labelled column somewhere.
 """
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 import duckdb
@@ -35,8 +34,7 @@ def side_graph(rows: list[tuple]) -> nx.DiGraph:
         if t_ds is None or t_col is None or s_col is None:
             continue  # a read, or a filter over a whole target: carries no label
         record = {"transform": transform, "kind": kind, "expression": expression, "masking": bool(masking),
-                  "first_seen": datetime.min, "captured_at": datetime.min, "edge_id": None,
-                  "query_id": None, "run_id": None}
+                  "edge_id": None, "query_id": None, "run_id": None}  # no capture times: usable at any time
         if g.has_edge((s_ds, s_col), (t_ds, t_col)):
             g.edges[(s_ds, s_col), (t_ds, t_col)]["records"].append(record)
         else:
