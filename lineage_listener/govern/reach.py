@@ -15,6 +15,7 @@ import networkx as nx
 
 from lineage_listener.govern.propagate import Hop
 from lineage_listener.query.expand import Direction, Edge, Filters, Node, captures, expand
+from lineage_listener.query.lookups import indexed
 from lineage_listener.query.graph import build_graph
 from lineage_listener.query.names import Aliases
 
@@ -58,7 +59,7 @@ def reachable_datasets(con: duckdb.DuckDBPyConnection, datasets: Iterable[str], 
     """The datasets ``direction`` of ``datasets`` (canonical names), them included: at the level of
     datasets and at any time, so a superset of where labels can go (or come from).
 
-    One query per hop over an index of ``edges``; no capture is read."""
+    One query per hop, an index lookup of ``edges`` by the near end; no capture is read."""
     near, far = ("source_dataset", "target_dataset") if direction == "downstream" \
         else ("target_dataset", "source_dataset")
     seen = {aliases.canonical(d) for d in datasets}
@@ -67,8 +68,8 @@ def reachable_datasets(con: duckdb.DuckDBPyConnection, datasets: Iterable[str], 
     while frontier:
         names = sorted({n for d in frontier for n in aliases.names(d)})
         rows = [r[0] for r in con.execute(
-            f"""SELECT DISTINCT {far} FROM edges WHERE {near} IN (SELECT unnest($n))
-                AND {far} IS NOT NULL {kind}""", {"n": names}).fetchall()]
+            f"""SELECT DISTINCT {far} FROM {indexed("edges", near, "SELECT unnest($n)")} e
+                WHERE {far} IS NOT NULL {kind}""", {"n": names}).fetchall()]
         aliases.resolve(rows)
         new = {aliases.canonical(r) for r in rows} - seen
         seen |= new
