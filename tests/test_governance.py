@@ -641,6 +641,23 @@ def test_the_ui_shows_labels_why_and_violations_and_takes_a_review(retail, store
         graph_labels = dict(page.evaluate(
             "window.lineageGraph.nodes('[column]').map(n => [n.data('dataset') + '|' + n.data('column'), n.data('labels') || ''])"))
         assert graph_labels[f"{n['partner']}|email"] == "pii.email" and graph_labels[f"{n['clean']}|email"] == "pii.email"
+        # ... and the graph as a table: badges beside the labelled columns it links
+        table_badges = page.locator(f"#edges-table .gov-badges[data-dataset='{n['clean']}'][data-column='email']")
+        assert table_badges.count() >= 1 and "pii.email" in table_badges.first.text_content()   # in a closed <details>
+        # the impact of the labelled column: its copies and the masked one badged in the impact table
+        page.goto(f"{srv.url}/#/impact/{q(n['raw'])}/email")
+        ready(page)
+        labelled(page)
+        badge = lambda ds, col: page.locator(f"#impact-body table .gov-badges[data-dataset='{ds}'][data-column='{col}']")  # noqa: E731
+        assert "pii.email" in badge(n["partner"], "email").first.inner_text()
+        assert "1 violation" in badge(n["partner"], "email").first.inner_text()
+        assert "pii.email masked" in badge(n["hashed"], "email_sha256").first.inner_text()
+        # search results: the labelled columns among the columns found
+        page.goto(f"{srv.url}/#/search?q=email")
+        ready(page)
+        labelled(page)
+        assert "pii.email" in page.locator(
+            f"#column-results .gov-badges[data-dataset='{n['partner']}'][data-column='email']").inner_text()
         # the hashed export's page: a masked copy, the label stops there
         page.goto(f"{srv.url}/#/column/{q(n['hashed'])}/email_sha256")
         ready(page)

@@ -2,6 +2,9 @@
 Spark, and propagated from there like any declared label."""
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import duckdb
 
 from lineage_listener.govern.answers import column_labels
@@ -36,6 +39,22 @@ def test_a_tables_comment_tags_and_properties_are_labels_that_travel(lineage, tm
     cols = {c["column"]: c for c in answer["columns"]}
     assert [(x["label"], x["source"]) for x in cols["email"]["labels"]] == [("pii.email", "propagated")]
     assert cols["ssn_hash"]["labels"] == [] and {m["label"] for m in cols["ssn_hash"]["masked"]} == {"pii", "confidential"}
+    # a property removed from the table: capture records labels it reads, never their removal; unset says it
+    spark.sql("ALTER TABLE gov_customers UNSET TBLPROPERTIES ('lineage.classification.ssn')")
+    lineage.run(lambda: spark.table("gov_customers").select("ssn").collect())
+    assert (table, "ssn", "confidential", "spark", "table property lineage.classification.ssn") in spark_labels(
+        lineage.store)
+    proc = subprocess.run([sys.executable, "-m", "lineage_listener", "classify", "unset", "--store", str(lineage.store),
+                           table, "ssn", "confidential", "--source", "spark", "--by", "dpo"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "unset confidential (spark)" in proc.stdout, proc.stderr
+    assert {(c, lb) for d, c, lb, _, _ in spark_labels(lineage.store) if d == table} == {
+        ("email", "pii.email"), ("ssn", "pii")}
+    with duckdb.connect(str(lineage.store), read_only=True) as con:
+        assert [r[:2] + r[3:] for r in con.execute(
+            "SELECT action, source, changed_by, label FROM label_changes WHERE label = 'confidential' ORDER BY changed_at"
+        ).fetchall()] == [("set", "spark", "confidential"), ("unset", "spark", "confidential")]
+        assert con.execute("SELECT changed_by FROM label_changes WHERE action = 'unset'").fetchall() == [("dpo",)]
 
 
 def test_column_metadata_on_a_written_column_labels_the_target(lineage, tmp_path):

@@ -34,10 +34,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s.add_argument("--value", type=_bool, default=None, help="true (default) or false (a review: not LABEL)")
     s.add_argument("--by", help="who sets it (default: the OS user)")
     s.set_defaults(func=run_set)
-    u = sub.add_parser("unset", help="remove a label declared with set")
+    u = sub.add_parser("unset", help="remove a label declared with set (--source spark: one read from Spark's metadata)")
     _target(u)
     u.add_argument("label")
     u.add_argument("--by", help="who removes it (default: the OS user)")
+    u.add_argument("--source", choices=("set", "spark"), default="set",
+                   help="which declaration to remove: set (default), or spark: a label Spark's metadata no longer "
+                        "has (capture records labels it reads, never their removal)")
     u.set_defaults(func=run_unset)
     ls = sub.add_parser("list", help="declared labels; --propagated: also where they travel")
     ls.add_argument("--store", required=True, help="path of the DuckDB store")
@@ -87,8 +90,9 @@ def run_unset(args: argparse.Namespace) -> int:
     from lineage_listener.govern.declare import unset_labels
 
     open_for_cli(args.store)
-    ok = guard(unset_labels, args.store, [(args.dataset, args.column, args.label)], by=args.by)
-    _written(ok, f"unset {args.label.lstrip('!')} on {name((args.dataset, args.column))}", args.store)
+    ok = guard(unset_labels, args.store, [(args.dataset, args.column, args.label)], by=args.by, source=args.source)
+    what = f"unset {args.label.lstrip('!')}" + (f" ({args.source})" if args.source != "set" else "")
+    _written(ok, f"{what} on {name((args.dataset, args.column))}", args.store)
     return 0
 
 

@@ -60,11 +60,12 @@ def set_labels(path: str | Path, items: Iterable[Request], by: str | None = None
     return write(path, labelstore.set_batch(resolved, labelstore.who(by)))
 
 
-def unset_labels(path: str | Path, items: Iterable[tuple[str, str, str]], by: str | None = None) -> bool:
-    """Remove labels declared with source ``set``."""
+def unset_labels(path: str | Path, items: Iterable[tuple[str, str, str]], by: str | None = None,
+                 source: str = "set") -> bool:
+    """Remove labels declared with ``source`` (``set``; ``spark``: one Spark's metadata no longer has)."""
     with open_store(path).connect() as con:
         resolved = resolve_unset(con, items)
-    return write(path, labelstore.unset_batch(resolved, labelstore.who(by)))
+    return write(path, labelstore.unset_batch(resolved, labelstore.who(by), source))
 
 
 def load_file(path: str | Path, file: str | Path, by: str | None = None) -> tuple[classfile.Classifications, bool]:

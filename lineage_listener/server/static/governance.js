@@ -1,6 +1,7 @@
-// lineage-listener UI, governance: labels on columns (in the dataset list, on graph nodes, on a column's page with
-// "why is this PII?"), the Violations page, setting and reviewing labels. Loaded before app.js: it adds the page
-// to window.LINEAGE_PAGES (the router's hook) and decorates app.js's pages once they are drawn (body[data-view]).
+// lineage-listener UI, governance: labels on columns (in the dataset list, the impact tables, search results, the
+// graph and its table, on a column's page with "why is this PII?"), the Violations page, setting and reviewing
+// labels. Loaded before app.js: it adds the page to window.LINEAGE_PAGES (the router's hook) and decorates
+// app.js's pages once they are drawn (body[data-view]).
 "use strict";
 
 window.LINEAGE_PAGES = window.LINEAGE_PAGES || {};
@@ -133,6 +134,26 @@ async function govGraphLabels(hash) {
   if (summary && found.length) summary.insertAdjacentHTML("beforeend", ` · <span id="graph-labels" class="gov-note" title="${esc(found.join("\n"))}">${found.length} labelled column${found.length === 1 ? "" : "s"}</span>`);
 }
 
+/** Badges beside the column links of a page's tables (the impact tables, search results, the graph as a table). */
+async function govTableLabels(hash) {
+  const links = [...document.querySelectorAll("#view table:not(#columns) a[href^='#/column/']")]
+    .filter(a => !a.nextElementSibling || !a.nextElementSibling.classList.contains("gov-badges"));
+  const at = a => a.getAttribute("href").slice("#/column/".length).split("?")[0].split("/").map(decodeURIComponent);
+  const datasets = [...new Set(links.map(a => at(a)[0]))].slice(0, 100);
+  if (!datasets.length) return;
+  const [labels, violations] = await Promise.all([
+    GOV.get(`/api/labels?influence=false&${datasets.map(d => "datasets=" + enc(d)).join("&")}`), GOV.violationsByColumn()]);
+  if (location.hash !== hash || !labels.columns.length) return;
+  const rows = {};
+  for (const r of labels.columns) rows[GOV.key(r.dataset, r.column)] = r;
+  for (const a of links) {
+    const [ds, col] = at(a);
+    const row = rows[GOV.key(ds, col)];
+    const html = row ? GOV.badges(row, violations[GOV.key(ds, col)]) : "";
+    if (html && a.isConnected) a.insertAdjacentHTML("afterend", ` <span class="gov-badges" data-dataset="${esc(ds)}" data-column="${esc(col)}">${html}</span>`);
+  }
+}
+
 /** #/violations: what the policy watch found, the rules, and the webhook's state. */
 LINEAGE_PAGES.violations = async function violations(n, parts, q) {
   setTitle("violations");
@@ -173,6 +194,7 @@ new MutationObserver(() => {
   if (parts[0] === "dataset") jobs.push(govDatasetBadges(hash, parts.slice(1).join("/")));
   if (parts[0] === "column") jobs.push(govColumnPanel(hash, parts[1], parts[2]));
   if (["column", "impact", "overview"].includes(parts[0])) jobs.push(govGraphLabels(hash));
+  if (!["dataset", "violations"].includes(parts[0])) jobs.push(govTableLabels(hash));
   Promise.all(jobs).catch(err => console.warn("labels:", err.message)).finally(() => {
     if (location.hash === hash) document.body.dataset.labels = hash;  // tests wait for this
   });
