@@ -38,17 +38,20 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "masking_functions": ("name", "origin", "added_at"),
     "policy_violations": ("violation_id", "rule", "kind", "label", "dataset", "column_name", "detail", "found_at",
                           "last_seen", "notified_at", "attempts", "gave_up_at", "last_error", "resolved_at"),
+    # Not a table: runs whose ended_at is cleared before this batch's runs rows are written (a capture
+    # enabled again in an application whose earlier capture was disabled: the run goes on).
+    "run_reopened": ("run_id",),
 }
 
 #: Entries of COLUMNS that are instructions to the writer, not tables.
-PSEUDO_TABLES = frozenset({"retarget", "query_started"})
+PSEUDO_TABLES = frozenset({"retarget", "query_started", "run_reopened"})
 #: Entries of COLUMNS written by :func:`~lineage_listener.store.labels.write_labels`.
 LABEL_TABLES = frozenset({"column_labels", "label_unset", "label_file", "masking_functions"})
 #: Entries whose rows belong to no query (:meth:`Batch.by_query` keeps them with the first part).
 NO_QUERY = LABEL_TABLES | {"policy_violations"}
 
 #: Tables whose rows every query of a batch may share (upserts): kept in each part of :meth:`Batch.by_query`.
-SHARED = frozenset({"runs", "datasets", "dataset_columns"})
+SHARED = frozenset({"runs", "run_reopened", "datasets", "dataset_columns"})
 #: Where a row names its query, for the tables where it is not first.
 QUERY_ID_AT = {"capture_errors": 2}
 
