@@ -102,10 +102,20 @@ def run_load(args: argparse.Namespace) -> int:
     open_for_cli(args.store)
     found, ok = guard(load_file, args.store, args.file, by=args.by)
     columns = {(d, c) for d, c, _, _ in found.labels}
-    _written(ok, f"loaded {len(found.labels)} labels on {len(columns)} columns"
-             + (f" and {len(found.masking_functions)} masking functions" if found.masking_functions else "")
+    functions = len(found.masking_functions)
+    _written(ok, f"loaded {_n(len(found.labels), 'label')} on {_n(len(columns), 'column')}"
+             + (f" and {_n(functions, 'masking function')}" if functions else "")
              + f" from {args.file}", args.store)
     return 0
+
+
+def _n(count: int, word: str) -> str:
+    """``count`` and ``word``, plural unless one.
+
+    >>> _n(1, "masking function"), _n(5, "label")
+    ('1 masking function', '5 labels')
+    """
+    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 def run_list(args: argparse.Namespace) -> int:
