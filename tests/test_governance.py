@@ -312,7 +312,8 @@ def test_a_declared_masking_udf_breaks_the_label(lineage, tmp_path):
     answer = json.loads(ok("classify", "list", "--store", str(store), "--propagated", "--format", "json"))
     assert (f"file:{out}", "email_token") in carried(answer, "pii")  # not declared masking yet
     files.write_text(files.read_text() + "masking_functions: [tokenize]\n")
-    ok("classify", "load", "--store", str(store), str(files))
+    assert "loaded 1 label on 1 column and 1 masking function from" in ok("classify", "load", "--store", str(store),
+                                                                          str(files))
     answer = json.loads(ok("classify", "list", "--store", str(store), "--propagated", "--format", "json"))
     assert carried(answer, "pii") == {(f"file:{src}", "email"), (f"file:{out}", "email_clear")}
     token = by_column(answer)[(f"file:{out}", "email_token")]
