@@ -54,9 +54,10 @@ async function govColumnPanel(hash, ds, col) {
   box.id = "labels-panel";
   box.className = "gov-panel";
   box.innerHTML = "<h3>Labels</h3><p>…</p>";
-  const anchor = $("controls");
-  if (!anchor) return;
-  anchor.parentNode.insertBefore(box, anchor);
+  // below the graph: the graph's frame and minimap stay on the first screen
+  const wrap = document.querySelector(".graph-wrap");
+  if (!wrap) return;
+  wrap.after(box);
   let row;
   try {
     row = (await GOV.get(`/api/labels?dataset=${enc(ds)}&column=${enc(col)}`)).columns[0];
