@@ -121,6 +121,7 @@ bench: install
 	$(BIN)/python bench/streaming_bench.py --batches 20 --growth 1000
 	$(BIN)/python bench/make_synthetic_store.py $(BENCH_STORE) --edges 10000000
 	$(BIN)/python bench/query_bench.py $(BENCH_STORE) --runs 20
+	$(BIN)/python bench/labels_bench.py $(BENCH_STORE) --runs 20
 	$(BIN)/python bench/server_bench.py $(BENCH_STORE) --runs 20
 	$(BIN)/python bench/writers_bench.py --seconds 300 --clients 200 --burst 1000
 	$(BIN)/python bench/ui_bench.py
@@ -128,6 +129,7 @@ bench: install
 	$(BIN)/python bench/kafka_bench.py
 	$(VENV35)/bin/python bench/merge_bench.py
 	$(MAKE) bench-history
+	$(BIN)/python bench/labels_bench.py $(HISTORY_STORE) --runs 20
 
 ## A year of history: 365 days x 300 daily jobs x ~1,000 edges (~110M edge rows) written through
 ## write_batch, depth-10 questions measured at day 30 and day 365. Hours on 2 cores (30 runs a batch, as a
@@ -144,6 +146,7 @@ bench-history: install
 bench-history-quick: install
 	$(BIN)/python bench/history_bench.py --days 45 --jobs 60 --edges 300 --measure-at 30,last \
 	  --out /tmp/lineage-history-quick.duckdb --fresh
+	$(BIN)/python bench/labels_bench.py /tmp/lineage-history-quick.duckdb --runs 20
 
 clean:
 	rm -rf $(VENV) $(VENV35) $(VENV41) demo-output test-artifacts .pytest_cache build dist site *.egg-info

@@ -101,3 +101,48 @@ def test_a_copy_that_is_also_a_filter_key_is_a_copy_and_a_filter_only_influences
     assert "masking" not in g.nodes[B]
     up = store.upstream(*B)
     assert up.nodes[S]["reach"] == "influenced" and up.nodes[("spark_catalog.db.r", "y")]["reach"] == "copy"
+
+
+def kept_from(path: Path, starts: list, since: datetime | None = None):
+    """The downstream walk of ``starts`` as the store's own walks make it, with the steps of why-paths."""
+    from lineage_listener.query.expand import Filters, expand, nearest_captures
+    from lineage_listener.query.graph import build_graph
+    from lineage_listener.query.kept import keep
+    from lineage_listener.store.connection import open_readonly
+
+    con = open_readonly(path)
+    try:
+        found = build_graph(starts[0], expand(con, starts, "downstream"), "downstream")
+        return keep(found, starts, "downstream", since, None, lambda asked: nearest_captures(con, asked, Filters()),
+                    arrivals=True)
+    finally:
+        con.close()
+
+
+def test_several_starts_walk_as_one_and_each_column_says_its_earliest_path(tmp_path):
+    """s -> a on day 2, r -> a on day 1, a -> b on day 3, s -> r on day 5: walked from s and r at
+    once, a is reached first from r (day 1), b through a (day 3); r, a start, is not reached from s."""
+    from lineage_listener.query.kept import path
+
+    R = ("spark_catalog.db.r", "x")
+    k = kept_from(store_of(tmp_path, [step(S, A, at(2, 1)), step(R, A, at(1, 1)), step(A, B, at(3, 1)),
+                                      step(S, R, at(5, 1))]), [S, R])
+    assert k.nodes[S]["reach"] == k.nodes[R]["reach"] == "start"
+    assert [(u, v, t) for u, v, _, t in path(k, B, "clear")] == [(R, A, at(1, 1)), (A, B, at(3, 1))]
+    assert path(k, R, "clear") == [] and path(k, B, "masked") == []
+    assert (k.nodes[B]["depth"], k.nodes[A]["depth"]) == (2, 1)
+
+
+def test_a_path_in_a_window_ends_with_a_write_in_it_and_runs_forward_in_time(tmp_path):
+    """s -> a on day 1; a -> b daily from day 2 to day 12; b -> c on day 11. In a window from day 10,
+    c's path ends with its day-11 write and b's with its first write in the window (day 10), while
+    the path into c goes through b's write before c's (day 2, the earliest): never backwards in time."""
+    from lineage_listener.query.kept import path
+
+    rows = [step(S, A, at(1, 1)), step(B, C, at(11, 1))] + [step(A, B, at(d, 2), job="daily") for d in range(2, 13)]
+    k = kept_from(store_of(tmp_path, rows), [S], since=at(10, 0))
+    assert [t for _, _, _, t in path(k, B, "clear")] == [at(1, 1), at(10, 2)]
+    assert [t for _, _, _, t in path(k, C, "clear")] == [at(1, 1), at(2, 2), at(11, 1)]
+    assert path(k, A, "clear") == []                  # a was written before the window only
+    whole = kept_from(store_of(tmp_path / "all", rows), [S])
+    assert [t for _, _, _, t in path(whole, B, "clear")] == [at(1, 1), at(2, 2)]

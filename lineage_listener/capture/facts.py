@@ -77,7 +77,24 @@ def catalog_table(table: Any, current: tuple[str, str] | None = None) -> dict[st
         fact["view"] = str(table.tableType().name()) == "VIEW"
     except Py4JError:
         pass
+    fact.update(classified(table))
     return fact
+
+
+def classified(table: Any) -> dict[str, Any]:
+    """What a table keeps of labels (capture/classification.py): its ``lineage.classification.<column>``
+    properties (``classification``) and, when its schema mentions one, the schema (``classified_schema``)."""
+    out: dict[str, Any] = {}
+    try:
+        labelled = {k: v for k, v in scala_map(table.properties()).items() if k.startswith("lineage.classification.")}
+        if labelled:
+            out["classification"] = labelled
+        schema = str(table.schema().json())
+        if "classification" in schema:
+            out["classified_schema"] = schema
+    except Py4JError:
+        pass
+    return out
 
 
 def qualify(path: str) -> str:
@@ -128,6 +145,7 @@ def relation(leaf: Any, name: str, current: tuple[str, str] | None = None) -> di
                 fact["paths"] = [str(table.name())]
         fact["format"] = v2_format(rel.table())
         fact["options"] = scala_map(rel.options())
+        fact.update(classified(rel.table()))
         table_version(rel.table(), fact)
         ident_fact = fact.get("table")
         if fact["format"] in ("delta", "iceberg") and ident_fact and ident_fact.get("database") == fact["format"] \
@@ -163,10 +181,22 @@ def delta_read(rel: Any, fact: dict[str, Any]) -> None:
         return
     for getter in ("snapshotAtAnalysis", "getSnapshot"):  # the version this read is pinned to
         try:
-            fact.setdefault("options", {})["delta.version"] = str(getattr(index, getter)().version())
-            return
+            snapshot = getattr(index, getter)()
+            fact.setdefault("options", {})["delta.version"] = str(snapshot.version())
         except Py4JError:
             continue
+        try:  # labels the Delta table keeps: its schema's metadata and its properties live in its log
+            metadata = snapshot.metadata()
+            labelled = {k: v for k, v in scala_map(metadata.configuration()).items()
+                        if k.startswith("lineage.classification.")}
+            if labelled:
+                fact["classification"] = labelled
+            schema = str(metadata.schemaString())
+            if "classification" in schema:
+                fact["classified_schema"] = schema
+        except Py4JError:
+            pass
+        return
 
 
 def table_version(table: Any, fact: dict[str, Any]) -> None:
@@ -230,6 +260,7 @@ class FactCache:
 
     by_expr_id: dict[int, dict[str, Any]] = field(default_factory=dict)
     locations: dict[str, str | None] = field(default_factory=dict)  # "cat.db.t" -> location
+    classifications: dict[str, dict[str, Any]] = field(default_factory=dict)  # "cat.db.t" -> what keeps labels
 
     def remember(self, expr_id: int, fact: dict[str, Any]) -> None:
         if len(self.by_expr_id) > 50_000:
@@ -237,6 +268,24 @@ class FactCache:
         self.by_expr_id[expr_id] = fact
         if fact.get("table") and "location" in fact:
             self.locations[table_name(fact["table"])] = fact["location"]
+            kept = {k: fact[k] for k in ("classification", "classified_schema") if k in fact}
+            if kept:
+                self.classifications[table_name(fact["table"])] = kept
+
+
+def dicts(items: Any) -> Iterator[dict[str, Any]]:
+    """Every dict of plan JSON items, each once (the compact reader's items share each attribute's
+    dict), parents before their children."""
+    stack = [items]
+    seen: set[int] = set()
+    while stack:
+        value = stack.pop()
+        if isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, dict) and id(value) not in seen:
+            seen.add(id(value))
+            yield value
+            stack.extend(v for v in value.values() if isinstance(v, (list, dict)))
 
 
 def json_leaves(items: Any, nulls: list[dict[str, Any]] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -245,28 +294,18 @@ def json_leaves(items: Any, nulls: list[dict[str, Any]] | None = None) -> Iterat
     In the same pass, plan nodes with a needed field written as null (see
     :data:`~lineage_listener.plan.classes.EXPRESSION_FIELDS`) are appended to ``nulls``.
     """
-    stack = [items]
-    seen: set[int] = set()  # the compact reader's items share each attribute's dict: visit it once
-    while stack:
-        value = stack.pop()
-        if isinstance(value, list):
-            stack.extend(value)
-        elif isinstance(value, dict):
-            if id(value) in seen:
-                continue
-            seen.add(id(value))
-            cls = value.get("class")
-            short = cls.rsplit(".", 1)[-1] if isinstance(cls, str) else ""
-            if short in SOURCE_LEAVES:
-                output = value.get("output") or (value.get("dataCols") or []) + (value.get("partitionCols") or [])
-                if output and isinstance(output[0], list) and output[0]:
-                    eid = output[0][0].get("exprId", {}).get("id")
-                    if eid is not None:
-                        yield eid, value
-            elif nulls is not None and short in EXPRESSION_FIELDS and any(
-                    name in value and value[name] is None for name in EXPRESSION_FIELDS[short]):
-                nulls.append(value)
-            stack.extend(v for v in value.values() if isinstance(v, (list, dict)))
+    for value in dicts(items):
+        cls = value.get("class")
+        short = cls.rsplit(".", 1)[-1] if isinstance(cls, str) else ""
+        if short in SOURCE_LEAVES:
+            output = value.get("output") or (value.get("dataCols") or []) + (value.get("partitionCols") or [])
+            if output and isinstance(output[0], list) and output[0]:
+                eid = output[0][0].get("exprId", {}).get("id")
+                if eid is not None:
+                    yield eid, value
+        elif nulls is not None and short in EXPRESSION_FIELDS and any(
+                name in value and value[name] is None for name in EXPRESSION_FIELDS[short]):
+            nulls.append(value)
 
 
 def null_fields(items: Any) -> list[dict[str, Any]]:
@@ -298,6 +337,7 @@ def leaves(plan: Any, items: Any, current: tuple[str, str] | None = None,
             out[eid] = {"table": {k: ident.get(k) for k in ("catalog", "database", "table")},
                         "format": table.get("provider"), "location": cache.locations[table_name(ident)],
                         "view": False}
+            out[eid].update(cache.classifications.get(table_name(ident), {}))
         else:
             needed.add(eid)
     out.update(resolve(plan, needed, current, cache))

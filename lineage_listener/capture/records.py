@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
-from lineage_listener.capture import stages
+from lineage_listener.capture import classification, stages
 from lineage_listener.capture.envelope import Envelope
 from lineage_listener.lineage.datasets import datasets_of
 from lineage_listener.lineage.query import QueryLineage, lineage
@@ -192,6 +192,10 @@ class Recorder:
                 if result is not None else []
         if result is not None:
             self._add_lineage(batch, query_id, run_id, target, result, now)
+            if classification.present(env.plan_json, env.leaves, env.target):
+                for label in classification.rows(items, env.leaves, result.columns, env.run.get("spark_user"), now,
+                                                 (target, env.target) if target else None, result.edges):
+                    batch.add("column_labels", label)
         return batch
 
     def _lineage(self, env: Envelope) -> tuple[QueryLineage | None, str | None]:

@@ -39,11 +39,13 @@ COMMAND_MODULES = (
     "consume",
     "push",
     "html",
+    "classify",
+    "check",
 )
 
 #: Commands that read a store: they first try to write what waits in its spool, and say
 #: on stderr when some still waits (their answer may miss it).
-READ_COMMANDS = frozenset({"sql", "upstream", "downstream", "impact", "provenance", "html"})
+READ_COMMANDS = frozenset({"sql", "upstream", "downstream", "impact", "provenance", "html", "classify", "check"})
 
 
 #: Top-level modules of the optional extras -> the extra that installs them.

@@ -10,6 +10,7 @@ from lineage_listener.cli import CliError, kafka_options
 from lineage_listener.server.writer import Settings
 
 TOKEN_ENV = "LINEAGE_SERVER_TOKEN"
+WEBHOOK_TOKEN_ENV = "LINEAGE_WEBHOOK_TOKEN"
 log = logging.getLogger(__name__)
 
 
@@ -24,6 +25,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--token", dest="token_on_command_line", metavar="TOKEN", help=argparse.SUPPRESS)
     p.add_argument("--keep", metavar="AGE", help="prune per-run records older than AGE (e.g. 400d) at start "
                                                  "and daily; edges keep their first/last time (default: keep all)")
+    g = p.add_argument_group("governance", "labels and policies checked on every batch written")
+    g.add_argument("--classifications", metavar="FILE",
+                   help="a classifications file (YAML), declared on the store at start and as datasets arrive")
+    g.add_argument("--policy", metavar="FILE", help="a policy file (YAML) checked on every batch, off the writer")
+    g.add_argument("--webhook", metavar="URL", help="POST each new policy violation here (retried with backoff)")
+    g.add_argument("--webhook-token-env", default=WEBHOOK_TOKEN_ENV, metavar="NAME",
+                   help="environment variable holding the webhook's bearer token (default %(default)s)")
+    g.add_argument("--webhook-attempts", type=int, default=8, metavar="N",
+                   help="calls per violation before giving it up (default %(default)s)")
+    g.add_argument("--webhook-backoff", type=float, default=1.0, metavar="SECONDS",
+                   help="wait before the first retry, doubled each time up to 60 s (default %(default)s)")
+    g.add_argument("--token-name", default="api-token", metavar="NAME",
+                   help="who labels set over REST are recorded as set by (default %(default)s)")
     w = p.add_argument_group("store writer", "batches waiting are written together, one commit per group")
     w.add_argument("--group-rows", type=int, default=Settings.group_rows, metavar="N",
                    help="rows at most in one group commit (default %(default)s; a bigger batch goes alone)")
@@ -50,11 +64,39 @@ def _loopback(host: str) -> bool:
         return host == "localhost"
 
 
+def _governance(args: argparse.Namespace):  # noqa: ANN202 - server.governance_api.Governance
+    """The governance options, their files read now: a bad one is one line and exit 2."""
+    from pathlib import Path
+
+    from lineage_listener.govern.classfile import ClassificationsError, parse, read_yaml
+    from lineage_listener.govern.policy import PolicyError, load
+    from lineage_listener.server.governance_api import Governance
+
+    policy = classifications = None
+    try:
+        if args.policy:
+            policy = load(args.policy)
+        if args.classifications:
+            parse(read_yaml(args.classifications, "classifications file"), args.classifications)
+            classifications = Path(args.classifications).expanduser().absolute()
+    except (PolicyError, ClassificationsError) as exc:
+        raise CliError(str(exc)) from None
+    if args.webhook and not policy:
+        raise CliError("--webhook needs --policy (the webhook gets the policy's violations)")
+    if args.webhook_attempts < 1 or args.webhook_backoff < 0:
+        raise CliError("--webhook-attempts must be at least 1 and --webhook-backoff not negative")
+    return Governance(policy=policy, webhook_url=args.webhook, webhook_token=os.environ.get(args.webhook_token_env) or None,
+                      webhook_attempts=args.webhook_attempts, webhook_backoff=args.webhook_backoff,
+                      classifications=classifications,
+                      token_name=args.token_name)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.token_on_command_line is not None:
         raise CliError(f"serve takes no --token (a token on the command line shows in ps and shell history): "
                        f"put it in the environment variable {args.token_env}, or name another variable with "
                        f"--token-env NAME")
+    governance = _governance(args)  # a bad file is one line before anything starts
     import uvicorn  # a missing server extra is reported by the CLI with its install line
 
     from lineage_listener.server.app import create_app
@@ -79,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"--{name.replace('_', '-')} must be at least 1")
     settings = Settings(group_rows=args.group_rows, queue_rows=args.queue_rows, release_idle=args.release_idle,
                         hold=args.hold, lock_timeout=args.lock_timeout)
-    app = create_app(args.store, token, settings)
+    app = create_app(args.store, token, settings, governance)
     ingest = kafka_options.ingest(args, app.state.lineage.writer)
     if ingest is not None:
         app.state.kafka = ingest

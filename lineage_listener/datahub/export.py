@@ -4,7 +4,9 @@ Per target dataset: ``upstreamLineage`` (dataset upstreams, and ``fineGrainedLin
 direct edges FIELD_SET -> FIELD grouped by target column, transform and expression,
 ``transformOperation`` = ``<transform>: <expression>``; per-column indirect edges the
 same with their indirect type; dataset-wide indirect edges FIELD_SET -> FIELD_SET over
-every column of the target) and ``schemaMetadata`` for every dataset with known columns.
+every column of the target) and ``schemaMetadata`` for every dataset with known columns, each
+field with its labels (declared, or propagated along copies: docs/reference/semantics.md) as
+``globalTags`` (``urn:li:tag:pii.email``).
 """
 from __future__ import annotations
 
@@ -13,16 +15,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from datahub.emitter.mce_builder import make_data_platform_urn
+from datahub.emitter.mce_builder import make_data_platform_urn, make_tag_urn
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.ingestion.sink.file import write_metadata_file
 from datahub.metadata.schema_classes import (
     BooleanTypeClass, DatasetLineageTypeClass, DateTypeClass, FineGrainedLineageClass,
-    FineGrainedLineageDownstreamTypeClass, FineGrainedLineageUpstreamTypeClass, NullTypeClass, NumberTypeClass,
-    OtherSchemaClass, SchemaFieldClass, SchemaFieldDataTypeClass, SchemaMetadataClass, StringTypeClass,
-    TimeTypeClass, UpstreamClass, UpstreamLineageClass)
+    FineGrainedLineageDownstreamTypeClass, FineGrainedLineageUpstreamTypeClass, GlobalTagsClass, NullTypeClass,
+    NumberTypeClass, OtherSchemaClass, SchemaFieldClass, SchemaFieldDataTypeClass, SchemaMetadataClass,
+    StringTypeClass, TagAssociationClass, TimeTypeClass, UpstreamClass, UpstreamLineageClass)
 
 from lineage_listener.datahub.urns import dataset_urn, field_urn, platform_and_name
+from lineage_listener.govern.answers import dataset_labels
 from lineage_listener.store.connection import open_readonly
 
 
@@ -70,6 +73,11 @@ def proposals(store: str | Path, options: DataHubOptions = DataHubOptions()) -> 
                 "SELECT dataset, column_name, data_type, nullable FROM dataset_columns "
                 "WHERE dataset IN (SELECT unnest(?)) ORDER BY dataset, ordinal NULLS LAST, column_name", [involved]).fetchall():
             columns[ds].append((col, dtype, nullable))
+        tags: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for ds, rows in dataset_labels(con, involved).items():
+            for col, label, value, _ in rows:
+                if value:
+                    tags[(ds, col)].append(label)
     finally:
         con.close()
 
@@ -106,7 +114,10 @@ def proposals(store: str | Path, options: DataHubOptions = DataHubOptions()) -> 
                 schemaName=platform_and_name(ds)[1], platform=make_data_platform_urn(platform), version=0, hash="",
                 platformSchema=OtherSchemaClass(rawSchema=""),
                 fields=[SchemaFieldClass(fieldPath=c, type=SchemaFieldDataTypeClass(type=_type(t)),
-                                         nativeDataType=t or "unknown", nullable=bool(n) if n is not None else True)
+                                         nativeDataType=t or "unknown", nullable=bool(n) if n is not None else True,
+                                         globalTags=GlobalTagsClass(tags=[TagAssociationClass(tag=make_tag_urn(x))
+                                                                          for x in sorted(set(tags[(ds, c)]))])
+                                         if tags.get((ds, c)) else None)
                         for c, t, n in columns[ds]])))
     return out
 

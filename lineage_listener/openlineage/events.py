@@ -19,13 +19,15 @@ import attr
 import duckdb
 from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
 from openlineage.client.facet_v2 import (
-    RunFacet, error_message_run, job_type_job, parent_run, processing_engine_run, schema_dataset, sql_job)
+    RunFacet, error_message_run, job_type_job, parent_run, processing_engine_run, schema_dataset, sql_job,
+    tags_dataset)
 
 from lineage_listener import __version__
 from lineage_listener.openlineage import facets, naming
 
 PRODUCER = "https://github.com/lineage-listener/lineage-listener"
 FACET_SCHEMA = f"{PRODUCER}/blob/main/docs/openlineage-facet.json"
+TAGS_SCHEMA = "https://openlineage.io/spec/facets/2-0-3/TagsDatasetFacet.json#/$defs/TagsDatasetFacet"
 
 #: Query statuses exported, and the event type each ends with.
 END_STATE = {"succeeded": RunState.COMPLETE, "lineage_error": RunState.COMPLETE, "failed": RunState.FAIL}
@@ -55,6 +57,7 @@ class ExportOptions:
     table_namespace: str | None = None
     start_events: bool = True
     chunk: int = 500
+    labels: bool = True  # each dataset's column labels (declared and propagated) as a tags facet
 
 
 def run_uuid(key: str) -> str:
@@ -90,8 +93,10 @@ def events(con: duckdb.DuckDBPyConnection, options: ExportOptions = ExportOption
     for start in range(0, len(rows), options.chunk):
         chunk = rows[start:start + options.chunk]
         edges, columns = _edges_and_columns(con, [r[0] for r in chunk])
+        tags = _tags(con, {n for es in edges.values() for t, e in es for n in (t, e.source_dataset)}) \
+            if options.labels else {}
         for row in chunk:
-            for event in query_events(row, edges.get(row[0], []), columns, options):
+            for event in query_events(row, edges.get(row[0], []), columns, options, tags):
                 yield row[0], event
 
 
@@ -123,11 +128,32 @@ def _edges_and_columns(con: duckdb.DuckDBPyConnection, query_ids: list[str]):
     return edges, columns
 
 
+def _tags(con: duckdb.DuckDBPyConnection, datasets: set[str | None]) -> dict[str, TagsFacet]:
+    """The ``tags`` facet of each dataset whose columns carry labels: one tag per (column, label), value
+    ``true`` (or ``false``: reviewed, does not carry it), source ``lineage-listener:<how>``."""
+    from lineage_listener.govern.answers import dataset_labels
+
+    return {ds: TagsFacet(tags=[tags_dataset.TagsDatasetFacetFields(
+                key=label, value=str(value).lower(), source=f"lineage-listener:{how}", field=column)
+                for column, label, value, how in rows])
+            for ds, rows in dataset_labels(con, {d for d in datasets if d}).items()}
+
+
+@attr.define
+class TagsFacet(tags_dataset.TagsDatasetFacet):
+    """OpenLineage's tags dataset facet, at the version of the spec this project validates against."""
+
+    @staticmethod
+    def _get_schema() -> str:
+        return TAGS_SCHEMA
+
+
 def query_events(row: tuple, edges: list[tuple[str | None, facets.Edge]],
-                 columns: dict[str, list[tuple[str, str | None]]], options: ExportOptions) -> list[RunEvent]:
+                 columns: dict[str, list[tuple[str, str | None]]], options: ExportOptions,
+                 tags: dict[str, Any] | None = None) -> list[RunEvent]:
     """The events of one query: ``row`` is its ``queries`` row (``captured_at`` a datetime) followed by
     its run's ``app_name`` and ``spark_version``; ``edges`` its (target, edge) pairs; ``columns`` the
-    (name, type) of each dataset's columns in schema order."""
+    (name, type) of each dataset's columns in schema order; ``tags`` the tags facet of labelled datasets."""
     (query_id, app_run, action, command, sql_text, status, error, duration_ms, captured_at, target,
      app_name, spark_version) = row
 
@@ -136,10 +162,11 @@ def query_events(row: tuple, edges: list[tuple[str | None, facets.Edge]],
 
     def schema(dataset: str) -> dict:
         cols = columns.get(dataset)
-        if not cols:
-            return {}
-        return {"schema": schema_dataset.SchemaDatasetFacet(fields=[
-            schema_dataset.SchemaDatasetFacetFields(name=c, type=t) for c, t in cols])}
+        out: dict[str, Any] = {"tags": tags[dataset]} if tags and dataset in tags else {}
+        if cols:
+            out["schema"] = schema_dataset.SchemaDatasetFacet(fields=[
+                schema_dataset.SchemaDatasetFacetFields(name=c, type=t) for c, t in cols])
+        return out
 
     app = app_name or "spark"
     job_name = f"{app}.{command or action or 'query'}" + (f".{name_of(target)[1]}" if target else "")

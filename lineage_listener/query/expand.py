@@ -30,6 +30,7 @@ from typing import Any, Literal
 import duckdb
 
 from lineage_listener.query import nested
+from lineage_listener.query.lookups import indexed
 from lineage_listener.query.names import Aliases
 
 log = logging.getLogger(__name__)
@@ -146,8 +147,8 @@ def _hop_sql(direction: Direction, filters: Filters) -> tuple[str, dict]:
     sql = f"""
         WITH f AS (SELECT unnest($d) AS d, unnest($c) AS c),
         e AS MATERIALIZED (
-            SELECT * FROM edges e
-            WHERE e.{near} IN (SELECT d FROM f) AND {match_col}
+            SELECT * FROM {indexed("edges", near, "SELECT d FROM f")} e
+            WHERE {match_col}
               AND e.{far} IS NOT NULL {"AND e." + far_col + " IS NOT NULL" if direction == "upstream" else ""}
               {on_edge}),
         h AS (
@@ -169,9 +170,9 @@ def captures(con: duckdb.DuckDBPyConnection, edge_ids: list[int], filters: Filte
     _, on_capture, params = filters.sql()
     out: dict[int, list[tuple]] = {}
     for eid, query_id, run_id, captured_at in con.execute(
-            f"""SELECT s.edge_id, c.query_id, c.run_id, c.captured_at
-                FROM (SELECT edge_id, unnest(sets) AS set_id FROM edges WHERE edge_id IN (SELECT unnest($ids))) s
-                JOIN edge_captures c ON c.set_id = s.set_id
+            f"""WITH s AS (SELECT edge_id, unnest(sets) AS set_id FROM edges WHERE edge_id IN (SELECT unnest($ids)))
+                SELECT s.edge_id, c.query_id, c.run_id, c.captured_at
+                FROM s JOIN {indexed("edge_captures", "set_id", "SELECT set_id FROM s")} c ON c.set_id = s.set_id
                 WHERE true {on_capture}
                 ORDER BY c.captured_at, c.query_id""", {**params, "ids": sorted(set(edge_ids))}).fetchall():
         out.setdefault(eid, []).append((query_id, run_id, captured_at))
@@ -200,17 +201,17 @@ def nearest_captures(con: duckdb.DuckDBPyConnection, asked: list[tuple[tuple[int
         x AS (SELECT q.i, q.t, q.op, unnest(e.sets) AS set_id FROM q JOIN edges e ON e.edge_id = q.edge_id)
         SELECT x.i, CASE WHEN x.op = 'next' THEN min(c.captured_at) FILTER (WHERE c.captured_at >= x.t)
                          ELSE max(c.captured_at) FILTER (WHERE c.captured_at <= x.t) END
-        FROM x JOIN edge_captures c ON c.set_id = x.set_id
+        FROM x JOIN {indexed("edge_captures", "set_id", "SELECT set_id FROM x")} c ON c.set_id = x.set_id
         WHERE {filters.live()} {until}
         GROUP BY x.i, x.t, x.op""", params).fetchall()
     found = dict(rows)
     return [found.get(i) for i in range(len(asked))]
 
 
-def expand(con: duckdb.DuckDBPyConnection, start: Node, direction: Direction,
+def expand(con: duckdb.DuckDBPyConnection, start: Node | list[Node], direction: Direction,
            depth: int | None = None, filters: Filters = Filters(),
            aliases: Aliases | None = None) -> list[Edge]:
-    """All edges reachable from ``start`` (a canonical node) within ``depth`` hops.
+    """All edges reachable from ``start`` (a canonical node, or a list of them) within ``depth`` hops.
 
     Cycles terminate: every node is expanded once, at its smallest hop count. A walk goes on
     through edges captured not after the window's end; upstream, the start's own writes must
@@ -223,8 +224,8 @@ def expand(con: duckdb.DuckDBPyConnection, start: Node, direction: Direction,
 
     def fetch(nodes: list[Node]) -> list[tuple]:
         return _fetch(con, sql, params, nodes, aliases)
-    seen: set[Node] = {start}
-    frontier: list[Node] = [start]
+    frontier: list[Node] = sorted(set(start)) if isinstance(start, list) else [start]
+    seen: set[Node] = set(frontier)
     found: list[Edge] = []
     hop = 0
     while frontier and (depth is None or hop < depth):

@@ -20,6 +20,11 @@ their paths), per :mod:`lineage_listener.query.copies`, taking lanes (copy, mask
 influence) and their own capture times apart: one graph edge can be a clear copy in one
 query and masked in another.
 
+With ``arrivals``, each column also gets the steps :func:`path` follows to tell why a column is
+what it is, per path state (``clear``, ``masked``, ``influenced``): the path back to a start,
+each step with the capture it uses. Several
+start columns walk at once as one (a start is never reached from another).
+
 Times are decided from each record's bounds and its first and last known capture times
 (``known``) where they can be; where they cannot (a path arrives among an edge's captures
 further from both ends), ``lookup`` answers exactly, for a batch of questions at a time:
@@ -40,6 +45,9 @@ last at or before ``t``. Without ``lookup`` the bounds are trusted (a capture is
 [(('s', 'a'), False), (('t', 'a'), True), (('u', 'a'), False)]
 >>> k.nodes[("u", "a")]["reach"], k.nodes[("u", "a")]["masking"]
 ('copy', 'unmasked')
+>>> k = keep(g, ("s", "a"), "downstream", arrivals=True)
+>>> [(u[0], v[0], lane, at.day) for u, v, lane, at in path(k, ("u", "a"), "clear")]
+[('s', 't', 'clear', 5), ('t', 'u', 'clear', 12)]
 """
 from __future__ import annotations
 
@@ -202,40 +210,49 @@ class _Step:
     lane: Lane
     state: str
     at: datetime | None = None     # the capture the path uses on this step
+    shown: datetime | None = None  # downstream in a window: its first capture in the window
 
 
-def keep(g: nx.DiGraph, start: Node, direction: str, since: datetime | None = None,
-         until: datetime | None = None, lookup: Lookup | None = None) -> nx.DiGraph:
+def keep(g: nx.DiGraph, start: Node | list[Node], direction: str, since: datetime | None = None,
+         until: datetime | None = None, lookup: Lookup | None = None, arrivals: bool = False) -> nx.DiGraph:
     """The graph of the paths of ``g`` the window keeps, nodes annotated (see the module).
 
-    ``g.graph["window"]`` says what lies outside the window: ``outside`` is None, or the
-    captures of the steps this answer leaves out, with a message.
+    ``start``: one column, or a list of columns walked from at once. ``arrivals``: annotate each
+    column with the steps :func:`path` follows. ``g.graph["window"]`` says what lies outside the
+    window: ``outside`` is None, or the captures of the steps this answer leaves out, with a message.
     """
     downstream = direction == "downstream"
+    starts = set(start) if isinstance(start, list) else {start}
     edge_lanes = {(u, v): lanes(d.get("records", [d])) for u, v, d in g.edges(data=True)}
     out_of: dict[Node, list[tuple[Node, Node]]] = {}
     for (u, v) in edge_lanes:
         near, far = (u, v) if downstream else (v, u)
-        if far != start:
+        if far not in starts:
             out_of.setdefault(near, []).append((u, v))
     times = _Times(lookup)
-    steps = _walk(start, downstream, until, edge_lanes, out_of, times)
+    steps, came = _walk(starts, downstream, until, edge_lanes, out_of, times)
     if downstream:
         kept, ending = _downstream_kept(steps, since, times)
     else:
         kept, ending = [s for s in steps.values() if s.at is not None], set()
-    return _annotated(g, start, direction, since, until, kept, ending)
+    out = _annotated(g, start, starts, direction, since, until, kept, ending)
+    if arrivals:
+        _arrivals(out, starts, downstream, since, came, kept, ending, times)
+    return out
 
 
-def _walk(start: Node, downstream: bool, until: datetime | None, edge_lanes: dict[tuple[Node, Node], dict[str, Lane]],
-          out_of: dict[Node, list[tuple[Node, Node]]], times: _Times) -> dict[tuple, _Step]:
+def _walk(starts: set[Node], downstream: bool, until: datetime | None,
+          edge_lanes: dict[tuple[Node, Node], dict[str, Lane]], out_of: dict[Node, list[tuple[Node, Node]]],
+          times: _Times) -> tuple[dict[tuple, _Step], dict[tuple[Node, str], _Step]]:
     """Best times per (column, state), label-correcting in rounds (one batch of lookups each):
     downstream the earliest a path's data can be in the column, upstream the latest it can
-    leave it and still reach the start."""
-    label: dict[tuple[Node, str], datetime] = {(start, "clear"): _EARLY if downstream else (until or _LATE)}
+    leave it and still reach a start; and the step that gave each its best time."""
+    label: dict[tuple[Node, str], datetime] = {(s, "clear"): _EARLY if downstream else (until or _LATE)
+                                               for s in sorted(starts)}
     better = (lambda a, b: a < b) if downstream else (lambda a, b: a > b)
     steps: dict[tuple, _Step] = {}
-    todo = [(start, "clear")]
+    came: dict[tuple[Node, str], _Step] = {}
+    todo = sorted(label)
     while todo:
         improved: set[tuple[Node, str]] = set()
 
@@ -246,6 +263,7 @@ def _walk(start: Node, downstream: bool, until: datetime | None, edge_lanes: dic
             key = (step.far, combine(step.state, step.lane.name))
             if key not in label or better(at, label[key]):
                 label[key] = at
+                came[key] = step
                 improved.add(key)
 
         for near, state in todo:
@@ -257,13 +275,13 @@ def _walk(start: Node, downstream: bool, until: datetime | None, edge_lanes: dic
                     then = lambda at, step=step: reached(step, at)  # noqa: E731
                     if downstream:
                         times.next(ln, t, then)
-                    elif near == start:   # the start's own write must lie in the window
+                    elif near in starts:   # the start's own write must lie in the window
                         then(ln.in_window if ln.timed else t)
                     else:
                         times.prev(ln, t, then)
         times.answer()
         todo = sorted(improved)
-    return steps
+    return steps, came
 
 
 def _downstream_kept(steps: dict[tuple, _Step], since: datetime | None,
@@ -299,11 +317,12 @@ def _downstream_kept(steps: dict[tuple, _Step], since: datetime | None,
     return kept, ending
 
 
-def _annotated(g: nx.DiGraph, start: Node, direction: str, since: datetime | None, until: datetime | None,
-               kept: list[_Step], ending: set[int]) -> nx.DiGraph:
+def _annotated(g: nx.DiGraph, start: Node | list[Node], starts: set[Node], direction: str,
+               since: datetime | None, until: datetime | None, kept: list[_Step], ending: set[int]) -> nx.DiGraph:
     downstream = direction == "downstream"
     out = nx.DiGraph(**{**g.graph, "start": start, "direction": direction})
-    out.add_node(start, dataset=start[0], column=start[1], reach=START, before_window=False)
+    for s in sorted(starts):
+        out.add_node(s, dataset=s[0], column=s[1], reach=START, before_window=False)
     by_edge: dict[tuple[Node, Node], set[str]] = {}
     for s in kept:
         by_edge.setdefault(s.edge, set()).add(s.lane.name)
@@ -317,13 +336,13 @@ def _annotated(g: nx.DiGraph, start: Node, direction: str, since: datetime | Non
         if len(records) < len(found):   # some records are on no kept path: summarise the others
             out.edges[u, v]["records"] = records
             summarize(out.edges[u, v])
-    _classify(out, start, downstream, since, kept, ending)
-    _depths(out, start, downstream)
+    _classify(out, starts, downstream, since, kept, ending)
+    _depths(out, starts, downstream)
     out.graph["window"] = window(g, out, direction, since, until)
     return out
 
 
-def _classify(out: nx.DiGraph, start: Node, downstream: bool, since: datetime | None, kept: list[_Step],
+def _classify(out: nx.DiGraph, starts: set[Node], downstream: bool, since: datetime | None, kept: list[_Step],
               ending: set[int]) -> None:
     into: dict[Node, list[_Step]] = {}
     writes: dict[Node, list[_Step]] = {}   # upstream: the steps walked from a column are its writes
@@ -344,7 +363,7 @@ def _classify(out: nx.DiGraph, start: Node, downstream: bool, since: datetime | 
                 via.setdefault(s.far, set()).update(found)
                 changed = True
     for node, ss in into.items():
-        if node == start or node not in out:
+        if node in starts or node not in out:
             continue
         if downstream:
             own = [s for s in ss if id(s) in ending]
@@ -361,13 +380,74 @@ def _classify(out: nx.DiGraph, start: Node, downstream: bool, since: datetime | 
         out.nodes[node].update(attrs)
 
 
-def _depths(out: nx.DiGraph, start: Node, downstream: bool) -> None:
+def _depths(out: nx.DiGraph, starts: set[Node], downstream: bool) -> None:
     walk = out if downstream else out.reverse(copy=False)
-    depth = nx.single_source_shortest_path_length(walk, start)
+    depth = nx.multi_source_dijkstra_path_length(walk, starts, weight=lambda u, v, d: 1)
     for n, d in out.nodes(data=True):
         d["depth"] = depth.get(n, 0)
     for u, v, d in out.edges(data=True):
         d["hop"] = depth.get(u if downstream else v, 0) + 1
+
+
+def _arrivals(out: nx.DiGraph, starts: set[Node], downstream: bool, since: datetime | None,
+              came: dict[tuple[Node, str], _Step], kept: list[_Step], ending: set[int], times: _Times) -> None:
+    """Node attributes ``earliest`` and ``arrivals``: per path state, ``(step edge, lane, capture
+    used, state before it)`` of the step the earliest kept path arrives by, and of the step the
+    answer shows; they differ downstream in a window, where the step shown is a write in the
+    window (at its first capture there) and the path before it is the earliest one."""
+    kept_ids = {id(s) for s in kept}
+    earliest: dict[Node, dict[str, tuple]] = {}
+    for (node, state), s in came.items():
+        if id(s) in kept_ids and node in out and node not in starts:
+            earliest.setdefault(node, {})[state] = (s.edge, s.lane.name, _used(s), s.state)
+    shown = earliest
+    if downstream and since is not None:
+        own = [s for s in kept if id(s) in ending and s.far not in starts]
+        for s in own:   # where the earliest path's last step was captured before the window
+            s.shown = s.at
+            if s.lane.timed and s.at < since:
+                times.next(s.lane, since, lambda at, s=s: setattr(s, "shown", at))
+        times.answer()
+        shown = {}
+        for s in sorted(own, key=lambda s: s.shown or _EARLY):
+            shown.setdefault(s.far, {}).setdefault(combine(s.state, s.lane.name),
+                                                   (s.edge, s.lane.name, s.shown if s.lane.timed else None,
+                                                    s.state))
+    for node, by_state in earliest.items():
+        out.nodes[node]["earliest"] = by_state
+        out.nodes[node]["arrivals"] = shown.get(node, {})
+
+
+def _used(s: _Step) -> datetime | None:
+    """The capture a step's path uses (None for records without capture times)."""
+    return s.at if s.lane.timed else None
+
+
+def path(k: nx.DiGraph, node: Node, state: str) -> list[tuple[Node, Node, str, datetime | None]]:
+    """The earliest kept path into ``node`` in ``state`` (a graph :func:`keep` annotated with
+    ``arrivals``), in data-flow order: ``(source, target, lane, capture used)`` per step (None for
+    records without capture times); [] when no path arrives in that state.
+
+    >>> g = nx.DiGraph()
+    >>> g.add_edge(("s", "a"), ("t", "a"), records=[{"kind": "direct", "masking": True}])
+    >>> k = keep(g, ("s", "a"), "downstream", arrivals=True)
+    >>> path(k, ("t", "a"), "masked"), path(k, ("t", "a"), "clear")
+    ([(('s', 'a'), ('t', 'a'), 'masked', None)], [])
+    """
+    downstream = k.graph["direction"] == "downstream"
+    steps: list[tuple[Node, Node, str, datetime | None]] = []
+    seen: set[tuple[Node, str]] = set()
+    how = "arrivals"   # the step the answer shows, then the earliest path to it
+    while (node, state) not in seen:
+        seen.add((node, state))
+        found = k.nodes[node].get(how, {}).get(state) if node in k else None
+        how = "earliest"
+        if found is None:
+            break
+        (u, v), name, at, state = found
+        steps.append((u, v, name, at))
+        node = u if downstream else v
+    return steps[::-1] if downstream else steps
 
 
 def window(g: nx.DiGraph, kept: nx.DiGraph, direction: str, since: datetime | None,

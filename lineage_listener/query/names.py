@@ -13,6 +13,8 @@ from collections.abc import Iterable
 
 import duckdb
 
+from lineage_listener.query.lookups import indexed
+
 
 def _strip(name: str) -> str:
     return name.rstrip("/") if "/" in name else name
@@ -39,15 +41,17 @@ class Aliases:
         if not todo:
             return
         variants = sorted({v for n in todo for v in (n, _strip(n), _strip(n) + "/")})
+        # a storage location always holds a '/': only such names need the scan of every location
+        paths = [v for v in variants if "/" in v]
         rows = self._con.execute(
-            """
-            SELECT dataset, location FROM datasets
-            WHERE kind = 'table' AND location IS NOT NULL AND dataset IN (SELECT unnest($names))
+            f"""
+            SELECT dataset, location FROM {indexed("datasets", "dataset", "SELECT unnest($names)")}
+            WHERE kind = 'table' AND location IS NOT NULL
             UNION
             SELECT dataset, location FROM datasets
-            WHERE kind = 'table' AND location IN (SELECT unnest($names))
+            WHERE kind = 'table' AND len($paths) > 0 AND location IN (SELECT unnest($paths))
             """,
-            {"names": variants},
+            {"names": variants, "paths": paths},
         ).fetchall()
         rows = sorted((dataset, _strip(location)) for dataset, location in rows)
         by_location: dict[str, str] = {}

@@ -13,7 +13,7 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from lineage_listener import __version__
-from lineage_listener.server import api, collect, views_api
+from lineage_listener.server import api, collect, governance_api, views_api
 from lineage_listener.server import health as health_api
 from lineage_listener.server.state import ServerState
 from lineage_listener.server.writer import Settings
@@ -21,11 +21,13 @@ from lineage_listener.server.writer import Settings
 STATIC = Path(str(resources.files("lineage_listener.server").joinpath("static")))
 
 #: Every router of the server, in the order they are mounted (docs/reference/rest.md is generated from them).
-ROUTERS = (api.router, collect.router, views_api.router, health_api.router)
+ROUTERS = (api.router, collect.router, views_api.router, health_api.router, governance_api.router)
 
 
-def create_app(store: str | Path, token: str | None = None, settings: Settings | None = None) -> FastAPI:
-    """``settings``: how the store writer groups batches and lets the store go (defaults: ``Settings()``)."""
+def create_app(store: str | Path, token: str | None = None, settings: Settings | None = None,
+               governance: governance_api.Governance | None = None) -> FastAPI:
+    """``settings``: how the store writer groups batches and lets the store go (defaults: ``Settings()``);
+    ``governance``: a policy checked on every batch, its webhook, a classifications file."""
     lineage = ServerState(Path(store).expanduser().absolute(), token, settings=settings or Settings())
 
     @asynccontextmanager
@@ -33,6 +35,7 @@ def create_app(store: str | Path, token: str | None = None, settings: Settings |
         yield
         for stop in app.state.before_close:  # e.g. a Kafka consumer: stops feeding the writer first
             stop()
+        governance_api.detach(app)  # the policy watch saves its last rows through the writer
         lineage.writer.close()  # what is queued is written, the store let go
 
     app = FastAPI(title="lineage-listener", version=__version__,
@@ -42,6 +45,7 @@ def create_app(store: str | Path, token: str | None = None, settings: Settings |
     app.state.before_close = []
     for router in ROUTERS:
         app.include_router(router)
+    governance_api.attach(app, lineage, governance)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     @app.exception_handler(RequestValidationError)

@@ -139,6 +139,9 @@ class GroupWriter:
         self._rate = 0.0  # rows written per second, recent groups weighted most
         self._counts = {"batches": 0, "groups": 0, "refused": 0, "spooled": 0, "opened": 0,
                         "split": 0, "withdrawn": 0}
+        #: Called on the writer thread with the batches of each commit: must only hand them on (a
+        #: policy watch queues them for its own thread), never slow the writer.
+        self.on_commit: list[Callable[[list[Batch]], None]] = []
 
     def stats(self) -> dict[str, Any]:
         """Counters since start (``batches`` written, ``groups`` committed, groups ``split`` (failed, written one
@@ -267,6 +270,7 @@ class GroupWriter:
         try:
             counts = self._write_group(con, group)
             self._committed(len(group))
+            self._tell([item.batch for item in group])
         except Exception as exc:  # noqa: BLE001 - one batch of the group, or the store
             with contextlib.suppress(duckdb.Error):
                 con.execute("ROLLBACK")
@@ -307,6 +311,7 @@ class GroupWriter:
         try:
             new = self._write_group(con, [item])[0]
             self._committed(1)
+            self._tell([item.batch])
             item.reply(200, {"written": True, "rows": item.rows, "new_edges": new})
             return
         except Exception as exc:  # noqa: BLE001
@@ -323,6 +328,13 @@ class GroupWriter:
         with self._cond:
             self._release_locked()
         self._spool(item, error)
+
+    def _tell(self, batches: list[Batch]) -> None:
+        for listener in self.on_commit:
+            try:
+                listener(batches)
+            except Exception:  # noqa: BLE001 - a listener's failure is its own, never the write's
+                log.exception("lineage-listener: a commit listener failed")
 
     def _count(self, what: str) -> None:
         with self._cond:

@@ -30,6 +30,14 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     # Not a table: when queries started (OpenLineage START events; null: not in this batch), kept
     # in query_starts; an ended query's duration_ms is computed from it, whichever came first.
     "query_started": ("query_id", "started_at"),
+    # Classifications (store/labels.py): labels set, removed, a classifications file loaded again,
+    # functions declared as masking; and policy violations a lineage server found.
+    "column_labels": ("dataset", "column_name", "label", "value", "source", "origin", "set_by", "set_at"),
+    "label_unset": ("dataset", "column_name", "label", "source", "changed_by", "changed_at"),
+    "label_file": ("origin", "changed_by", "changed_at"),
+    "masking_functions": ("name", "origin", "added_at"),
+    "policy_violations": ("violation_id", "rule", "kind", "label", "dataset", "column_name", "detail", "found_at",
+                          "last_seen", "notified_at", "attempts", "gave_up_at", "last_error", "resolved_at"),
     # Not a table: runs whose ended_at is cleared before this batch's runs rows are written (a capture
     # enabled again in an application whose earlier capture was disabled: the run goes on).
     "run_reopened": ("run_id",),
@@ -37,6 +45,10 @@ COLUMNS: dict[str, tuple[str, ...]] = {
 
 #: Entries of COLUMNS that are instructions to the writer, not tables.
 PSEUDO_TABLES = frozenset({"retarget", "query_started", "run_reopened"})
+#: Entries of COLUMNS written by :func:`~lineage_listener.store.labels.write_labels`.
+LABEL_TABLES = frozenset({"column_labels", "label_unset", "label_file", "masking_functions"})
+#: Entries whose rows belong to no query (:meth:`Batch.by_query` keeps them with the first part).
+NO_QUERY = LABEL_TABLES | {"policy_violations"}
 
 #: Tables whose rows every query of a batch may share (upserts): kept in each part of :meth:`Batch.by_query`.
 SHARED = frozenset({"runs", "run_reopened", "datasets", "dataset_columns"})
@@ -49,6 +61,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "dataset_columns": ("dataset", "column_name"),
     "openlineage_sent": ("query_id", "endpoint"),
     "streams": ("query_id",),
+    "policy_violations": ("violation_id",),
 }
 
 
@@ -100,7 +113,7 @@ class Batch:
                 continue
             at = QUERY_ID_AT.get(table, 0)
             for r in rows:
-                part(r[at] if len(r) > at else None).rows[table].append(r)
+                part(r[at] if len(r) > at and table not in NO_QUERY else None).rows[table].append(r)
         loose = parts.pop(None, None)
         out = list(parts.values()) or ([loose] if loose is not None else [Batch({t: list(r) for t, r in self.rows.items()})])
         if loose is not None and parts:

@@ -40,8 +40,9 @@ log = redact.logger(__name__)
 SCHEMA_FILES = ("schema.sql", "views.sql")
 
 #: Bump when schema.sql or views.sql change; older stores are migrated to it on first write.
-SCHEMA_VERSION = 8  # 4: streams; 5: dataset_columns.ordinal; 6: edges stored once (edges, edge_sets,
-#: edge_captures); 7: indexes on edges' ends and captures' sets; 8: index on captures' queries
+SCHEMA_VERSION = 9  # 4: streams; 5: dataset_columns.ordinal; 6: edges stored once (edges, edge_sets,
+#: edge_captures); 7: indexes on edges' ends and captures' sets; 8: index on captures' queries;
+#: 9: classifications (column_labels, label_changes, masking_functions) and policy_violations
 
 _VERSION_DDL = """
 CREATE TABLE IF NOT EXISTS schema_version (

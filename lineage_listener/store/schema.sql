@@ -140,3 +140,59 @@ CREATE TABLE IF NOT EXISTS streams (
     last_batch_at  TIMESTAMP,
     batch_count    BIGINT             -- micro-batches captured with this plan
 );
+
+-- Classifications (labels) on columns: `pii`, `pii.email` (a kind of `pii`), any dotted name.
+-- Labels travel downstream along direct, unmasked edges at question time (the rules:
+-- docs/reference/semantics.md); this table holds only what was declared. A row with
+-- value false is a review saying the column does NOT carry the label (nor its kinds): it wins
+-- over a propagated label there and stops it going further.
+CREATE TABLE IF NOT EXISTS column_labels (
+    dataset     TEXT,                 -- canonical name, as in dataset_columns
+    column_name TEXT,
+    label       TEXT,
+    value       BOOLEAN,              -- true: carries it; false: reviewed, does not
+    source      TEXT,                 -- set (CLI, REST, UI) | file (a classifications file) | spark (metadata)
+    origin      TEXT,                 -- the file, or where Spark keeps it: column metadata, comment, table property
+    set_by      TEXT,                 -- the OS user, `--by`, or the REST token's name
+    set_at      TIMESTAMP,
+    PRIMARY KEY (dataset, column_name, label, source)
+);
+
+-- Every change of column_labels, oldest first: who set or removed which label, when.
+CREATE TABLE IF NOT EXISTS label_changes (
+    changed_at  TIMESTAMP,
+    action      TEXT,                 -- set | unset
+    dataset     TEXT,
+    column_name TEXT,
+    label       TEXT,
+    value       BOOLEAN,
+    source      TEXT,
+    origin      TEXT,
+    changed_by  TEXT
+);
+
+-- Functions a classifications file declares as masking (the user's own hashing UDFs), beside
+-- Spark's built-in ones: an edge whose expression passes its source column through one masks.
+CREATE TABLE IF NOT EXISTS masking_functions (
+    name     TEXT PRIMARY KEY,        -- lower case, as called in an edge's expression
+    origin   TEXT,                    -- the file that declared it
+    added_at TIMESTAMP
+);
+
+-- Policy violations a lineage server found (`serve --policy`), and their webhook delivery.
+CREATE TABLE IF NOT EXISTS policy_violations (
+    violation_id TEXT PRIMARY KEY,    -- digest of rule, dataset, column and label
+    rule         TEXT,
+    kind         TEXT,                -- forbid | require_masking | readers | protect
+    label        TEXT,
+    dataset      TEXT,
+    column_name  TEXT,
+    detail       JSON,                -- the violation as `check --format json` gives it
+    found_at     TIMESTAMP,
+    last_seen    TIMESTAMP,           -- the latest capture behind it
+    notified_at  TIMESTAMP,           -- the webhook took it (null: not yet, or no webhook)
+    attempts     INTEGER,             -- webhook calls made for it
+    gave_up_at   TIMESTAMP,           -- the webhook refused it past every retry
+    last_error   TEXT,
+    resolved_at  TIMESTAMP            -- a later write of its column no longer has it (null: open)
+);

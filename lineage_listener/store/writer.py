@@ -15,8 +15,8 @@ from pathlib import Path
 
 import duckdb
 
-from lineage_listener.store.batch import COLUMNS, KEYS, PSEUDO_TABLES, Batch
-from lineage_listener.store import captures, retarget, spool
+from lineage_listener.store.batch import COLUMNS, KEYS, LABEL_TABLES, PSEUDO_TABLES, Batch
+from lineage_listener.store import captures, labels, retarget, spool
 from lineage_listener.store.connection import StoreNeedsAction, is_config_conflict, is_lock_error, open_writable
 from lineage_listener.lineage import redact
 
@@ -61,6 +61,13 @@ _MERGE = {
                "first_batch_at=least(streams.first_batch_at, excluded.first_batch_at), "
                "last_batch_id=greatest(streams.last_batch_id, excluded.last_batch_id), "
                "last_batch_at=greatest(streams.last_batch_at, excluded.last_batch_at)",
+    # The lineage server's policy watch holds each violation whole: what it sends replaces the row,
+    # except when it was first found.
+    "policy_violations": "rule=excluded.rule, kind=excluded.kind, label=excluded.label, detail=excluded.detail, "
+                         "found_at=least(policy_violations.found_at, excluded.found_at), "
+                         "last_seen=excluded.last_seen, notified_at=excluded.notified_at, "
+                         "attempts=excluded.attempts, gave_up_at=excluded.gave_up_at, "
+                         "last_error=excluded.last_error, resolved_at=excluded.resolved_at",
 }
 
 
@@ -142,7 +149,7 @@ def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> int:
             if table == "column_lineage":
                 new_edges = captures.write_edges(con, rows)
                 continue
-            if not rows or table in PSEUDO_TABLES:
+            if not rows or table in PSEUDO_TABLES or table in LABEL_TABLES:
                 continue
             # Column-wise: one statement per table and round, each column bound as a list and unnested.
             types = _column_types(con, table)
@@ -153,6 +160,7 @@ def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> int:
             for part in _rounds(table, rows):
                 con.execute(sql, [list(column) for column in zip(*part)])
         _set_started(con, folded.get("query_started", []))
+        labels.write_labels(con, {t: folded.get(t, []) for t in LABEL_TABLES})
         for query_id, target, previous in folded.get("retarget", []):
             captures.retarget(con, query_id, target)
             if previous:

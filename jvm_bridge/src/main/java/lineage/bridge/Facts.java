@@ -179,6 +179,27 @@ final class Facts {
         } catch (Exception e) {
             // no table type
         }
+        Map<String, String> labelled = new LinkedHashMap<>();
+        try {  // labels the table keeps: facts.classified, capture/classification.py
+            for (Map.Entry<String, String> p : map(call(table, "properties")).entrySet()) {
+                if (p.getKey().startsWith("lineage.classification.")) {
+                    labelled.put(p.getKey(), p.getValue());
+                }
+            }
+        } catch (Exception e) {
+            // no properties
+        }
+        if (!labelled.isEmpty()) {
+            fact.put("classification", labelled);
+        }
+        try {
+            String schema = String.valueOf(call(call(table, "schema"), "json"));
+            if (schema.contains("classification")) {
+                fact.put("classified_schema", schema);
+            }
+        } catch (Exception e) {
+            // no schema
+        }
         return fact;
     }
 

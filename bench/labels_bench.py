@@ -1,0 +1,104 @@
+"""Time label propagation: the labels of every column of a dataset, on a (synthetic or history) store.
+
+    python bench/make_synthetic_store.py /tmp/lineage-bench-10m.duckdb --edges 10000000
+    python bench/labels_bench.py /tmp/lineage-bench-10m.duckdb --runs 20
+
+First declares labels (``pii.email`` and ``confidential``, source ``set`` by ``labels_bench``; the
+same ones again on a second run) on ``--labelled`` source columns: columns of datasets no job
+writes, each with copies downstream. Then, for ``--runs`` datasets drawn from those the labelled
+columns reach and ``--runs`` drawn at random among the written ones, times
+``govern.answers.column_labels(store, dataset)`` end to end (connection, the walk upstream of
+every column, propagation, why-paths with their captures): once over direct edges only (the
+labels a column carries: badges, exports, policy checks) and once with influence (indirect
+edges too: the column page). Prints p50/p95 of each and whether labels' p95 is under the target.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from lineage_listener.govern import labelstore  # noqa: E402
+from lineage_listener.govern.answers import column_labels, run  # noqa: E402
+from lineage_listener.query import open_store  # noqa: E402
+from lineage_listener.store.writer import StoreWriter  # noqa: E402
+
+TARGET_P95_MS = 500.0
+
+
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+
+
+def declare(path: str, count: int, seed: int) -> list[tuple[str, str]]:
+    """Label ``count`` source columns (of datasets nothing writes) that have direct edges downstream."""
+    store = open_store(path)
+    rows = store.sql("""
+        SELECT DISTINCT source_dataset, source_column FROM edges
+        WHERE kind = 'direct' AND source_column IS NOT NULL
+          AND source_dataset NOT IN (SELECT target_dataset FROM edges WHERE target_dataset IS NOT NULL)
+        ORDER BY 1, 2""").fetchall()
+    store.close()
+    picked = random.Random(seed).sample(rows, min(count, len(rows)))
+    labels = [(ds, col, "pii.email" if i % 2 == 0 else "confidential", True) for i, (ds, col) in enumerate(picked)]
+    if not StoreWriter(path).write(labelstore.set_batch(labels, "labels_bench")):
+        raise SystemExit(f"could not write labels to {path} (busy?)")
+    return picked
+
+
+def reached_datasets(path: str, seeds: list[tuple[str, str]]) -> list[str]:
+    """Datasets some labelled column's label reaches (a walk downstream from every seed)."""
+    store = open_store(path)
+    with store.connect() as con:
+        p = run(con, None, influence=False)
+    return sorted({n[0] for found in p.reached.values() for n in found} - {s[0] for s in seeds})
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("store")
+    ap.add_argument("--runs", type=int, default=20, help="datasets timed of each kind (reached, random)")
+    ap.add_argument("--labelled", type=int, default=40, help="source columns to label")
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args(argv)
+    store = open_store(args.store)
+    edges = store.sql("SELECT count(*) FROM column_lineage").fetchall()[0][0]
+    written = [r[0] for r in store.sql("SELECT DISTINCT target_dataset FROM edges WHERE target_dataset IS NOT NULL "
+                                       "ORDER BY 1").fetchall()]
+    store.close()
+    seeds = declare(args.store, args.labelled, args.seed)
+    t0 = time.perf_counter()
+    reached = reached_datasets(args.store, seeds)
+    whole = time.perf_counter() - t0
+    rng = random.Random(args.seed)
+    picks = rng.sample(reached, min(args.runs, len(reached))) + rng.sample(written, min(args.runs, len(written)))
+    print(f"store {args.store}: {edges:,} edge rows; {len(seeds)} labelled source columns reach "
+          f"{len(reached)} datasets (propagation over the whole store: {whole:.1f} s)")
+    worst = 0.0
+    store = open_store(args.store)  # as query_bench: one store object, a connection per question
+    for what, influence in (("labels (direct edges)", False), ("labels + influence", True)):
+        times, labelled, columns = [], 0, 0
+        for dataset in picks:
+            t0 = time.perf_counter()
+            answer = column_labels(store, dataset, influence=influence)
+            times.append(1000 * (time.perf_counter() - t0))
+            columns += len(answer["columns"])
+            labelled += sum(1 for c in answer["columns"] if c["labels"])
+        p50, top = statistics.median(times), p95(times)
+        if not influence:
+            worst = top
+        print(f"{what:24s} of every column of a dataset: p50 {p50:7.1f} ms  p95 {top:7.1f} ms  max {max(times):7.1f} ms"
+              f"  ({len(picks)} datasets, {columns} columns, {labelled} labelled)")
+    verdict = "PASS" if worst < TARGET_P95_MS else "FAIL"
+    print(f"{verdict}: labels of a dataset p95 {worst:.1f} ms (target < {TARGET_P95_MS:.0f} ms)")
+    return 0 if verdict == "PASS" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

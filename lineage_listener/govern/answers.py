@@ -1,0 +1,208 @@
+"""The label questions, over a store: which labels a column, a dataset or the whole store carries,
+declared or propagated, and why (the path of edges back to the labelled column).
+
+>>> from lineage_listener.query import open_store                                  # doctest: +SKIP
+>>> answer = column_labels(open_store("lineage.duckdb"), "file:/data/exports/partner.csv")  # doctest: +SKIP
+>>> [(c["column"], [x["label"] for x in c["labels"]]) for c in answer["columns"]]  # doctest: +SKIP
+[('email', ['pii.email'])]
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import duckdb
+import networkx as nx
+
+from lineage_listener.govern import labelstore
+from lineage_listener.govern.classfile import known_columns
+from lineage_listener.govern.labelstore import Declared, effective
+from lineage_listener.govern.propagate import Reached, path_rows, propagate
+from lineage_listener.govern.reach import CaptureBook, applications, reachable_datasets, walk
+from lineage_listener.query.expand import Edge, Filters, Node, columns_of, nearest_captures
+from lineage_listener.query.names import Aliases
+from lineage_listener.query.store import LineageStore, UnknownNameError, resolve_column
+from lineage_listener.query.timewindow import window
+
+
+@dataclass
+class Propagation:
+    """One propagation over a store: the graph walked, the declarations on it, what reached where."""
+
+    graph: nx.DiGraph
+    declared: dict[Node, list[Declared]]
+    reached: dict[str, dict[Node, Reached]]
+    book: CaptureBook
+    aliases: Aliases
+    masking: frozenset[str]
+    since: datetime | None = None
+    until: datetime | None = None
+    apps: dict[str, str | None] = field(default_factory=dict)
+
+    def carried(self, node: Node) -> dict[str, Reached | Declared]:
+        """The labels ``node`` carries: declared (true) ones and propagated copies."""
+        out: dict[str, Reached | Declared] = {}
+        for label, d in effective(self.declared.get(node, [])).items():
+            if d.value:
+                out[label] = d
+        for label, found in self.reached.items():
+            r = found.get(node)
+            if r is not None and r.state == "copy" and label not in out:
+                out[label] = r
+        return out
+
+    def hops(self, reached: Reached) -> list[dict]:
+        """The path's hops as data, each with its query, run, application and capture times."""
+        rows = self.book.pin(reached.hops)
+        missing = {h["run_id"] for h in rows} - set(self.apps)
+        if missing:
+            self.apps.update(dict.fromkeys(missing))
+            self.apps.update(applications(self.book.con, missing))
+        for h in rows:
+            h["application"] = self.apps.get(h["run_id"])
+        return rows
+
+
+def run(con: duckdb.DuckDBPyConnection, starts: Iterable[Node] | None = None, since: datetime | None = None,
+        until: datetime | None = None, masking: Iterable[str] = (), influence: bool = True,
+        extra: Iterable[Edge] = (), aliases: Aliases | None = None) -> Propagation:
+    """Propagate every declared label: to ``starts`` (the labels those columns get: from the
+    declared columns upstream of them), or downstream of every declared column when ``starts`` is
+    None. ``extra``: edges not in the store (a preview) walked as if captured."""
+    aliases = aliases or Aliases(con)
+    decl = labelstore.declared(con, aliases)
+    names = labelstore.masking_functions(con) | frozenset(m.lower() for m in masking)
+    extra = list(extra)
+    if not decl:  # no label anywhere: nothing to walk for
+        g = nx.DiGraph()
+        g.add_nodes_from(starts or [])
+        return Propagation(g, {}, {}, CaptureBook(con, until), aliases, names, since, until)
+    # every capture up to ``until``: a path may use data written before the window (keep decides)
+    filters = Filters(until=until, direct_only=not influence)
+    if starts is None:
+        seeds = [n for n, items in decl.items() if any(d.value for d in items)]
+        g = walk(con, seeds, "downstream", filters, aliases, extra)
+    elif extra:
+        g = walk(con, list(starts), "upstream", filters, aliases, extra)
+    else:
+        # From the declared columns upstream of the question (at the level of datasets) down to it,
+        # through those datasets only: the paths a label can take there, and nothing else.
+        starts = list(starts)
+        above = reachable_datasets(con, {n[0] for n in starts}, aliases, "upstream", direct_only=not influence)
+        seeds = [n for n, items in decl.items() if n[0] in above and any(d.value for d in items)]
+        g = walk(con, seeds, "downstream", filters, aliases, within=lambda node: node[0] in above)
+        g.add_nodes_from(starts)
+    on_graph = {n: items for n, items in decl.items() if n in g}
+    eff = {n: {label: d.value for label, d in effective(items).items()} for n, items in on_graph.items()}
+    reached = propagate(g, eff, names, lambda asked: nearest_captures(con, asked, filters), since, until)
+    return Propagation(g, on_graph, reached, CaptureBook(con, until), aliases, names, since, until)
+
+
+def _declared_row(d: Declared, node: Node) -> dict[str, Any]:
+    return {"label": d.label, "value": d.value, "source": d.source, "origin": d.origin, "set_by": d.set_by,
+            "set_at": d.set_at, "path": [[node[0], node[1], None]]}
+
+
+def _reached_row(p: Propagation, r: Reached) -> dict[str, Any]:
+    row = {"label": r.label, "value": True, "source": "propagated", "from": list(r.origin),
+           "path": path_rows(r), "hops": p.hops(r)}
+    if r.state == "influenced":
+        row["via"] = r.via
+    return row
+
+
+def column_row(p: Propagation, node: Node, propagated: bool = True) -> dict[str, Any]:
+    """One column's answer: ``labels`` it carries (declared, propagated), ``masked`` (labels that
+    reach it only through masking), ``influenced_by`` (labels past an indirect edge)."""
+    carried = p.carried(node) if propagated else {}
+    labels = [_declared_row(d, node) for d in effective(p.declared.get(node, [])).values()]
+    if propagated:
+        labels += [_reached_row(p, r) for lb, r in sorted(carried.items()) if isinstance(r, Reached)]
+    labels.sort(key=lambda x: (x["label"], x["source"] != "propagated"))
+    row: dict[str, Any] = {"dataset": node[0], "column": node[1], "labels": labels}
+    if propagated:
+        row["masked"] = [_reached_row(p, found[node]) for label, found in sorted(p.reached.items())
+                         if node in found and found[node].state == "masked" and label not in carried]
+        row["influenced_by"] = [_reached_row(p, found[node]) for label, found in sorted(p.reached.items())
+                                if node in found and found[node].state == "influenced" and label not in carried]
+    return row
+
+
+def _has_any(row: dict) -> bool:
+    return bool(row["labels"] or row.get("masked") or row.get("influenced_by"))
+
+
+def column_labels(store: LineageStore, dataset: str | None = None, column: str | None = None,
+                  propagated: bool = True, since: str | datetime | None = None,
+                  until: str | datetime | None = None, masking: Iterable[str] = (),
+                  influence: bool = True) -> dict[str, Any]:
+    """``{"columns": [{"dataset", "column", "labels": [{"label", "source", "path", ...}], "masked",
+    "influenced_by"}]}``: every labelled column of the store, of ``dataset``, or one column.
+
+    ``source`` is ``set``, ``file``, ``spark`` (declared) or ``propagated``; ``path`` runs
+    ``[[dataset, column, transform], ...]`` from the labelled column to this one. ``influence=False``
+    leaves out what only indirect edges reach (a walk over direct edges only: quicker)."""
+    lo, hi = window(since, until)
+    with store.connect() as con:
+        aliases = Aliases(con)
+        if dataset is None:
+            if not propagated:
+                decl = labelstore.declared(con, aliases)
+                p = Propagation(nx.DiGraph(), decl, {}, CaptureBook(con), aliases, frozenset())
+                rows = [column_row(p, n, propagated=False) for n in sorted(decl)]
+                return {"columns": [r for r in rows if r["labels"]]}
+            p = run(con, None, lo, hi, masking, influence, aliases=aliases)
+            nodes = sorted(set(p.graph.nodes) | set(p.declared))
+        else:
+            nodes = columns(con, aliases, dataset, column)
+            p = run(con, nodes, lo, hi, masking, influence, aliases=aliases)
+        wanted = set(nodes)
+        p.book.load(h.edge_id for found in p.reached.values() for n, r in found.items() if n in wanted for h in r.hops)
+        rows = [column_row(p, n, propagated) for n in nodes]
+        return {"columns": [r for r in rows if _has_any(r) or dataset is not None]}
+
+
+def columns(con: duckdb.DuckDBPyConnection, aliases: Aliases, dataset: str, column: str | None = None) -> list[Node]:
+    """The columns a question names: one (``column``) or every known column of ``dataset``;
+    :class:`~lineage_listener.query.store.UnknownNameError` for a name the store does not know."""
+    if column is not None:
+        return [resolve_column(con, aliases, dataset, column)]
+    canonical = aliases.canonical(dataset)
+    cols = columns_of(con, {canonical}, aliases).get(canonical)
+    if not cols:
+        cols = sorted(known_columns(con, sorted(aliases.names(canonical))))
+    if not cols:
+        resolve_column(con, aliases, dataset, "\0")  # raises with the closest known datasets
+        raise UnknownNameError(f"dataset {canonical} has no known columns")
+    return [(canonical, c) for c in cols]
+
+
+def dataset_labels(con: duckdb.DuckDBPyConnection, datasets: Iterable[str]
+                   ) -> dict[str, list[tuple[str, str, bool, str]]]:
+    """Per dataset (as named in ``datasets``), ``(column, label, value, source)`` of its columns' labels:
+    declared ones (a review with value False) and propagated copies (source ``propagated``). What the
+    exports put on datasets (OpenLineage tags, DataHub tags); nothing is walked when no label exists."""
+    aliases = Aliases(con)
+    if not labelstore.declared(con, aliases):
+        return {}
+    wanted = sorted({d for d in datasets if d})
+    aliases.resolve(wanted)
+    nodes: dict[str, list[Node]] = {}
+    for name in wanted:
+        canonical = aliases.canonical(name)
+        nodes[name] = [(canonical, c) for c in columns_of(con, {canonical}, aliases).get(canonical, [])]
+    p = run(con, sorted({n for ns in nodes.values() for n in ns}), influence=False, aliases=aliases)
+    out: dict[str, list[tuple[str, str, bool, str]]] = {}
+    for name, ns in nodes.items():
+        rows = []
+        for node in ns:
+            for label, d in sorted(effective(p.declared.get(node, [])).items()):
+                if not d.value:
+                    rows.append((node[1], label, False, d.source))
+            for label, how in sorted(p.carried(node).items()):
+                rows.append((node[1], label, True, "propagated" if isinstance(how, Reached) else how.source))
+        if rows:
+            out[name] = rows
+    return out

@@ -1,0 +1,121 @@
+"""The lineage graphs label propagation needs, read from a store, and the captures behind a path.
+
+A label question about some columns walks upstream from them (where could a label come
+from?); a question about the whole store walks downstream from every declared column. Both are
+the query layer's multi-hop expansion (:func:`~lineage_listener.query.expand.expand`), many
+start columns at once, into the graph :func:`~lineage_listener.query.graph.build_graph` makes.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime
+
+import duckdb
+import networkx as nx
+
+from lineage_listener.govern.propagate import Hop
+from lineage_listener.query.expand import Direction, Edge, Filters, Node, captures, expand
+from lineage_listener.query.lookups import indexed
+from lineage_listener.query.graph import build_graph
+from lineage_listener.query.names import Aliases
+
+
+def walk(con: duckdb.DuckDBPyConnection, starts: Iterable[Node], direction: Direction,
+         filters: Filters = Filters(), aliases: Aliases | None = None, extra: Iterable[Edge] = (),
+         within: Callable[[Node], bool] | None = None) -> nx.DiGraph:
+    """The graph of every edge reachable from ``starts`` in ``direction`` (within ``filters``),
+    with ``extra`` edges (not in the store: a preview's) joined in and walked on from. ``within``:
+    walk on only from the columns it accepts (the rest of the store cannot matter to the question)."""
+    aliases = aliases or Aliases(con)
+    starts = sorted(set(starts))
+    far = (lambda e: e.target) if direction == "downstream" else (lambda e: e.source)
+    edges: list[Edge] = []
+    seen = set(starts)
+    frontier, extra = starts, list(extra)
+    while frontier or extra:
+        found = []
+        if frontier:  # every hop at once, or one at a time when ``within`` prunes
+            found = expand(con, frontier, direction, filters=filters, aliases=aliases,
+                           depth=None if within is None else 1)
+            if within is not None:
+                found = [e for e in found if within(far(e))]
+            seen |= {e.source for e in found} | {e.target for e in found} if within is None else set()
+        found += extra
+        edges += found
+        frontier = sorted({far(e) for e in (found if within is not None else extra)} - seen)
+        seen |= set(frontier)
+        extra = []
+    first = starts[0] if starts else ("", "")
+    g = build_graph(first, edges, direction)
+    if not starts:
+        g.remove_node(first)
+    for node in starts:
+        g.add_node(node, dataset=node[0], column=node[1], depth=0)
+    return g
+
+
+def reachable_datasets(con: duckdb.DuckDBPyConnection, datasets: Iterable[str], aliases: Aliases,
+                       direction: Direction = "downstream", direct_only: bool = True) -> set[str]:
+    """The datasets ``direction`` of ``datasets`` (canonical names), them included: at the level of
+    datasets and at any time, so a superset of where labels can go (or come from).
+
+    One query per hop, an index lookup of ``edges`` by the near end; no capture is read."""
+    near, far = ("source_dataset", "target_dataset") if direction == "downstream" \
+        else ("target_dataset", "source_dataset")
+    seen = {aliases.canonical(d) for d in datasets}
+    frontier = sorted(seen)
+    kind = "AND kind = 'direct'" if direct_only else ""
+    while frontier:
+        names = sorted({n for d in frontier for n in aliases.names(d)})
+        rows = [r[0] for r in con.execute(
+            f"""SELECT DISTINCT {far} FROM {indexed("edges", near, "SELECT unnest($n)")} e
+                WHERE {far} IS NOT NULL {kind}""", {"n": names}).fetchall()]
+        aliases.resolve(rows)
+        new = {aliases.canonical(r) for r in rows} - seen
+        seen |= new
+        frontier = sorted(new)
+    return seen
+
+
+class CaptureBook:
+    """The captures of the edges on the paths shown: the query and run that made the capture
+    each hop uses (read in one query for the edges :meth:`load` names)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, until: datetime | None = None) -> None:
+        self.con = con
+        self._filters = Filters(until=until)
+        self._rows: dict[int, list[tuple[str | None, str | None, datetime]]] = {}
+
+    def load(self, edge_ids: Iterable[int | None]) -> None:
+        """Read every capture (query, run, time) of ``edge_ids`` not read yet, in one query."""
+        todo = sorted({e for e in edge_ids if e is not None and e not in self._rows})
+        if todo:
+            found = captures(self.con, todo, self._filters)
+            for eid in todo:
+                self._rows[eid] = found.get(eid, [])
+
+    def pin(self, hops: Iterable[Hop]) -> list[dict]:
+        """Each hop as plain data, with the query and run of the capture the path goes through."""
+        hops = list(hops)
+        self.load(h.edge_id for h in hops)
+        out = []
+        for h in hops:
+            query_id, run_id = h.query_id, h.run_id
+            for q, r, t in self._rows.get(h.edge_id, []) if h.edge_id is not None else []:
+                if t == h.captured_at and q is not None:
+                    query_id, run_id = q, r
+                    break
+            out.append({"source": list(h.source), "target": list(h.target), "transform": h.transform,
+                        "kind": h.kind, "expression": h.expression, "masking": h.masking, "query_id": query_id,
+                        "run_id": run_id, "captured_at": h.captured_at, "first_seen": h.first_seen,
+                        "last_seen": h.last_seen})
+        return out
+
+
+def applications(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str | None]) -> dict[str, str | None]:
+    """The application name of each run."""
+    ids = sorted({r for r in run_ids if r})
+    if not ids:
+        return {}
+    return dict(con.execute("SELECT run_id, app_name FROM runs WHERE run_id IN (SELECT unnest($r))",
+                            {"r": ids}).fetchall())

@@ -1,0 +1,110 @@
+"""The store's lookups read its indexes: a hop of a walk finds edges by the index on their near end,
+and captures by the index on their sets, whatever else the question asks (direct edges only, a
+time bound). Checked on the plans DuckDB runs (``EXPLAIN ANALYZE``), not on timings."""
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from lineage_listener.query.expand import Filters, _hop_sql, captures, nearest_captures
+from lineage_listener.store.batch import Batch
+from lineage_listener.store.connection import open_readonly, open_writable
+from lineage_listener.store.writer import write_batch
+
+T0 = datetime(2026, 1, 1)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    """Forty datasets in a chain (a copy, a masked copy, a filter and a driver read each), written daily."""
+    path = tmp_path_factory.mktemp("lookups") / "lineage.duckdb"
+    con = open_writable(path)
+    try:
+        batch = Batch()
+        for day in range(5):
+            for i in range(1, 40):
+                q, run, when = f"q{i}:{day}", f"run{day}", (T0 + timedelta(days=day, minutes=i)).isoformat(sep=" ")
+                src, tgt = f"spark_catalog.db.t{i - 1}", f"spark_catalog.db.t{i}"
+                for row in ((tgt, "a", src, "a", "identity", "direct", "a", False),
+                            (tgt, "h", src, "a", "derived", "direct", "sha2(a, 256)", True),
+                            (tgt, None, src, "b", "filter", "indirect", "b > 0", False),
+                            (None, None, src, "a", "identity", "direct", "a", False)):
+                    batch.add("column_lineage", (q, run, *row, when))
+        write_batch(con, batch)
+    finally:
+        con.close()
+    return path
+
+
+def scans(con: duckdb.DuckDBPyConnection, run, profile: Path) -> dict[str, set[str]]:
+    """How each table was read by the last query ``run`` makes on ``con``, as DuckDB's profiler saw
+    it run: table -> {"Index Scan", "Sequential Scan"}."""
+    con.execute(f"PRAGMA enable_profiling = 'json'; PRAGMA profiling_output = '{profile}'")
+    try:
+        run()
+    finally:
+        con.execute("PRAGMA disable_profiling")
+    found: dict[str, set[str]] = {}
+
+    def walk(op: dict) -> None:
+        info = op.get("extra_info", {})
+        if "Table" in info:
+            found.setdefault(info["Table"].rsplit(".", 1)[-1], set()).add(info.get("Type", ""))
+        for child in op.get("children", []):
+            walk(child)
+    for op in json.loads(profile.read_text())["operator"]:
+        walk(op)
+    return found
+
+
+@pytest.mark.parametrize("direction", ["upstream", "downstream"])
+@pytest.mark.parametrize("filters", [Filters(), Filters(direct_only=True), Filters(since=T0, until=T0 + timedelta(3))],
+                         ids=["all", "direct_only", "window"])
+def test_a_hop_finds_edges_and_captures_by_their_indexes(store, tmp_path, direction, filters):
+    sql, params = _hop_sql(direction, filters)
+    near = "spark_catalog.db.t5" if direction == "upstream" else "spark_catalog.db.t4"
+    con = open_readonly(store)
+    try:
+        rows: list = []
+        found = scans(con, lambda: rows.extend(con.execute(sql, {**params, "d": [near], "c": ["a"]}).fetchall()),
+                      tmp_path / "plan.json")
+    finally:
+        con.close()
+    assert rows                                   # the hop finds edges
+    assert found["edges"] == {"Index Scan"}, found
+    assert found["edge_captures"] == {"Index Scan"}, found
+
+
+def test_capture_lookups_with_a_time_bound_use_the_index_on_sets(store, tmp_path):
+    con = open_readonly(store)
+    try:
+        edge_id = con.execute("SELECT min(edge_id) FROM edges WHERE target_dataset = 'spark_catalog.db.t3'").fetchone()[0]
+        until = Filters(until=T0 + timedelta(days=2))
+        assert len(captures(con, [edge_id], until)[edge_id]) == 2   # days 1 and 2, not day 3
+        found: list = []
+        plan = scans(con, lambda: found.extend(nearest_captures(con, [((edge_id,), T0 + timedelta(hours=1), "next")],
+                                                                until)), tmp_path / "plan.json")
+    finally:
+        con.close()
+    assert found == [T0 + timedelta(days=1, minutes=3)]
+    assert plan["edge_captures"] == {"Index Scan"}, plan
+
+
+def test_the_closure_of_datasets_labels_start_from_reads_edges_by_index(store, tmp_path):
+    from lineage_listener.govern.reach import reachable_datasets
+    from lineage_listener.query.names import Aliases
+
+    con = open_readonly(store)
+    try:
+        found: set = set()
+        plan = scans(con, lambda: found.update(reachable_datasets(con, {"spark_catalog.db.t2"}, Aliases(con),
+                                                                  "upstream", direct_only=True)),
+                     tmp_path / "plan.json")   # the last hop: from t1 to t0
+    finally:
+        con.close()
+    assert found == {"spark_catalog.db.t0", "spark_catalog.db.t1", "spark_catalog.db.t2"}
+    assert plan["edges"] == {"Index Scan"}, plan
