@@ -37,11 +37,12 @@ COMMAND_MODULES = (
     "serve",
     "push",
     "html",
+    "diff",
 )
 
 #: Commands that read a store: they first try to write what waits in its spool, and say
 #: on stderr when some still waits (their answer may miss it).
-READ_COMMANDS = frozenset({"sql", "upstream", "downstream", "impact", "provenance", "html"})
+READ_COMMANDS = frozenset({"sql", "upstream", "downstream", "impact", "provenance", "html", "diff"})
 
 
 #: Top-level modules of the optional extras -> the extra that installs them.

@@ -13,7 +13,7 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from lineage_listener import __version__
-from lineage_listener.server import api, collect, views_api
+from lineage_listener.server import api, collect, diff_api, views_api
 from lineage_listener.server.state import ServerState
 from lineage_listener.server.writer import Settings
 
@@ -36,6 +36,7 @@ def create_app(store: str | Path, token: str | None = None, settings: Settings |
     app.include_router(api.router)
     app.include_router(collect.router)
     app.include_router(views_api.router)
+    app.include_router(diff_api.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     @app.exception_handler(RequestValidationError)

@@ -703,6 +703,7 @@ async function route() {
     else if (parts[0] === "runs") await runs(n, offset, size);
     else if (parts[0] === "streams") await streams(n);
     else if (parts[0] === "run") await run(n, parts.slice(1).join("/"));
+    else if ((window.LINEAGE_PAGES || {})[parts[0]]) await window.LINEAGE_PAGES[parts[0]](n, parts.slice(1), q);
     else await home(n, q.get("q"), offset, size);
   } catch (err) {
     if (err instanceof Stale || !n.live()) return;
