@@ -38,11 +38,12 @@ COMMAND_MODULES = (
     "push",
     "html",
     "diff",
+    "preview",
 )
 
 #: Commands that read a store: they first try to write what waits in its spool, and say
 #: on stderr when some still waits (their answer may miss it).
-READ_COMMANDS = frozenset({"sql", "upstream", "downstream", "impact", "provenance", "html", "diff"})
+READ_COMMANDS = frozenset({"sql", "upstream", "downstream", "impact", "provenance", "html", "diff", "preview"})
 
 
 #: Top-level modules of the optional extras -> the extra that installs them.
