@@ -112,6 +112,7 @@ def test_preview_edges_diff_and_what_it_leaves_alone(shop, tmp_path):
         ANALYZE TABLE {DB}.orders COMPUTE STATISTICS;
         CREATE TEMPORARY VIEW titles USING csv OPTIONS (path '{titles}', header 'true');
         SELECT upper(title) AS t FROM titles;
+        SET spark.hadoop.fs.s3a.secret.key=s3cr3t-value;
         """)
     proc = cli("preview", "--store", str(shop["store"]), path, "--diff", "--format", "json", "--exit-code")
     assert proc.returncode == 1, proc.stderr  # --diff found changes
@@ -121,7 +122,8 @@ def test_preview_edges_diff_and_what_it_leaves_alone(shop, tmp_path):
     assert body["violations"] == []
     assert [(s["statement"], s["status"]) for s in body["statements"]] == [
         (1, "lineage"), (2, "lineage"), (3, "lineage"), (4, "lineage"), (5, "ran"), (6, "lineage"), (7, "skipped"),
-        (8, "ran"), (9, "lineage")]
+        (8, "ran"), (9, "lineage"), (10, "ran")]
+    assert "s3cr3t-value" not in proc.stdout  # the statements are echoed as capture stores SQL: redacted
     keys = {"target_dataset", "target_column", "source_dataset", "source_column", "transform", "kind",
             "expression", "masking", "statement"}
     assert all(set(e) == keys for e in body["edges"])

@@ -101,9 +101,10 @@ class StatementLineage:
     note: str | None = None
 
     def data(self) -> dict[str, Any]:
+        sql = redact_text(self.sql)  # as capture stores SQL text: OPTIONS (password ...) and the like hidden
         return {"statement": self.index, "line": self.line, "status": self.status, "command": self.command,
                 "target": self.target, "edges": len(self.edges), "note": self.note,
-                "sql": self.sql if len(self.sql) <= 200 else self.sql[:199] + "…"}
+                "sql": sql if len(sql) <= 200 else sql[:199] + "…"}
 
 
 @dataclass(frozen=True)
@@ -118,9 +119,6 @@ class Preview:
     def edges(self) -> list[tuple[int, Edge]]:
         """``(statement index, edge)`` of every statement, in file order."""
         return [(s.index, e) for s in self.statements for e in s.edges]
-
-    def targets(self) -> list[str]:
-        return sorted({s.target for s in self.statements if s.target is not None})
 
 
 def edge_data(index: int, e: Edge) -> dict[str, Any]:
@@ -172,7 +170,7 @@ def _preview(store: LineageStore, todo: list[Statement], ddl: list[Statement], a
                     raise PreviewError(f"--schema {st.where()} is not DDL ({done.command}): it may only "
                                        "create databases, tables and views")
             results = tuple(ws.statement(st) for st in todo)
-        end = time.perf_counter()
+            end = time.perf_counter()
     return Preview(source, results, tuple(ws.defined),
                    {"spark_start": round(up - started, 3), "analysis": round(end - up, 3),
                     "total": round(end - started, 3)})
