@@ -185,3 +185,29 @@ def demo_store(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     finally:
         lineage_listener.disable(spark)
     return store
+
+
+@dataclass(frozen=True)
+class Retail:
+    """The four-job retail pipeline of ``tests/retail.py``, run once: its folder, store and job times."""
+
+    root: Path
+    store: Path
+    times: dict[str, Any]   # job name -> tests.retail.JobTimes (naive UTC)
+
+    def raw(self, name: str) -> str:
+        return f"file:{self.root / 'raw' / name}"
+
+    def export(self, name: str) -> str:
+        return f"file:{self.root / 'exports' / name}"
+
+
+@pytest.fixture(scope="session")
+def retail(tmp_path_factory: pytest.TempPathFactory) -> Retail:
+    """The retail pipeline (four real applications under zero-code capture, ~70 s) captured into a store,
+    shared by every test of the session that asks for it."""
+    from tests.retail import run_pipeline
+
+    root = tmp_path_factory.mktemp("retail")
+    store = root / "lineage.duckdb"
+    return Retail(root, store, run_pipeline(root, store))

@@ -4,7 +4,7 @@
                                   [--readers compact,tojson]
 
 Each workload runs once per plan reader (``compact``: the bridge jar's ``PlanReader``;
-``tojson``: Spark's ``toJSON``, the reader before issue 24), then prints both side by side
+``tojson``: Spark's ``toJSON``, the other reader), then prints both side by side
 (``after/before`` per stage). Per query and in total (milliseconds):
 
 - ``read``: reading the plan on the JVM: ``PlanReader.encode`` or ``plan.toJSON()`` (the py4j
@@ -338,7 +338,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None, help="first N TPC-DS queries only")
     ap.add_argument("--quiet", action="store_true", help="totals only, no per-query rows")
     ap.add_argument("--readers", default="compact,tojson",
-                    help="plan readers to measure, comma-separated: compact (issue 24), tojson (before)")
+                    help="plan readers to measure, comma-separated: compact (the bridge jar), tojson (Spark's toJSON)")
     args = ap.parse_args()
 
     from pyspark.sql import SparkSession
@@ -354,7 +354,7 @@ def main() -> None:
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     readers = [r.strip() for r in args.readers.split(",") if r.strip()]
-    targets: list[str] = []  # issue 24's targets, printed together at the end
+    targets: list[str] = []  # the capture-cost targets, printed together at the end
     planreader.install_default(background=False)  # build the jar now, not during the first workload
     try:
         kinds = ["mixed", "tpcds", "chains"] if args.workload == "all" else [args.workload]
@@ -425,7 +425,7 @@ def main() -> None:
                     targets.append(f"mixed job, {reader} reader: wall with/without capture {med:.3f}x "
                                    f"(<= 1.05x{' met' if med <= 1.05 else ' NOT met'}; rounds "
                                    f"{', '.join(f'{r:.2f}' for r in ratios)})")
-        print("\n== targets (issue 24) ==")
+        print("\n== targets ==")
         for line in targets:
             print("  " + line)
     finally:

@@ -552,7 +552,7 @@ def report(progress: dict, path: Path) -> None:
         for name, verdict in m.get("window", {}).items():
             print(f"day {d}: exact window {name}: {verdict}")
     if len(days) >= 2:
-        base = 30 if 30 in days[:-1] else days[0]  # the comparison: day 365 against day 30
+        base = 30 if 30 in days[:-1] else days[0]  # the target's comparison: day 365 against day 30
         a, b = measures[str(base)], measures[str(days[-1])]
         print(f"day {days[-1]} / day {base} (p95):")
         ratios = []

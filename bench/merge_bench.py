@@ -6,7 +6,7 @@ Runs on a PySpark line a lakehouse jar set exists for (``make jars``; ``make ben
 ``.venv-spark35``). One job = a Delta MERGE (upsert with an update, a conditional delete and
 an insert) and an Iceberg merge-on-read MERGE of the same shape, from a staged batch. The job
 runs without capture and with each plan reader (``compact``: the bridge jar's ``PlanReader``, the
-default; ``json``: ``toJSON``, before issue 24) in rounds whose order rotates; printed per reader:
+default; ``json``: Spark's ``toJSON``) in rounds whose order rotates; printed per reader:
 
 - ``wall ratio``: median of the pairs' wall time with / without capture;
 - ``capture CPU per statement``: this Python process's CPU time (the capture reads and walks
@@ -51,7 +51,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--rows", type=int, default=20000)
-    ap.add_argument("--readers", default="compact,json", help="plan readers: compact (issue 24), json (before)")
+    ap.add_argument("--readers", default="compact,json", help="plan readers: compact (the bridge jar), json (Spark's toJSON)")
     args = ap.parse_args()
     readers = [r.strip() for r in args.readers.split(",") if r.strip()]
     line = ".".join(pyspark.__version__.split(".")[:2])

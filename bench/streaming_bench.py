@@ -6,7 +6,7 @@
    ``processAllAvailable()``, ``--batches`` times, without and then with capture. Per batch:
    the stream's own batch duration (``durationMs.triggerExecution``, median), the capture
    thread's CPU and this Python process's CPU (py4j callbacks included); with each plan reader
-   (``compact``: the bridge jar's ``PlanReader``, the default; ``json``: ``toJSON``, before issue 24),
+   (``compact``: the bridge jar's ``PlanReader``, the default; ``json``: Spark's ``toJSON``),
    and the time reading the stream's plan took (once per stream run).
 2. Store growth: the first micro-batch's real envelope (plan, sources, sink), then ``--growth``
    micro-batches of the same stream through the real recorder and store writer, one store
@@ -128,7 +128,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batches", type=int, default=20)
     ap.add_argument("--growth", type=int, default=1000)
-    ap.add_argument("--readers", default="compact,json", help="plan readers: compact (issue 24), json (before)")
+    ap.add_argument("--readers", default="compact,json", help="plan readers: compact (the bridge jar), json (Spark's toJSON)")
     args = ap.parse_args()
     from lineage_listener.capture import planreader
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -3,7 +3,7 @@
     python bench/walker_bench.py [--overhead-queries 200]
 
 Prints, per phase, median / p95 / max / sum (milliseconds; sizes in KiB) over the TPC-DS plans,
-each read both ways (``toJSON``, before issue 24, and the bridge jar's compact reader, the
+each read both ways (Spark's ``toJSON``, and the bridge jar's compact reader, the
 default), the capture's Python CPU against Spark's own analysis + optimisation + planning, the
 largest plan's numbers, and the wall time of a many-query job with and without capture (the
 ratio is the overhead users see).
@@ -36,7 +36,7 @@ def pct(values: list[float], p: float) -> float:
 
 
 def walker(spark: SparkSession) -> None:
-    """Each TPC-DS plan read both ways (``toJSON`` before issue 24, the compact reader after: the plan
+    """Each TPC-DS plan read both ways (``toJSON``, and the compact reader: the plan
     with its leaves' facts in one call), then the rest of the leaf facts (py4j) and the walk; against
     Spark's own analysis + optimisation + planning of the query."""
     tpcds.create_tables(spark)

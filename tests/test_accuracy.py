@@ -1,4 +1,4 @@
-"""Accuracy round 2 (issue 7): each reproduction with its exact edges, on real Spark."""
+"""Accuracy: each reproduction with its exact edges, on real Spark."""
 from __future__ import annotations
 
 import duckdb

@@ -1,4 +1,4 @@
-"""Every CLI failure is one line on stderr and a non-zero exit, never a traceback (issue 11 item 8).
+"""Every CLI failure is one line on stderr and a non-zero exit, never a traceback.
 
 Each command runs in a subprocess against a missing file, a corrupt file, a DuckDB file
 with no lineage tables yet, and a store of another version. The last is a stand-in: this

@@ -1,4 +1,4 @@
-"""The CLI's edges (issue 19, items 3 and 5): serve's token never on argv, no abbreviated options,
+"""The CLI's edges: serve's token never on argv, no abbreviated options,
 a server without a token says so, and a missing extra is one line naming what to install."""
 from __future__ import annotations
 
@@ -83,6 +83,8 @@ def test_serve_without_a_token_says_writes_are_disabled(tmp_path):
     ("openlineage", ("ingest", "openlineage", "--store", "{store}", "{events}"), "openlineage"),
     ("datahub", ("export", "datahub", "--store", "{store}", "--out", "{tmp}/mcp.json"), "datahub"),
     ("uvicorn,fastapi", ("serve", "--store", "{store}", "--port", "9"), "server"),
+    ("confluent_kafka", ("consume", "--store", "{store}", "--kafka-bootstrap", "127.0.0.1:9", "--kafka-topic", "t"),
+     "kafka"),
 ])
 def test_a_missing_extra_is_one_line_naming_it(block, args, extra, tmp_path):
     events = tmp_path / "events.json"

@@ -1,4 +1,4 @@
-"""Dotted names and nested fields are distinct columns in the store (issue 11 item 5).
+"""Dotted names and nested fields are distinct columns in the store.
 
 A top-level column literally named ``s.x`` is stored as ```s.x```; the field ``x`` of
 struct ``s`` as ``s.x`` (scheme in :mod:`lineage_listener.lineage.column_path`).

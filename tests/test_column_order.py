@@ -36,7 +36,7 @@ def test_columns_are_stored_and_served_in_schema_order(spark, lineage, tmp_path)
 
 
 def test_a_store_without_ordinals_migrates_and_lists_old_columns_last(tmp_path):
-    """A round-2 store (no ``ordinal``) gains the column on first write; its old rows sort by name, last."""
+    """A schema-4 store (no ``ordinal``) gains the column on first write; its old rows sort by name, last."""
     from lineage_listener.store.batch import Batch
     from lineage_listener.store.writer import StoreWriter
 

@@ -1,4 +1,4 @@
-"""Zero-code capture on a Spark Connect server; a Connect client (no py4j) runs the pipeline (issue 8)."""
+"""Zero-code capture on a Spark Connect server; a Connect client (no py4j) runs the pipeline."""
 from __future__ import annotations
 
 import os

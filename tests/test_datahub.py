@@ -1,4 +1,4 @@
-"""DataHub export, read back through DataHub's own file source (issue 9)."""
+"""DataHub export, read back through DataHub's own file source."""
 from __future__ import annotations
 
 import os

@@ -1,5 +1,5 @@
 """A write Spark rejects keeps its edges for audit but is no dataset for graph questions
-(issue 11 item 5): ``queries.status = 'failed'`` marks them; ``include_failed`` shows them."""
+``queries.status = 'failed'`` marks them; ``include_failed`` shows them."""
 from __future__ import annotations
 
 import duckdb

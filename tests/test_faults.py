@@ -1,6 +1,6 @@
-"""The fault matrix (issue 11): full, read-only, corrupt, old, newer and busy stores, SIGTERM.
+"""The fault matrix: full, read-only, corrupt, old, newer and busy stores, SIGTERM.
 
-Faults are injected for real: a tiny or read-only tmpfs mount where this machine
+Faults are injected for real: a tiny or read-only tmpfs mount where the machine
 allows mounting (root), else the test is skipped with the reason. Each test counts
 the edges it expected against the edges found, and grep the raw files it left.
 """

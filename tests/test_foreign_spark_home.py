@@ -1,4 +1,4 @@
-"""A Spark installation that is not the pip one drives capture installed here (issue 8).
+"""A Spark installation that is not the pip one drives capture installed here.
 
 ``LINEAGE_TEST_OTHER_SPARK_HOME`` names the other PySpark line's Spark home (``make test``
 and ``make test-spark35`` set it to each other's when both virtualenvs exist): its

@@ -1,8 +1,8 @@
 """History at scale: each edge stored once, exact time windows, per-query rows, prune, migration.
 
 Stores are written through the store's write path (``write_batch``, as capture
-writes), except the round-2 store, built with that release's DDL
-(``fixtures/stores/schema_v5.sql``, the schema.sql of round 2) and rows as it stored them.
+writes), except the schema-5 store, built with that version's DDL
+(``fixtures/stores/schema_v5.sql``, schema.sql at version 5) and rows as it stored them.
 """
 from __future__ import annotations
 
@@ -180,7 +180,7 @@ def test_prune_cli(tmp_path, capsys):
 
 
 def v5_store(path: Path, rows: list[tuple]) -> None:
-    """A store as round 2 wrote it: one column_lineage row per edge per capture, schema version 5."""
+    """A store as schema version 5 held it: one column_lineage row per edge per capture, schema version 5."""
     with duckdb.connect(str(path)) as con:
         con.execute(V5_DDL.read_text())
         con.execute("CREATE TABLE schema_version (version INTEGER, applied_at TIMESTAMP DEFAULT current_timestamp, "

@@ -1,4 +1,4 @@
-"""Spark's own schema inference is not user lineage (issue 19 item 8): reading a CSV with
+"""Spark's own schema inference is not user lineage: reading a CSV with
 ``header``/``inferSchema`` makes Spark read the file as text (``head``, and ``rdd`` on Spark 4)
 before the user's query exists. No queries row, no phantom ``value`` column, no edges."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The newcomer path (issue 19.9): `make demo` installs only what the demo runs, and the demo ends with
+"""The newcomer path: `make demo` installs only what the demo runs, and the demo ends with
 the two ways to see its lineage in a browser (an HTML file, and `serve` with the column's URL)."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""OpenLineage out and in: spec validation, file and HTTP export, ingest, round trip (issue 9)."""
+"""OpenLineage out and in: spec validation, file and HTTP export, ingest, round trip."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,4 @@
-"""Hostile or unusual OpenLineage input (issue 19, item 2): a clear 400 / one CLI line naming the
+"""Hostile or unusual OpenLineage input: a clear 400 / one CLI line naming the
 bad JSON path, masking read exactly, unknown subtypes kept, gzip bodies bounded after
 decompression, and the naming spec's namespaces coming back as they were sent."""
 from __future__ import annotations

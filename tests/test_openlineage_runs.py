@@ -1,4 +1,4 @@
-"""OpenLineage runs that arrive event by event (issue 19, item 1): START without lineage, RUNNING
+"""OpenLineage runs that arrive event by event: START without lineage, RUNNING
 with part of it, COMPLETE (or FAIL) with all of it, each in its own request or file, in any
 order, re-sent: the store keeps the union of their edges once, and the terminal event's state."""
 from __future__ import annotations

@@ -116,7 +116,7 @@ def test_a_null_expression_field_is_recorded_never_silent():
 
 
 def test_cte_second_read_keeps_its_source_after_a_union():
-    """Issue 7 item 3: ``c2.a`` comes from ``t.a`` only, never from the union's other branch."""
+    """``c2.a`` comes from ``t.a`` only, never from the union's other branch."""
     assert edges("cte_union_join") == {("a", "t", "a", "identity"), ("a", "u", "a", "identity"),
                                        ("a2", "t", "a", "rename"), (None, "t", "k", "join"),
                                        (None, "u", "k", "join")}
@@ -161,7 +161,7 @@ def test_tpcds_q36_grouping():
 
 
 def test_tpcds_q5_rollup_over_union_keeps_its_sources():
-    """Issue 7 item 1: ``id``, ``sales``, ``returns``, ``profit`` through a ROLLUP over three UNIONs
+    """``id``, ``sales``, ``returns``, ``profit`` through a ROLLUP over three UNIONs
     (``channel`` is a literal per branch: no source)."""
     sales = {"store": "ss", "catalog": "cs", "web": "ws"}
     direct = {(t, d, c, tr) for t, d, c, tr in edges("tpcds_q5") if t is not None and tr in ("derived", "aggregate")}

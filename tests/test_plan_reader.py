@@ -1,4 +1,4 @@
-"""The bridge jar's compact plan reader gives the walk what ``toJSON`` gives it (issue 24).
+"""The bridge jar's compact plan reader gives the walk what ``toJSON`` gives it.
 
 Every plan is read both ways from the same live JVM plan: the decoded items must be equal
 (field by field, but for the products the reader trims, ``compact.KEEP``), the facts the

@@ -124,9 +124,16 @@ def test_time_window(store_path):
     store = open_store(store_path)
     g = store.upstream("spark_catalog.shop.report", "total", until="2025-03-04")
     assert g.number_of_edges() == 0            # job 3 ran on March 5th
+    assert g.graph["window"]["outside"]["message"] == (
+        "1 capture of this column's upstream lineage, all after 2025-03-04 23:59:59")
     g = store.upstream("spark_catalog.shop.report", "total", since="2025-03-05", until="2025-03-05")
     assert set(g.predecessors(("spark_catalog.shop.report", "total"))) == {("spark_catalog.shop.clean", "amount")}
-    assert not g.has_edge(("spark_catalog.shop.orders", "amount"), ("spark_catalog.shop.clean", "amount"))
+    # the write into report.total lies in the window: the older hops upstream of it are kept, marked
+    orders, clean = ("spark_catalog.shop.orders", "amount"), ("spark_catalog.shop.clean", "amount")
+    assert g.has_edge(orders, clean) and g.edges[orders, clean]["before_window"]
+    assert g.nodes[orders]["before_window"] and g.nodes[orders]["reach"] == "copy"
+    assert not g.nodes[clean]["before_window"]   # job 3 also rewrote clean.amount on March 5th
+    assert g.graph["window"]["outside"] is None
     assert parse_time("7d", now=datetime(2025, 3, 8)) == datetime(2025, 3, 1)
     with pytest.raises(ValueError):
         store.upstream("spark_catalog.shop.report", "total", since="2025-03-06", until="2025-03-01")
@@ -151,7 +158,11 @@ def test_impact_reports_reads_masking_and_apps(store_path):
     r = impact(open_store(store_path), "spark_catalog.shop.orders", "amount")
     status = {(d["dataset"], d["column"]): d["masking"] for d in r["downstream"]}
     assert status[("spark_catalog.shop.report", "total")] == "unmasked"
-    assert status[("spark_catalog.shop.report", "n")] == "masked"   # count() marks masking
+    # report.n counts clean.id: amount reaches it only through job 2's filter, so it is influenced, not a copy
+    assert ("spark_catalog.shop.report", "n") not in status
+    via = {(d["dataset"], d["column"]): d["via"] for d in r["influenced"]}
+    assert via[("spark_catalog.shop.report", "n")] == ["filter"]
+    assert via[("spark_catalog.shop.clean", "email_hash")] == ["filter"]
 
 
 def test_provenance_finds_origin_and_chain(store_path):

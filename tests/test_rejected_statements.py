@@ -1,4 +1,4 @@
-"""Statements Spark rejects during analysis (issue 25): one failed ``queries`` row each with
+"""Statements Spark rejects during analysis: one failed ``queries`` row each with
 the action, the SQL text, Spark's error class and message; no edges, no datasets, and no log
 line above debug. Spark 4 reports them to listeners (action ``analyze``); Spark 3.5 does not
 call listeners for them at all, so there they leave no trace (and still no log line)."""

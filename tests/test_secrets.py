@@ -1,4 +1,4 @@
-"""Secrets never reach the store, its WAL, the spool or the logs (issue 11 item 1).
+"""Secrets never reach the store, its WAL, the spool or the logs.
 
 Real Spark runs a table of hostile actions (user-info in write paths and SQL text,
 secret options on csv and JDBC reads and writes, connection strings) while another

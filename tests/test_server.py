@@ -1,4 +1,4 @@
-"""The lineage server (issue 10): REST answers, security, collecting from many drivers across a restart."""
+"""The lineage server: REST answers, security, collecting from many drivers across a restart."""
 from __future__ import annotations
 
 import json

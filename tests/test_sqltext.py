@@ -1,5 +1,5 @@
 """``sqltext.render`` (a reused generator, operators joined from their operands' text, columns
-and literals memoised) gives exactly what sqlglot's own ``Expression.sql`` gives (issue 24)."""
+and literals memoised) gives exactly what sqlglot's own ``Expression.sql`` gives."""
 from __future__ import annotations
 
 import sqlglot.expressions as exp

@@ -70,7 +70,7 @@ def test_replayed_batch_adds_no_edge_twice(lineage, spark, people, tmp_path):
 
 
 def test_a_batch_replayed_after_its_write_was_retargeted_adds_no_edge(tmp_path):
-    """Edges are deduplicated per edge (issue 19): a nested write's batch replayed after the
+    """Edges are deduplicated per edge: a nested write's batch replayed after the
     wrapper renamed its target from the path to the table leaves one copy of each edge."""
     from lineage_listener.store.batch import Batch
     from lineage_listener.store.writer import StoreWriter

@@ -1,4 +1,4 @@
-"""Struct fields through a built struct (issue 19 item 6): ``struct(a AS x) AS s`` and
+"""Struct fields through a built struct: ``struct(a AS x) AS s`` and
 ``named_struct`` write field-level edges (``s.x <- a``) next to a top-level column literally
 named ``s.x``; multi-hop questions about a nested path follow the struct column's own edges
 where the field has none (a struct copied whole)."""

@@ -292,8 +292,10 @@ def test_impact_view_has_the_cli_numbers_the_alarm_and_a_csv(served, page):
     href = page.get_attribute("#csv", "href")
     with urllib.request.urlopen(served.url + href) as r:
         table = list(csv.DictReader(io.StringIO(r.read().decode())))
-    assert {(r["dataset"], r["column"], r["masking"]) for r in table} == \
+    assert {(r["dataset"], r["column"], r["masking"]) for r in table if r["reach"] == "copy"} == \
         {(d["dataset"], d["column"], d["masking"]) for d in report["downstream"]}
+    assert {(r["dataset"], r["column"]) for r in table if r["reach"] == "influenced"} == \
+        {(d["dataset"], d["column"]) for d in report["influenced"]}
 
 
 def test_time_windows_errors_in_the_fields_words_and_suggestions(served, page):

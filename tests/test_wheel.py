@@ -1,6 +1,6 @@
-"""Every wheel carries the bridge jar; installed where no javac is reachable, zero-code capture works (issue 8).
+"""Every wheel carries the bridge jar; installed where no javac is reachable, zero-code capture works.
 
-The wheel is built as release pipelines build it (issue 19.4): ``python -m build``, isolated, an sdist and
+The wheel is built as release pipelines build it: ``python -m build``, isolated, an sdist and
 a wheel from that sdist, with the Spark jars to compile against from ``[build-system] requires``.
 """
 from __future__ import annotations
@@ -130,4 +130,4 @@ def test_installed_wheel_captures_with_no_jdk(wheel, tmp_path):
         got = set(con.execute("SELECT target_column, source_column, transform FROM column_lineage "
                               "WHERE target_dataset LIKE '%/out'").fetchall())
     assert got == {("id", "id", "identity"), ("twice", "id", "derived")}
-    assert not cache.exists() or not any(cache.iterdir())  # no jar was built on this machine
+    assert not cache.exists() or not any(cache.iterdir())  # no jar was built on the test's machine

@@ -30,22 +30,28 @@ def needs_python_path(root: Path | None = None) -> bool:
     return not any(Path(s).resolve() == root for s in sites if s)
 
 
-def spark_conf(store: str | os.PathLike, python: str | None = None) -> dict[str, str]:
-    """The ``--conf`` settings, in order: listener class, store, worker Python (and its path)."""
+def spark_conf(store: str | os.PathLike | None, python: str | None = None,
+               kafka: tuple[str, str] | None = None) -> dict[str, str]:
+    """The ``--conf`` settings, in order: listener class, store, Kafka (bootstrap, topic), worker Python
+    (and its path). With ``kafka`` and no ``store``, lineage goes to the topic only."""
     conf = {
         "spark.sql.queryExecutionListeners": LISTENER_CLASS,
         "spark.sql.streaming.streamingQueryListeners": STREAM_LISTENER_CLASS,
-        "spark.lineage.store": str(Path(store).expanduser().resolve()),
-        "spark.lineage.python": python or sys.executable,
     }
+    if store is not None:
+        conf["spark.lineage.store"] = str(Path(store).expanduser().resolve())
+    if kafka is not None:
+        conf["spark.lineage.kafka.bootstrap"], conf["spark.lineage.kafka.topic"] = kafka
+    conf["spark.lineage.python"] = python or sys.executable
     if needs_python_path():
         conf["spark.lineage.pythonPath"] = str(package_root())
     return conf
 
 
-def spark_submit_args(store: str | os.PathLike, python: str | None = None) -> list[str]:
+def spark_submit_args(store: str | os.PathLike | None, python: str | None = None,
+                      kafka: tuple[str, str] | None = None) -> list[str]:
     """``--jars <bridge jar> --conf k=v ...``, building the jar if it is not cached."""
     args = ["--jars", str(bridge_jar())]
-    for key, value in spark_conf(store, python).items():
+    for key, value in spark_conf(store, python, kafka).items():
         args += ["--conf", f"{key}={value}"]
     return args

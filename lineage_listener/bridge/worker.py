@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from lineage_listener.bridge import WORKER_INTERFACE
@@ -30,6 +30,7 @@ class WorkerSettings:
     log_level: str
     openlineage_url: str | None = None
     url: str | None = None  # a lineage server instead of the store (token: env LINEAGE_TOKEN)
+    kafka: str | None = field(default=None, repr=False)  # LINEAGE_KAFKA (JSON; may hold secrets)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> "WorkerSettings":
@@ -42,7 +43,7 @@ class WorkerSettings:
         return cls(port=port, token=token, store=env.get("LINEAGE_STORE") or None,
                    log_level=env.get("LINEAGE_LOG_LEVEL") or "WARNING",
                    openlineage_url=env.get("LINEAGE_OPENLINEAGE_URL") or None,
-                   url=env.get("LINEAGE_URL") or None)
+                   url=env.get("LINEAGE_URL") or None, kafka=env.get("LINEAGE_KAFKA") or None)
 
 
 class BridgeWorker:
@@ -108,13 +109,19 @@ def _watch_stdin(stopped: threading.Event) -> None:
 DEFAULT_STORE = "lineage.duckdb"
 
 
-def _make_capture(store: str | None, openlineage_url: str | None = None, url: str | None = None) -> Any:
+def _make_capture(store: str | None, openlineage_url: str | None = None, url: str | None = None,
+                  kafka: str | None = None) -> Any:
     from lineage_listener.capture import sinks
     from lineage_listener.capture.pipeline import Capture
 
+    after_write = sinks.openlineage_after_write(openlineage_url) if openlineage_url else None
+    if kafka:  # the topic, besides the store or server when one is named
+        from lineage_listener.kafka.settings import KafkaSettings
+
+        writer = sinks.kafka_writer(KafkaSettings.from_env({"LINEAGE_KAFKA": kafka}), store, url)
+        return Capture(store or DEFAULT_STORE, after_write=after_write, writer=writer)
     if not store and not url:
         log.warning("spark.lineage.store is not set; writing lineage to %s in %s", DEFAULT_STORE, os.getcwd())
-    after_write = sinks.openlineage_after_write(openlineage_url) if openlineage_url else None
     return Capture(store or DEFAULT_STORE, after_write=after_write, url=url)
 
 
@@ -122,7 +129,7 @@ def serve(settings: WorkerSettings, close_timeout: float = 30.0) -> int:
     """Connect to the bridge, serve until told to stop, release everything. Returns an exit code."""
     from py4j.java_gateway import CallbackServerParameters, GatewayParameters, JavaGateway
 
-    capture = _make_capture(settings.store, settings.openlineage_url, settings.url)
+    capture = _make_capture(settings.store, settings.openlineage_url, settings.url, settings.kafka)
     worker = BridgeWorker(capture)
     gateway = JavaGateway(
         gateway_parameters=GatewayParameters(address="127.0.0.1", port=settings.port,

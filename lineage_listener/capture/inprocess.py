@@ -9,6 +9,7 @@ from typing import Any
 from lineage_listener.capture import planreader, run_end, sigterm, sinks, streams
 from lineage_listener.capture.listener import PlanListener
 from lineage_listener.capture.pipeline import Capture
+from lineage_listener.kafka import settings as kafka_settings
 from lineage_listener.lineage import redact
 
 log = redact.logger(__name__)
@@ -97,8 +98,8 @@ def enable(spark: Any, store: str | os.PathLike | None = None, **options: Any) -
             f"{type(spark).__module__}.{type(spark).__name__} is a Spark Connect client. Capture on the Connect "
             "server instead: start it with the flags of `lineage-listener spark-conf --store PATH` "
             "(start-connect-server.sh $(lineage-listener spark-conf --store PATH))")
-    if store is None:
-        store = spark.conf.get(STORE_CONF, None) or DEFAULT_STORE
+    named_store = store if store is not None else spark.conf.get(STORE_CONF, None)
+    store = named_store or DEFAULT_STORE
     key = _session_key(spark)
     with _lock:
         existing = _handles.get(key)
@@ -117,6 +118,10 @@ def enable(spark: Any, store: str | os.PathLike | None = None, **options: Any) -
         if url:
             options["url"] = url
             options.setdefault("token", spark.conf.get(SERVER_TOKEN_CONF, None))
+        kafka = options.pop("kafka", None) or kafka_settings.of_session(spark)
+        if kafka:
+            options["writer"] = sinks.kafka_writer(kafka, named_store, options.pop("url", None),
+                                                   options.pop("token", None), options.get("lock_timeout", 10.0))
         capture = Capture(store, **options)
         listener = PlanListener(capture)
         spark._jsparkSession.listenerManager().register(listener)

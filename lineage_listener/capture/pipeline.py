@@ -77,17 +77,22 @@ class Capture:
     def __init__(self, store: str | os.PathLike, *, batch_interval: float = 1.0,
                  max_batch_rows: int = 20_000, lock_timeout: float = 10.0, defer_reads: bool = False,
                  max_queue: int = 10_000, after_write: Callable[[Batch], Batch | None] | None = None,
-                 url: str | None = None, token: str | None = None) -> None:
+                 url: str | None = None, token: str | None = None, writer: Any = None) -> None:
         """``defer_reads``: read the ``QueryExecution`` on the capture thread instead of the
         callback's thread (use it when the callback runs on Spark's listener bus).
         ``max_queue``: at most this many deferred actions wait; more are recorded as lineage_error.
         ``after_write``: called on the capture thread with each batch that reached the store
         (e.g. live OpenLineage emission); rows it returns are written with the next batch.
         ``url``: send batches to this lineage server (``lineage-listener serve``) instead of
-        writing ``store``; ``token`` (or env ``LINEAGE_TOKEN``) authenticates them."""
+        writing ``store``; ``token`` (or env ``LINEAGE_TOKEN``) authenticates them.
+        ``writer``: where batches go instead (an object with ``StoreWriter``'s ``write``, ``waiting``,
+        ``spooled``, ``lock_timeout`` and ``describe()``, e.g. a Kafka topic)."""
         self.after_write = after_write
         self.reader = Reader()
-        if url:
+        if writer is not None:
+            self.writer = writer
+            self.store = writer.describe()
+        elif url:
             self.writer: StoreWriter | RemoteWriter = RemoteWriter(url, token, lock_timeout=lock_timeout)
             self.store = redact.redact_url(url)
         else:

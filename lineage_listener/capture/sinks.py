@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from lineage_listener.lineage import redact
 from lineage_listener.store.batch import Batch
+from lineage_listener.store.remote import RemoteWriter
+from lineage_listener.store.writer import StoreWriter
 
 log = redact.logger(__name__)
 
@@ -18,3 +21,19 @@ def openlineage_after_write(url: str) -> Callable[[Batch], Batch | None] | None:
                   "installed (%s): pip install 'lineage-listener[openlineage]'; lineage goes to the store only", exc)
         return None
     return Emitter(url).after_write
+
+
+def kafka_writer(kafka: Any, store: str | None = None, url: str | None = None, token: str | None = None,
+                 lock_timeout: float = 10.0) -> Any:
+    """Capture's writer for Kafka (``kafka``: settings or ``{"bootstrap", "topic", "conf"}``): the topic
+    alone, or the topic besides a lineage server (``url``) or a store file (``store``).
+    Raises ImportError naming the ``[kafka]`` extra when it is not installed."""
+    from lineage_listener.kafka.publish import Both, KafkaWriter
+    from lineage_listener.kafka.settings import KafkaSettings
+
+    writer = KafkaWriter(KafkaSettings.from_option(kafka), lock_timeout=lock_timeout)
+    if url:
+        return Both(RemoteWriter(url, token, lock_timeout=lock_timeout), writer)
+    if store:
+        return Both(StoreWriter(store, lock_timeout=lock_timeout), writer)
+    return writer

@@ -35,6 +35,7 @@ COMMAND_MODULES = (
     "export",
     "ingest",
     "serve",
+    "consume",
     "push",
     "html",
     "diff",
@@ -48,7 +49,8 @@ READ_COMMANDS = frozenset({"sql", "upstream", "downstream", "impact", "provenanc
 
 #: Top-level modules of the optional extras -> the extra that installs them.
 EXTRAS = {"openlineage": "openlineage", "jsonschema": "openlineage", "referencing": "openlineage",
-          "datahub": "datahub", "fastapi": "server", "uvicorn": "server", "starlette": "server"}
+          "datahub": "datahub", "fastapi": "server", "uvicorn": "server", "starlette": "server",
+          "confluent_kafka": "kafka"}
 
 
 def missing_extra(exc: ImportError) -> str | None:
@@ -145,7 +147,7 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
-#: The tables every lineage store has (CONTRACT section 3).
+#: The tables every lineage store has (docs/reference/store.md).
 LINEAGE_TABLES = frozenset({"runs", "queries", "datasets", "dataset_columns", "column_lineage"})
 
 

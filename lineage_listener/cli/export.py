@@ -39,6 +39,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     dh.add_argument("--since", help="only edges captured at or after this time")
     dh.add_argument("--until", help="only edges captured up to this time")
     dh.set_defaults(func=run_datahub)
+    tb = formats.add_parser("tables", help="the store's public tables as Parquet partitioned by capture day "
+                                           "(column_lineage, queries, runs, datasets, streams)")
+    tb.add_argument("--store", required=True, help="path of the DuckDB store")
+    tb.add_argument("out", help="folder to write (<out>/<table>/capture_day=YYYY-MM-DD/; each table's folder "
+                                "is replaced)")
+    tb.set_defaults(func=run_tables)
+
+
+def run_tables(args: argparse.Namespace) -> int:
+    from lineage_listener.store.tables import export_tables
+
+    for t in export_tables(args.store, args.out):
+        print(f"{t.table}: {t.rows} rows to {t.path}" + (f" ({t.undated} without any time left out)"
+                                                        if t.undated else ""), file=sys.stderr)
+    return 0
 
 
 def run_datahub(args: argparse.Namespace) -> int:

@@ -47,7 +47,9 @@ def run(args: argparse.Namespace) -> int:
     data["written_at"] = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     with open(args.out, "w", encoding="utf-8") as f:
         f.write(page(data))
-    print(f"wrote {args.out}: {len(data['nodes'])} columns, {len(data['edges'])} edges", file=sys.stderr)
+    outside = data["window"]["outside"]
+    print(f"wrote {args.out}: {len(data['nodes'])} columns, {len(data['edges'])} edges"
+          + (f"; outside the window: {outside['message']}" if outside else ""), file=sys.stderr)
     return 0
 
 

@@ -1,5 +1,6 @@
 """``lineage-listener impact --store PATH DATASET COLUMN --since T --until T``: who read a
-sensitive column, and every column derived from it (masked or not, written by which app)."""
+sensitive column, the columns holding a copy of it (masked or not, written by which app), and the
+columns it only influenced (docs/reference/semantics.md)."""
 from __future__ import annotations
 
 import argparse
@@ -9,7 +10,7 @@ from lineage_listener.query.reports import impact
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("impact", help="reads of a sensitive column in a time window and its derived columns")
+    p = subparsers.add_parser("impact", help="reads of a column in a time window, the columns holding a copy of it (masked or not), and those it only influences")
     add_common(p)
     p.add_argument("--since", help="window start: 2025-03-01, 2025-03-01T12:00, 7d, 24h, 30m (default: any time)")
     p.add_argument("--until", help="window end, same forms (default: now)")

@@ -87,18 +87,20 @@ def graph_mermaid(g: nx.DiGraph) -> str:
 
 
 def graph_text(g: nx.DiGraph, path_limit: int = 50) -> str:
-    """Each path from the column to its sources (or impacts), then every edge as a table."""
+    """Each path from the column to its sources (or impacts), then every edge as a table with what
+    its far column is to the start (copy or influenced, masking, written before the window)."""
     start, direction = g.graph["start"], g.graph["direction"]
     window = _window_text(g.graph.get("since"), g.graph.get("until"))
+    outside = (g.graph.get("window") or {}).get("outside")
     if g.number_of_edges() == 0:
         what = "comes from no captured column" if direction == "upstream" else "feeds no captured column"
-        return f"{name(start)} {what}{window}."
+        return f"{name(start)} {what}{window}" + (f": {outside['message']}." if outside else ".")
     ends = lg.origins(g) if direction == "upstream" else lg.leaves(g)
     ends = [e for e in ends if e != start]
     noun = "source" if direction == "upstream" else "impacted"
     out = [f"{direction.capitalize()} of {name(start)}: {g.number_of_nodes() - 1} columns, "
            f"{len(ends)} {noun} end column{'s' if len(ends) != 1 else ''}, "
-           f"{max(d for _, d in g.nodes(data='depth'))} hops{window}.", ""]
+           f"{max(d for _, d in g.nodes(data='depth'))} hops{window}.", COPY_MEANS, ""]
     shown = 0
     for shown, path in enumerate(lg.paths(g, start, direction, limit=path_limit), 1):
         steps = path[::-1] if direction == "upstream" else path
@@ -111,21 +113,34 @@ def graph_text(g: nx.DiGraph, path_limit: int = 50) -> str:
             out.append(f"    {arrow} {name(b)}   {d['transform']}{expr}{mask}")
     if shown >= path_limit:
         out.append(f"... more paths not shown (first {path_limit}); see --format json")
+    far = (lambda u, v: u) if direction == "upstream" else (lambda u, v: v)
     out += ["", table(
-        ["hop", "source", "target", "transform", "kind", "expression", "captures", "last query", "captured_at"],
+        ["hop", "source", "target", "transform", "kind", "expression", "captures", "last query", "captured_at",
+         "reach"],
         [(d["hop"], name(u), name(v), ",".join(d["transforms"]), d["kind"], d["expression"],
-          d["captures"], d["query_id"], when(d["captured_at"]))
+          d["captures"], d["query_id"], when(d["captured_at"]), _reach(g.nodes[far(u, v)]))
          for u, v, d in sorted(g.edges(data=True), key=lambda e: (e[2]["hop"], e[0], e[1]))])]
+    if outside:
+        out += ["", f"Outside the window: {outside['message']}."]
     return "\n".join(out)
 
 
+def _reach(node: dict[str, Any]) -> str:
+    """What a column is to the start, in a few words: ``copy (masked)``, ``influenced (join)``..."""
+    reach = node.get("reach") or ""
+    detail = node.get("masking") or ",".join(node.get("via", ()))
+    text = f"{reach} ({detail})" if detail else reach
+    return text + (", before the window" if node.get("before_window") else "")
+
+
 def _window_text(since: datetime | None, until: datetime | None) -> str:
+    """The window, said as the rule that applies: a path's last write was captured in it."""
     if since and until:
-        return f" (edges captured {when(since)} .. {when(until)})"
+        return f" (paths whose last write was captured {when(since)} .. {when(until)})"
     if since:
-        return f" (edges captured since {when(since)})"
+        return f" (paths whose last write was captured since {when(since)})"
     if until:
-        return f" (edges captured until {when(until)})"
+        return f" (paths whose last write was captured until {when(until)})"
     return ""
 
 
@@ -141,9 +156,14 @@ def render_graph(g: nx.DiGraph, fmt: str) -> str:
 
 # -- reports -----------------------------------------------------------------------------
 
+#: What "copy" means, said once in every text answer that lists copies.
+COPY_MEANS = ("copy: a column holding the start's values through direct steps only (identity, rename, derived, "
+              "aggregate); influenced: reached only through a filter, join, group, sort, window or condition key")
+
+
 def impact_text(report: dict[str, Any]) -> str:
     start = (report["dataset"], report["column"])
-    out = [f"Impact of {name(start)}{_window_text(report['since'], report['until'])}", ""]
+    out = [f"Impact of {name(start)}{_window_text(report['since'], report['until'])}", COPY_MEANS, ""]
     reads = report["reads"]
     out.append(f"Read by {len(reads)} quer{'y' if len(reads) == 1 else 'ies'} in "
                f"{len({r['run_id'] for r in reads})} run(s):")
@@ -152,18 +172,30 @@ def impact_text(report: dict[str, Any]) -> str:
                          [(when(r["captured_at"]), r["app_name"], r["run_id"], r["query_id"], r["action"],
                            r["target_dataset"] or "driver (read only)", ",".join(r["transforms"]))
                           for r in reads]))
-    derived = report["downstream"]
-    out += ["", f"Derived columns: {len(derived)}"
-            + (f" ({sum(d['masking'] != 'masked' for d in derived)} not masked on every path)"
-               if derived else "")]
-    if derived:
-        out.append(table(["hop", "column", "from", "transform", "masking", "written by"],
-                         [(d["hop"], name((d["dataset"], d["column"])),
-                           ", ".join(name((f["dataset"], f["column"])) for f in d["from"]),
-                           ",".join(sorted({f["transform"] for f in d["from"]})),
-                           d["masking"], ", ".join(d["applications"]))
-                          for d in derived]))
+    copies, influenced = report["downstream"], report["influenced"]
+    counts = ", ".join(f"{sum(c['masking'] == m for c in copies)} {word}"
+                       for m, word in (("unmasked", "unmasked"), ("partly", "partly masked"),
+                                       ("masked", "masked on every path")))
+    out += ["", f"Copies: {len(copies)}" + (f" ({counts})" if copies else "")]
+    if copies:
+        out.append(table(["hop", "dataset", "column", "masking", "from", "transform", "written by"],
+                         [(c["hop"], c["dataset"], c["column"], c["masking"], _sources(c, "direct"),
+                           ",".join(sorted({f["transform"] for f in c["from"] if f["kind"] == "direct"})),
+                           ", ".join(c["applications"])) for c in copies]))
+    out += ["", f"Influenced by it, not copies: {len(influenced)}"]
+    if influenced:
+        out.append(table(["hop", "dataset", "column", "via", "from", "written by"],
+                         [(c["hop"], c["dataset"], c["column"], ",".join(c["via"]), _sources(c),
+                           ", ".join(c["applications"])) for c in influenced]))
+    outside = report["window"]["outside"]
+    if outside:
+        out += ["", f"Outside the window: {outside['message']}."]
     return "\n".join(out)
+
+
+def _sources(entry: dict[str, Any], kind: str | None = None) -> str:
+    """The columns an impact entry was written from (of one ``kind`` of step, or all)."""
+    return ", ".join(name((f["dataset"], f["column"])) for f in entry["from"] if kind in (None, f["kind"]))
 
 
 def provenance_text(report: dict[str, Any]) -> str:

@@ -6,7 +6,7 @@ import ipaddress
 import logging
 import os
 
-from lineage_listener.cli import CliError
+from lineage_listener.cli import CliError, kafka_options
 from lineage_listener.server.writer import Settings
 
 TOKEN_ENV = "LINEAGE_SERVER_TOKEN"
@@ -39,6 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     w.add_argument("--hold", type=float, default=Settings.hold, metavar="SECONDS",
                    help="while busy, let the store go at least this often for other processes "
                         "(default %(default)s)")
+    kafka_options.add(p)
     p.set_defaults(func=run)
 
 
@@ -79,6 +80,10 @@ def run(args: argparse.Namespace) -> int:
     settings = Settings(group_rows=args.group_rows, queue_rows=args.queue_rows, release_idle=args.release_idle,
                         hold=args.hold, lock_timeout=args.lock_timeout)
     app = create_app(args.store, token, settings)
+    ingest = kafka_options.ingest(args, app.state.lineage.writer)
+    if ingest is not None:
+        app.state.kafka = ingest
+        app.state.before_close.append(ingest.stop)
     if keep is not None:
         from lineage_listener.server import retention
         retention.start(app.state.lineage, keep)

@@ -2,7 +2,8 @@
 
 Every shape is read into one model, :class:`Clause` (what a WHEN clause or the statement
 assigns, under which condition, or that it deletes), and :func:`assign` turns the model
-into the walk's outputs and influences by the contract's round-3 rules:
+into the walk's outputs and influences by the rules of docs/reference/semantics.md
+("Row-level writes"):
 
 - each value a clause assigns to a target column gives that column direct edges by the
   usual rules; a column a clause leaves as it was (the target's own column, Delta's
@@ -14,7 +15,7 @@ into the walk's outputs and influences by the contract's round-3 rules:
 - ``UPDATE ... WHERE p``: ``p`` is ``conditional`` for the assigned columns;
   ``DELETE ... WHERE p``: ``p`` is ``filter`` for the whole target, with no direct edges.
 
-Shapes (see ARCHITECTURE.md, "Facts for round 3"): Delta's ``MergeIntoCommand`` /
+Shapes (docs/development.md, "Facts about Spark that shaped the design"): Delta's ``MergeIntoCommand`` /
 ``UpdateCommand`` / ``DeleteCommand`` (V1 commands whose ``target``/``source`` plans and
 clauses are fields, not children); DataSource V2 ``ReplaceData`` (copy-on-write) and
 ``WriteDelta`` (merge-on-read) over ``MergeRows`` (MERGE, positional ``Keep`` / ``Split`` /

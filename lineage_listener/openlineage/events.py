@@ -91,7 +91,7 @@ def events(con: duckdb.DuckDBPyConnection, options: ExportOptions = ExportOption
         chunk = rows[start:start + options.chunk]
         edges, columns = _edges_and_columns(con, [r[0] for r in chunk])
         for row in chunk:
-            for event in _query_events(row, edges.get(row[0], []), columns, options):
+            for event in query_events(row, edges.get(row[0], []), columns, options):
                 yield row[0], event
 
 
@@ -123,8 +123,11 @@ def _edges_and_columns(con: duckdb.DuckDBPyConnection, query_ids: list[str]):
     return edges, columns
 
 
-def _query_events(row: tuple, edges: list[tuple[str | None, facets.Edge]],
-                  columns: dict[str, list[tuple[str, str | None]]], options: ExportOptions) -> list[RunEvent]:
+def query_events(row: tuple, edges: list[tuple[str | None, facets.Edge]],
+                 columns: dict[str, list[tuple[str, str | None]]], options: ExportOptions) -> list[RunEvent]:
+    """The events of one query: ``row`` is its ``queries`` row (``captured_at`` a datetime) followed by
+    its run's ``app_name`` and ``spark_version``; ``edges`` its (target, edge) pairs; ``columns`` the
+    (name, type) of each dataset's columns in schema order."""
     (query_id, app_run, action, command, sql_text, status, error, duration_ms, captured_at, target,
      app_name, spark_version) = row
 

@@ -5,9 +5,11 @@
 >>> g = store.upstream("spark_catalog.shop.report", "total", depth=10)   # doctest: +SKIP
 """
 from lineage_listener.query.expand import Edge, Filters, expand
-from lineage_listener.query.graph import build_graph, masking_status, origins, paths
+from lineage_listener.query.copies import copies, influenced
+from lineage_listener.query.graph import build_graph, origins, paths
+from lineage_listener.query.kept import keep
 from lineage_listener.query.store import LineageStore, UnknownNameError, open_store
 from lineage_listener.query.timewindow import parse_time
 
 __all__ = ["open_store", "LineageStore", "UnknownNameError", "Edge", "Filters", "expand",
-           "build_graph", "origins", "paths", "masking_status", "parse_time"]
+           "build_graph", "origins", "paths", "keep", "copies", "influenced", "parse_time"]

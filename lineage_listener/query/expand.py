@@ -4,12 +4,17 @@ Each hop is one query: the frontier's dataset names go in as a list, DuckDB
 semi-joins the distinct ``edges`` on the dataset and keeps the edges of the
 frontier's columns plus the dataset-level indirect edges (null
 ``target_column``); each edge lists the sets of edges holding it, and the
-capture rows of those sets (``edge_captures``) within the time window and not of
-a failed write give it its first and last capture, count and last query and
-run. An edge with no such capture is not in the answer, so windows are exact (an
-edge seen on day 3 and day 30 is not in days 10-20). The work grows with the
-distinct edges near the frontier and their captures, not with the per-edge rows
-a year of daily runs would have stored.
+capture rows of those sets (``edge_captures``) not of a failed write give it,
+in the time window, its first and last capture, count and last query and run;
+its first and last capture not after the window's end (``earliest``,
+``latest``: a path may use data written before the window); and how many
+captures lie outside the window. An edge with no capture at all is not in the
+answer. The work grows with the distinct edges near the frontier and their
+captures, not with the per-edge rows a year of daily runs would have stored.
+
+Which of these steps a window keeps is decided by
+:func:`~lineage_listener.query.kept.keep`; where an edge's bounds cannot decide
+it, :func:`nearest_captures` answers exactly.
 
 Edges are returned in data-flow direction (source -> target) for both
 directions of travel.
@@ -20,7 +25,7 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 import duckdb
 
@@ -33,7 +38,7 @@ Node = tuple[str, str]
 Direction = Literal["upstream", "downstream"]
 
 _COLUMNS = ("e.target_dataset, e.target_column, e.source_dataset, e.source_column, e.transform, e.kind, "
-            "e.expression, e.masking, h.query_id, h.run_id, h.last_seen, h.first_seen, h.captures, e.edge_id")
+            "e.expression, e.masking, e.edge_id, h.*")
 
 
 @dataclass(frozen=True)
@@ -47,13 +52,20 @@ class Edge:
     kind: str
     expression: str | None
     masking: bool
-    query_id: str               # the last capture's (in the window)
+    query_id: str               # the last capture's (in the window; else before it)
     run_id: str
-    captured_at: datetime       # the last capture (in the window)
+    captured_at: datetime       # the last capture (in the window; else before it)
     dataset_level: bool         # stored with a null target_column (applies to every column)
-    first_seen: datetime | None = None  # the first capture (in the window)
-    captures: int = 1           # how many captures (in the window)
+    first_seen: datetime | None = None  # the first capture (in the window; else before it)
+    captures: int = 1           # how many captures (in the window; else before it)
     edge_id: int | None = None  # the row of ``edges``; its captures: :func:`captures`
+    earliest: datetime | None = None    # the first capture not after the window's end
+    latest: datetime | None = None      # the last one (None: captured after the window only)
+    before_window: bool = False         # no capture in the window, only before it
+    outside: int = 0                    # captures outside the window (before or after it)
+    outside_first: datetime | None = None
+    outside_last: datetime | None = None
+    known: tuple[tuple[datetime, ...], ...] = ()  # its first and last capture times (all: one tuple)
 
 
 #: Queries whose write Spark rejected: their edges stay in the store (for audit) but name a
@@ -81,13 +93,50 @@ class Filters:
             params["until"] = self.until
         if self.direct_only:
             on_edge.append("e.kind = 'direct'")
-        if not self.include_failed:  # a summary row left by prune has no query: never a failed one
-            on_capture.append(f"(c.query_id IS NULL OR c.query_id NOT IN ({FAILED_WRITES}))")
+        on_capture.append(self.live())
         return "".join(f" AND {p}" for p in on_edge), "".join(f" AND {p}" for p in on_capture), params
+
+    def live(self) -> str:
+        """The condition on ``edge_captures c`` leaving out failed writes (unless ``include_failed``)."""
+        if self.include_failed:
+            return "true"
+        return f"(c.query_id IS NULL OR c.query_id NOT IN ({FAILED_WRITES}))"  # a summary row left by prune: not failed
+
+    @property
+    def windowed(self) -> bool:
+        return self.since is not None or self.until is not None
+
+
+#: How many of an edge's first and last capture times a walk fetches with it: a path's time that
+#: falls among them is known exactly without asking the store again (daily jobs: the last days).
+KNOWN_CAPTURES = 12
+
+
+def _stats_sql(filters: Filters) -> str:
+    """Per edge (``x.edge_id``) aggregates of its captures ``c`` not after the window's end (the
+    bounds of a path's times, with the first and last :data:`KNOWN_CAPTURES` times, and the last
+    one's query and run: in the window when any is), how many of them lie in the window and the
+    first of those, and how many captures lie outside it."""
+    def when(cond: str) -> str:
+        return f" FILTER (WHERE {cond})" if cond else ""
+    usable = when("c.captured_at <= $until" if filters.until is not None else "")
+    out = (f"min(c.captured_at){usable} AS ok_first, max(c.captured_at){usable} AS ok_last, "
+           f"sum(c.captures){usable} AS ok_n, arg_max(c.query_id, c.captured_at){usable} AS ok_query, "
+           f"arg_max(c.run_id, c.captured_at){usable} AS ok_run, "
+           f"min(c.captured_at, {KNOWN_CAPTURES}){usable} AS ok_lows, "
+           f"max(c.captured_at, {KNOWN_CAPTURES}){usable} AS ok_highs")
+    if not filters.windowed:
+        return out
+    window = " AND ".join(filter(None, ["c.captured_at >= $since" if filters.since is not None else "",
+                                        "c.captured_at <= $until" if filters.until is not None else ""]))
+    outside = when(f"NOT ({window})")
+    return (f"{out}, min(c.captured_at){when(window)} AS in_first, sum(c.captures){when(window)} AS in_n, "
+            f"sum(c.captures){outside} AS out_n, min(c.captured_at){outside} AS out_first, "
+            f"max(c.captured_at){outside} AS out_last")
 
 
 def _hop_sql(direction: Direction, filters: Filters) -> tuple[str, dict]:
-    on_edge, on_capture, params = filters.sql()
+    on_edge, _, params = filters.sql()
     if direction == "upstream":
         near, near_col, far, far_col = "target_dataset", "target_column", "source_dataset", "source_column"
         match_col = f"(e.{near_col} IS NULL OR (e.{near}, e.{near_col}) IN (SELECT d, c FROM f))"
@@ -102,14 +151,12 @@ def _hop_sql(direction: Direction, filters: Filters) -> tuple[str, dict]:
               AND e.{far} IS NOT NULL {"AND e." + far_col + " IS NOT NULL" if direction == "upstream" else ""}
               {on_edge}),
         h AS (
-            SELECT x.edge_id, min(c.captured_at) AS first_seen, max(c.captured_at) AS last_seen,
-                   sum(c.captures) AS captures, arg_max(c.query_id, c.captured_at) AS query_id,
-                   arg_max(c.run_id, c.captured_at) AS run_id
+            SELECT x.edge_id AS hid, {_stats_sql(filters)}
             FROM (SELECT edge_id, unnest(sets) AS set_id FROM e) x
             JOIN edge_captures c ON c.set_id = x.set_id
-            WHERE true {on_capture}
+            WHERE {filters.live()}
             GROUP BY x.edge_id)
-        SELECT {_COLUMNS} FROM e JOIN h ON h.edge_id = e.edge_id"""
+        SELECT {_COLUMNS} FROM e JOIN h ON h.hid = e.edge_id"""
     return sql, params
 
 
@@ -131,12 +178,43 @@ def captures(con: duckdb.DuckDBPyConnection, edge_ids: list[int], filters: Filte
     return out
 
 
+def nearest_captures(con: duckdb.DuckDBPyConnection, asked: list[tuple[tuple[int, ...], datetime, str]],
+                     filters: Filters = Filters()) -> list[datetime | None]:
+    """Exact capture times for a batch of questions, one query: ``(edge_ids, t, "next")`` the first
+    capture of those edges at or after ``t``, ``(edge_ids, t, "prev")`` the last at or before ``t``
+    (not after the window's end, failed writes left out unless ``filters`` include them).
+    A summary row left by prune counts as captures at its first and last time."""
+    if not asked:
+        return []
+    idx, ids, ts, ops = [], [], [], []
+    for i, (edge_ids, t, op) in enumerate(asked):
+        for eid in edge_ids:
+            idx.append(i)
+            ids.append(eid)
+            ts.append(t)
+            ops.append(op)
+    until = "AND c.captured_at <= $until" if filters.until is not None else ""
+    params = {"i": idx, "e": ids, "t": ts, "o": ops, **({"until": filters.until} if filters.until is not None else {})}
+    rows = con.execute(f"""
+        WITH q AS (SELECT unnest($i) AS i, unnest($e) AS edge_id, unnest($t) AS t, unnest($o) AS op),
+        x AS (SELECT q.i, q.t, q.op, unnest(e.sets) AS set_id FROM q JOIN edges e ON e.edge_id = q.edge_id)
+        SELECT x.i, CASE WHEN x.op = 'next' THEN min(c.captured_at) FILTER (WHERE c.captured_at >= x.t)
+                         ELSE max(c.captured_at) FILTER (WHERE c.captured_at <= x.t) END
+        FROM x JOIN edge_captures c ON c.set_id = x.set_id
+        WHERE {filters.live()} {until}
+        GROUP BY x.i, x.t, x.op""", params).fetchall()
+    found = dict(rows)
+    return [found.get(i) for i in range(len(asked))]
+
+
 def expand(con: duckdb.DuckDBPyConnection, start: Node, direction: Direction,
            depth: int | None = None, filters: Filters = Filters(),
            aliases: Aliases | None = None) -> list[Edge]:
     """All edges reachable from ``start`` (a canonical node) within ``depth`` hops.
 
-    Cycles terminate: every node is expanded once, at its smallest hop count.
+    Cycles terminate: every node is expanded once, at its smallest hop count. A walk goes on
+    through edges captured not after the window's end; upstream, the start's own writes must
+    lie in the window (the hops before them may be older: see :mod:`lineage_listener.query.kept`).
 
     >>> edges = expand(con, ("spark_catalog.db.report", "total"), "upstream", depth=10)  # doctest: +SKIP
     """
@@ -156,45 +234,83 @@ def expand(con: duckdb.DuckDBPyConnection, start: Node, direction: Direction,
         edges += nested.fallback(frontier, edges, direction, lambda nodes, hop=hop: list(
             _edges(con, fetch(nodes), nodes, direction, hop, aliases)))
         found.extend(edges)
-        far = [e.source if direction == "upstream" else e.target for e in edges]
+        far = [e.source if direction == "upstream" else e.target for e in edges
+               if e.latest is not None and not (hop == 1 and direction == "upstream" and e.before_window)]
         frontier = sorted({n for n in far if n not in seen})
         seen.update(frontier)
         log.debug("%s hop %d: %d rows, %d new columns", direction, hop, len(rows), len(frontier))
     return found
 
 
-def _fetch(con, sql: str, params: dict, frontier: list[Node], aliases: Aliases) -> list[tuple]:
+def _fetch(con, sql: str, params: dict, frontier: list[Node], aliases: Aliases) -> list[dict[str, Any]]:
     aliases.resolve(d for d, _ in frontier)
     ds, cs = [], []
     for dataset, column in frontier:
         for name in aliases.names(dataset):
             ds.append(name)
             cs.append(column)
-    return con.execute(sql, {**params, "d": ds, "c": cs}).fetchall()
+    cur = con.execute(sql, {**params, "d": ds, "c": cs})
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, r)) for r in cur.fetchall()]
 
 
-def _edges(con, rows: list[tuple], frontier: list[Node], direction: Direction, hop: int,
+def _times(r: dict[str, Any]) -> dict[str, Any]:
+    """An edge's capture fields from its aggregates: in the window, else before it (``before_window``).
+
+    The last capture not after the window's end is the window's last one when the window has any."""
+    known = _known(r["ok_lows"], r["ok_highs"])
+    last = {"earliest": r["ok_first"], "latest": r["ok_last"], "known": known, "query_id": r["ok_query"],
+            "run_id": r["ok_run"], "captured_at": r["ok_last"]}
+    if "in_n" not in r:   # no window: every capture is in it
+        return {**last, "first_seen": r["ok_first"], "captures": int(r["ok_n"])}
+    outside = {"outside": int(r["out_n"] or 0), "outside_first": r["out_first"], "outside_last": r["out_last"]}
+    if r["in_n"]:
+        return {**last, **outside, "first_seen": r["in_first"], "captures": int(r["in_n"])}
+    if r["ok_n"]:
+        return {**last, **outside, "first_seen": r["ok_first"], "captures": int(r["ok_n"]), "before_window": True}
+    return {**outside, "earliest": None, "latest": None, "known": (), "query_id": None, "run_id": None,
+            "captured_at": r["out_last"], "first_seen": r["out_first"],
+            "captures": 0}  # captured after the window only: no path can use it
+
+
+def _known(lows: list[datetime] | None, highs: list[datetime] | None) -> tuple[tuple[datetime, ...], ...]:
+    """``(lows, highs)``: an edge's first and last capture times, oldest first; one tuple of them all
+    when it has fewer than :data:`KNOWN_CAPTURES`.
+
+    >>> _known([3, 1], [3, 1])
+    ((1, 3),)
+    """
+    if not lows:
+        return ()
+    if len(lows) < KNOWN_CAPTURES:
+        return (tuple(sorted(lows)),)
+    return tuple(sorted(lows)), tuple(sorted(highs))
+
+
+def _edges(con, rows: list[dict[str, Any]], frontier: list[Node], direction: Direction, hop: int,
            aliases: Aliases) -> Iterator[Edge]:
-    aliases.resolve(name for r in rows for name in (r[0], r[2]))
+    aliases.resolve(name for r in rows for name in (r["target_dataset"], r["source_dataset"]))
     by_dataset: dict[str, list[str]] = {}
     for dataset, column in frontier:
         by_dataset.setdefault(dataset, []).append(column)
     wide: dict[str, list[str]] = {}
     if direction == "downstream":
-        targets = {aliases.canonical(r[0]) for r in rows if r[1] is None}
+        targets = {aliases.canonical(r["target_dataset"]) for r in rows if r["target_column"] is None}
         wide = columns_of(con, targets, aliases)
-    for (t_ds, t_col, s_ds, s_col, transform, kind, expression, masking, query_id, run_id,
-         captured_at, first_seen, count, eid) in rows:
-        t_ds, s_ds = aliases.canonical(t_ds), aliases.canonical(s_ds)
+    for r in rows:
+        t_ds, s_ds, t_col = aliases.canonical(r["target_dataset"]), aliases.canonical(r["source_dataset"]), \
+            r["target_column"]
         if t_col is not None:
             targets = [t_col]
         elif direction == "upstream":
             targets = by_dataset.get(t_ds, [])     # the frontier columns of that dataset
         else:
             targets = wide.get(t_ds, [])           # every known column of the target
+        times = _times(r)
         for column in targets:
-            yield Edge((s_ds, s_col), (t_ds, column), hop, transform, kind, expression,
-                       bool(masking), query_id, run_id, captured_at, t_col is None, first_seen, int(count), eid)
+            yield Edge((s_ds, r["source_column"]), (t_ds, column), hop, r["transform"], r["kind"],
+                       r["expression"], bool(r["masking"]), dataset_level=t_col is None, edge_id=r["edge_id"],
+                       **times)
 
 
 def columns_of(con: duckdb.DuckDBPyConnection, datasets: set[str], aliases: Aliases) -> dict[str, list[str]]:

@@ -18,15 +18,19 @@ import networkx as nx
 
 from lineage_listener.query.expand import Edge, Node
 
-#: strongest first, per CONTRACT section 5
+#: strongest first (docs/reference/semantics.md, "Transform types")
 TRANSFORM_RANK = {"aggregate": 0, "derived": 1, "rename": 2, "identity": 3}
 
 _RECORD_FIELDS = ("transform", "kind", "expression", "masking", "query_id", "run_id",
-                  "captured_at", "dataset_level", "first_seen", "captures", "edge_id")
+                  "captured_at", "dataset_level", "first_seen", "captures", "edge_id",
+                  "earliest", "latest", "before_window", "outside", "outside_first", "outside_last", "known")
 
 
 def build_graph(start: Node, edges: Iterable[Edge], direction: str) -> nx.DiGraph:
     """A DiGraph of ``edges`` around ``start``; node attribute ``depth`` is the hop count.
+
+    Every step found is in it; :func:`~lineage_listener.query.kept.keep` makes the graph of
+    the paths the rules keep.
 
     >>> g = build_graph(("t", "a"), [], "upstream")
     >>> list(g.nodes(data=True))
@@ -49,20 +53,45 @@ def build_graph(start: Node, edges: Iterable[Edge], direction: str) -> nx.DiGrap
         else:
             g.add_edge(e.source, e.target, records=[record], hop=e.hop)
     for _, _, data in g.edges(data=True):
-        data["records"].sort(key=lambda r: r["captured_at"])
-        best = min(data["records"], key=_preference)
-        data.update(best)
-        data["masking"] = any(r["masking"] for r in data["records"])
-        data["transforms"] = sorted({r["transform"] for r in data["records"]})
-        data["runs"] = sorted({r["run_id"] for r in data["records"] if r["run_id"] is not None})
-        data["captures"] = sum(r["captures"] for r in data["records"])
-        data["first_seen"] = min((r["first_seen"] or r["captured_at"] for r in data["records"]), default=None)
+        summarize(data)
     return g
 
 
+def summarize(data: dict[str, Any]) -> dict[str, Any]:
+    """Set a graph edge's summary attributes from its ``records``: the preferred record's
+    transform, kind, expression and last capture (direct before indirect, then the latest),
+    ``masking`` when a record masks, all ``transforms`` and ``runs``; ``captures`` and
+    ``first_seen`` count the captures in the window, or, when ``before_window`` (no record was
+    captured in it), the captures before it.
+
+    >>> from datetime import datetime
+    >>> r = lambda kind, t, day: {"kind": kind, "transform": t, "masking": False, "run_id": "r",
+    ...     "captured_at": datetime(2026, 1, day), "first_seen": None, "captures": 1, "before_window": False}
+    >>> d = summarize({"records": [r("indirect", "filter", 3), r("direct", "identity", 2)]})
+    >>> d["transform"], d["transforms"], d["captures"], d["first_seen"].day
+    ('identity', ['filter', 'identity'], 2, 2)
+    """
+    records = data["records"]
+    records.sort(key=_latest)
+    current = [r for r in records if not r.get("before_window")]
+    basis = current or records
+    data.update(min(basis, key=_preference))
+    data["masking"] = any(r["masking"] for r in records)
+    data["transforms"] = sorted({r["transform"] for r in records})
+    data["runs"] = sorted({r["run_id"] for r in basis if r.get("run_id") is not None})
+    data["captures"] = sum(r.get("captures", 1) for r in basis)
+    data["first_seen"] = min((r.get("first_seen") or r["captured_at"] for r in basis if r.get("captured_at")),
+                             default=None)
+    data["before_window"] = not current
+    return data
+
+
+def _latest(record: dict) -> float:
+    return record["captured_at"].timestamp() if record.get("captured_at") else 0.0
+
+
 def _preference(record: dict) -> tuple:
-    return (record["kind"] != "direct", TRANSFORM_RANK.get(record["transform"], 9),
-            -record["captured_at"].timestamp())
+    return (record["kind"] != "direct", TRANSFORM_RANK.get(record["transform"], 9), -_latest(record))
 
 
 def origins(g: nx.DiGraph) -> list[Node]:
@@ -101,43 +130,32 @@ def paths(g: nx.DiGraph, start: Node, direction: str, limit: int = 200) -> Itera
                 return
 
 
-def masking_status(g: nx.DiGraph, start: Node) -> dict[Node, str]:
-    """For each column downstream of ``start``: ``masked`` when every path crosses a
-    masking edge, ``unmasked`` when none does, ``partly`` otherwise.
-
-    >>> g = nx.DiGraph()
-    >>> g.add_edge(("s", "ssn"), ("t", "h"), masking=True)
-    >>> masking_status(g, ("s", "ssn"))
-    {('t', 'h'): 'masked'}
-    """
-    clear = nx.subgraph_view(g, filter_edge=lambda u, v: not g.edges[u, v].get("masking"))
-    unmasked = nx.descendants(clear, start) if start in clear else set()
-    down = nx.descendants(g, start)
-    through_mask: set[Node] = set()
-    for u, v, m in g.edges(data="masking"):
-        if m and (u == start or u in down) and v not in through_mask:
-            through_mask |= {v} | nx.descendants(g, v)
-    out = {}
-    for node in down:
-        if node in unmasked:
-            out[node] = "partly" if node in through_mask else "unmasked"
-        else:
-            out[node] = "masked"
-    return out
+#: Node attributes a walk sets (:func:`~lineage_listener.query.kept.keep`) that graph data carries.
+NODE_ATTRIBUTES = ("reach", "masking", "via", "before_window")
+EDGE_ATTRIBUTES = ("hop", "transform", "kind", "expression", "masking", "query_id", "run_id", "captured_at",
+                   "first_seen", "dataset_level", "captures", "before_window")
 
 
 def graph_data(g: nx.DiGraph) -> dict[str, Any]:
-    """The graph as plain data: start, nodes with depth, edges with every capture."""
+    """The graph as plain data: start, direction, nodes (depth, ``reach``, ``masking`` of copies
+    downstream, ``via`` of influenced columns, ``before_window``), edges with their captures, and
+    the ``window`` (``since``, ``until``, ``outside``).
+
+    >>> g = build_graph(("t", "a"), [], "downstream")
+    >>> graph_data(g)["nodes"]
+    [{'dataset': 't', 'column': 'a', 'depth': 0}]
+    """
     return {
         "start": {"dataset": g.graph["start"][0], "column": g.graph["start"][1]},
         "direction": g.graph["direction"],
-        "nodes": [{"dataset": n[0], "column": n[1], "depth": d["depth"]}
+        "window": g.graph.get("window", {"since": g.graph.get("since"), "until": g.graph.get("until"),
+                                         "outside": None}),
+        "nodes": [{"dataset": n[0], "column": n[1], "depth": d["depth"],
+                   **{k: d[k] for k in NODE_ATTRIBUTES if k in d}}
                   for n, d in sorted(g.nodes(data=True), key=lambda x: (x[1]["depth"], x[0]))],
         "edges": [{"source": {"dataset": u[0], "column": u[1]},
                    "target": {"dataset": v[0], "column": v[1]},
-                   **{k: d[k] for k in ("hop", "transform", "kind", "expression", "masking",
-                                        "query_id", "run_id", "captured_at", "first_seen", "dataset_level",
-                                        "captures")},
+                   **{k: d[k] for k in EDGE_ATTRIBUTES if k in d},
                    "runs": d["runs"]}
                   for u, v, d in sorted(g.edges(data=True), key=lambda e: (e[2]["hop"], e[0], e[1]))],
     }

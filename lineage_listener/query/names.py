@@ -1,7 +1,7 @@
 """Dataset names: aliases (a table and its storage location) and suggestions.
 
 A catalog table and the path it is stored at are one dataset for lineage
-(CONTRACT section 4). ``datasets`` rows of kind ``table`` carry the storage
+(docs/reference/datasets.md). ``datasets`` rows of kind ``table`` carry the storage
 URI in ``location``; a job that read ``file:/wh/db.db/t`` by path continues
 the lineage of ``spark_catalog.db.t``. Lookups go to DuckDB in batches and are
 cached for the life of one :class:`Aliases` object (one query).

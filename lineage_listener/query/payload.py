@@ -5,6 +5,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from lineage_listener.query.graph import graph_data
+from lineage_listener.query.kept import merge_windows
 from lineage_listener.query.store import LineageStore
 
 Direction = Literal["backward", "forward", "both"]
@@ -14,15 +15,22 @@ WALKS = {"backward": ("upstream",), "forward": ("downstream",), "both": ("upstre
 def column_lineage(store: LineageStore, dataset: str, column: str, direction: Direction = "backward",
                    depth: int | None = None, since: datetime | None = None, until: datetime | None = None,
                    direct_only: bool = False, include_failed: bool = False) -> dict[str, Any]:
-    """``{"start", "direction", "nodes": [{dataset, column, depth}], "edges": [{source, target, transform,
-    kind, expression, masking, query_id, captured_at, ...}]}``; ``both`` merges the two walks."""
+    """``{"start", "direction", "window", "nodes": [{dataset, column, depth, reach, ...}], "edges":
+    [{source, target, transform, kind, expression, masking, query_id, captured_at, ...}]}``.
+
+    Each node's ``reach`` (``start``, ``copy``, ``influenced``) is relative to the start in the
+    direction of the walk that found it; ``both`` merges the two walks (a column found by both
+    keeps what the backward walk says) and their windows' ``outside`` captures.
+    """
     out: dict[str, Any] = {"dataset": dataset, "column": column, "direction": direction, "nodes": [], "edges": []}
     nodes: dict[tuple, dict] = {}
     seen: set[tuple] = set()
+    windows = []
     for walk in WALKS[direction]:
         data = graph_data(getattr(store, walk)(dataset, column, depth=depth, since=since, until=until,
                                                direct_only=direct_only, include_failed=include_failed))
         out["start"] = data["start"]
+        windows.append(data["window"])
         for n in data["nodes"]:
             nodes.setdefault((n["dataset"], n["column"]), n)
         for e in data["edges"]:
@@ -31,4 +39,5 @@ def column_lineage(store: LineageStore, dataset: str, column: str, direction: Di
                 seen.add(key)
                 out["edges"].append(e)
     out["nodes"] = list(nodes.values())
+    out["window"] = merge_windows(windows, empty=not out["edges"])
     return out

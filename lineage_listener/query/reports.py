@@ -10,7 +10,8 @@ from typing import Any
 import networkx as nx
 
 from lineage_listener.query.expand import FAILED_WRITES, Node
-from lineage_listener.query.graph import masking_status, origins
+from lineage_listener.query.copies import COPY, INFLUENCED
+from lineage_listener.query.graph import origins
 from lineage_listener.query.names import Aliases
 from lineage_listener.query.store import LineageStore, TimeBound, resolve_column
 from lineage_listener.query.timewindow import window
@@ -59,13 +60,21 @@ def reads(store: LineageStore, dataset: str, column: str, since: TimeBound = Non
     return out
 
 
+#: Copies listed most exposed first.
+MASKING_ORDER = {"unmasked": 0, "partly": 1, "masked": 2}
+
+
 def impact(store: LineageStore, dataset: str, column: str, since: TimeBound = None,
            until: TimeBound = None, depth: int | None = None, include_failed: bool = False) -> dict[str, Any]:
-    """Who read a sensitive column in a window and every column derived from it, hop by hop.
+    """Who read a sensitive column in a window, which columns hold a copy of it, and which it
+    only influenced (docs/reference/semantics.md: copies and influence, masking, time windows).
 
-    Each derived column says whether its paths from the start passed through a
-    masking function (``masked`` / ``partly`` / ``unmasked``) and which
-    applications wrote it.
+    ``downstream`` lists the copies (reached by direct steps only), unmasked first, each with
+    ``masking`` (``unmasked`` / ``partly`` / ``masked``); ``influenced`` the columns reached only
+    through some indirect step (filter, join, group_by, sort, window, conditional), each with
+    ``via`` (those transforms). A column is listed when a write into it was captured in the
+    window; ``window`` gives the window and what lies outside it (``outside``). Each column says
+    which steps wrote it (``from``) and the applications and runs that did, in the window.
 
     >>> report = impact(store, "spark_catalog.crm.customers", "ssn", since="7d")  # doctest: +SKIP
     >>> [(d["dataset"], d["column"], d["masking"]) for d in report["downstream"]]  # doctest: +SKIP
@@ -73,27 +82,27 @@ def impact(store: LineageStore, dataset: str, column: str, since: TimeBound = No
     """
     g = store.downstream(dataset, column, depth=depth, since=since, until=until, include_failed=include_failed)
     start: Node = g.graph["start"]
-    status = masking_status(g, start)
     caps = store.captures(g)
     runs = {c["run_id"] for edge_caps in caps.values() for c in edge_caps}
     read_rows = reads(store, start[0], start[1], since, until, include_failed)
     apps = _app_names(store, runs)
-    derived = []
-    for node in sorted(status, key=lambda n: (g.nodes[n]["depth"], n)):
-        into = list(g.in_edges(node, data=True))
+    listed: dict[str, list[dict[str, Any]]] = {COPY: [], INFLUENCED: []}
+    for node, d in sorted(g.nodes(data=True), key=lambda x: (x[1]["depth"], x[0])):
+        if d.get("reach") not in listed or d.get("before_window"):
+            continue
+        into = sorted(g.in_edges(node, data=True), key=lambda e: e[0])
         writers = sorted({c["run_id"] for u, v, _ in into for c in caps.get((u, v), []) if c["run_id"]})
-        derived.append({
-            "hop": g.nodes[node]["depth"],
-            "dataset": node[0], "column": node[1],
-            "from": [{"dataset": u[0], "column": u[1], "transform": d["transform"],
-                      "kind": d["kind"], "expression": d["expression"], "masking": d["masking"]}
-                     for u, _, d in sorted(into, key=lambda e: e[0])],
-            "masking": status[node],
-            "runs": writers,
-            "applications": sorted({apps.get(r) or r for r in writers}),
-        })
-    return {"dataset": start[0], "column": start[1], "since": g.graph["since"],
-            "until": g.graph["until"], "reads": read_rows, "downstream": derived}
+        entry = {"hop": d["depth"], "dataset": node[0], "column": node[1],
+                 "from": [{"dataset": u[0], "column": u[1], "transform": e["transform"], "kind": e["kind"],
+                           "expression": e["expression"], "masking": e["masking"],
+                           "before_window": e["before_window"]} for u, _, e in into]}
+        entry.update({"masking": d["masking"]} if d["reach"] == COPY else {"via": d["via"]})
+        entry.update(runs=writers, applications=sorted({apps.get(r) or r for r in writers}))
+        listed[d["reach"]].append(entry)
+    listed[COPY].sort(key=lambda c: MASKING_ORDER[c["masking"]])
+    return {"dataset": start[0], "column": start[1], "since": g.graph["since"], "until": g.graph["until"],
+            "window": g.graph["window"], "reads": read_rows, "downstream": listed[COPY],
+            "influenced": listed[INFLUENCED]}
 
 
 def provenance(store: LineageStore, dataset: str, column: str, direct_only: bool = True,

@@ -12,8 +12,9 @@ import duckdb
 import networkx as nx
 
 from lineage_listener.lineage.column_path import lookups
-from lineage_listener.query.expand import Direction, Filters, Node, expand
+from lineage_listener.query.expand import Direction, Filters, Node, expand, nearest_captures
 from lineage_listener.query.expand import captures as edge_captures
+from lineage_listener.query.kept import keep
 from lineage_listener.query.names import Aliases, closest
 from lineage_listener.query.timewindow import window
 from lineage_listener.query.graph import build_graph
@@ -63,15 +64,32 @@ class LineageStore:
 
         Edges point source -> target and carry ``transform``, ``kind``,
         ``expression``, ``query_id``, ``run_id``, ``captured_at``, ``masking``
-        and ``records`` (every capture of that step). Edges of writes that failed
+        and ``records`` (every stored edge of that step). Edges of writes that failed
         (``queries.status = 'failed'``) are left out unless ``include_failed``.
+
+        Only paths that run forward in time are kept, and, in a window, those whose
+        write into ``dataset.column`` was captured in it (older hops upstream of it
+        count). Nodes carry ``reach`` (``copy`` when a path of direct steps leads from
+        them, ``influenced`` otherwise) and ``before_window``; ``g.graph["window"]`` says
+        what lies outside the window (docs/reference/semantics.md).
         """
         return self._walk("upstream", dataset, column, depth, since, until, direct_only, include_failed)
 
     def downstream(self, dataset: str, column: str, depth: int | None = None,
                    since: TimeBound = None, until: TimeBound = None,
                    direct_only: bool = False, include_failed: bool = False) -> nx.DiGraph:
-        """Columns computed from ``dataset.column`` (the impact direction); see :meth:`upstream`."""
+        """Columns computed from ``dataset.column`` (the impact direction); see :meth:`upstream`.
+
+        In a window, a column appears when a write into it was captured in the window; data
+        written before it and copied inside it counts (the columns it passed through carry
+        ``before_window``). Copies carry ``masking`` (``unmasked``, ``partly``, ``masked``),
+        influenced columns ``via`` (the indirect transforms on their paths).
+
+        >>> g = store.downstream("spark_catalog.crm.customers", "email", since="7d")  # doctest: +SKIP
+        >>> from lineage_listener.query.copies import copies                           # doctest: +SKIP
+        >>> [(n, g.nodes[n]["masking"]) for n in copies(g)]                             # doctest: +SKIP
+        [(('spark_catalog.crm.customers_hashed', 'email_sha256'), 'masked')]
+        """
         return self._walk("downstream", dataset, column, depth, since, until, direct_only, include_failed)
 
     def captures(self, g: nx.DiGraph) -> dict[tuple[Node, Node], list[dict]]:
@@ -145,11 +163,12 @@ class LineageStore:
         if depth is not None and depth < 0:
             raise ValueError("depth must be >= 0")
         lo, hi = window(since, until)
+        filters = Filters(lo, hi, direct_only, include_failed)
         with self.connect() as con:
             aliases = Aliases(con)
             start = resolve_column(con, aliases, dataset, column)
-            edges = expand(con, start, direction, depth, Filters(lo, hi, direct_only, include_failed), aliases)
-        g = build_graph(start, edges, direction)
+            found = build_graph(start, expand(con, start, direction, depth, filters, aliases), direction)
+            g = keep(found, start, direction, lo, hi, lambda asked: nearest_captures(con, asked, filters))
         g.graph.update(since=lo, until=hi, depth=depth, direct_only=direct_only, include_failed=include_failed)
         return g
 

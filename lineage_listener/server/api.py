@@ -103,8 +103,10 @@ def column_lineage(dataset: str, column: str, start: str | None = None, end: str
                    direction: Literal["backward", "forward", "both"] = "backward", directOnly: bool = False,  # noqa: N803
                    includeFailed: bool = False,  # noqa: N803
                    st: ServerState = Depends(state)) -> dict:
-    """A column's lineage graph in a time window: nodes and edges (transform, kind, expression, masking,
-    query, time). ``backward``: where it came from; ``forward``: where it went."""
+    """A column's lineage graph in a time window: nodes (``reach``: copy or influenced, ``masking`` of
+    copies going forward, ``before_window``) and edges (transform, kind, expression, masking, query,
+    time), and the ``window`` with what lies outside it. ``backward``: where it came from; ``forward``:
+    where it went. A path is kept when its last write was captured in the window."""
     return _answer(payload.column_lineage, _store(st), dataset, column, direction, maxLevels, _time(start),
                    _time(end, end=True), directOnly, includeFailed)
 
@@ -112,7 +114,8 @@ def column_lineage(dataset: str, column: str, start: str | None = None, end: str
 @router.get("/api/impact")
 def impact(dataset: str, column: str, since: str | None = None, until: str | None = None,
            depth: int | None = Query(None, ge=0), st: ServerState = Depends(state)) -> dict:
-    """Who read a column in a window, and every column derived from it (masked or not)."""
+    """Who read a column in a window, the columns holding a copy of it (``downstream``, with
+    ``masking``), those it only influenced (``influenced``, with ``via``), and the ``window``."""
     return _answer(reports.impact, _store(st), dataset, column, since=_time(since), until=_time(until, True),
                    depth=depth)
 
@@ -126,6 +129,7 @@ def provenance(dataset: str, column: str, directOnly: bool = True,  # noqa: N803
 
 @router.get("/api/runs")
 def runs(limit: int = Query(50, ge=1, le=1000), st: ServerState = Depends(state)) -> list[dict]:
+    """Runs, newest first, with their Spark version, start, end and query count."""
     with st.read() as con:
         rows = con.execute("""SELECT r.run_id, r.app_name, r.spark_version, r.started_at, r.ended_at,
                                      (SELECT count(*) FROM queries q WHERE q.run_id = r.run_id)

@@ -14,10 +14,14 @@ from fastapi.staticfiles import StaticFiles
 
 from lineage_listener import __version__
 from lineage_listener.server import api, collect, diff_api, views_api
+from lineage_listener.server import health as health_api
 from lineage_listener.server.state import ServerState
 from lineage_listener.server.writer import Settings
 
 STATIC = Path(str(resources.files("lineage_listener.server").joinpath("static")))
+
+#: Every router of the server, in the order they are mounted (docs/reference/rest.md is generated from them).
+ROUTERS = (api.router, collect.router, views_api.router, health_api.router, diff_api.router)
 
 
 def create_app(store: str | Path, token: str | None = None, settings: Settings | None = None) -> FastAPI:
@@ -27,16 +31,17 @@ def create_app(store: str | Path, token: str | None = None, settings: Settings |
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
+        for stop in app.state.before_close:  # e.g. a Kafka consumer: stops feeding the writer first
+            stop()
         lineage.writer.close()  # what is queued is written, the store let go
 
     app = FastAPI(title="lineage-listener", version=__version__,
                   description="Column-level lineage captured from Spark: read API, collector, UI.",
                   docs_url=None, redoc_url=None, lifespan=lifespan)  # /docs: served below from local files
     app.state.lineage = lineage
-    app.include_router(api.router)
-    app.include_router(collect.router)
-    app.include_router(views_api.router)
-    app.include_router(diff_api.router)
+    app.state.before_close = []
+    for router in ROUTERS:
+        app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     @app.exception_handler(RequestValidationError)

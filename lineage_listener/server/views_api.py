@@ -160,23 +160,26 @@ def overview(dataset: str, depth: int = Query(3, ge=0, le=50), st: ServerState =
             "edges": edges}
 
 
-IMPACT_CSV = ("hop", "dataset", "column", "masking", "from", "applications", "runs")
+IMPACT_CSV = ("hop", "dataset", "column", "reach", "masking", "via", "from", "applications", "runs")
 
 
 @router.get("/api/impact.csv")
 def impact_csv(dataset: str, column: str, since: str | None = None, until: str | None = None,
                depth: int | None = Query(None, ge=0), st: ServerState = Depends(state)) -> Response:
-    """The ``/api/impact`` report's derived columns as CSV (one row per column), for spreadsheets."""
+    """The ``/api/impact`` report's columns as CSV (one row per column), for spreadsheets: the copies
+    (``reach`` copy, with ``masking``), then the columns only influenced (``via``: the indirect
+    transforms on their paths)."""
     report = _answer(reports.impact, _store(st), dataset, column, since=_time(since),
                      until=_time(until, True), depth=depth)
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(IMPACT_CSV)
-    for d in report["downstream"]:
-        w.writerow([d["hop"], d["dataset"], d["column"], d["masking"],
-                    "; ".join(f"{f['dataset']}.{f['column']} ({f['transform']}{', masked' if f['masking'] else ''})"
-                              for f in d["from"]),
-                    "; ".join(d["applications"]), "; ".join(d["runs"])])
+    for reach, rows in (("copy", report["downstream"]), ("influenced", report["influenced"])):
+        for d in rows:
+            w.writerow([d["hop"], d["dataset"], d["column"], reach, d.get("masking", ""), "; ".join(d.get("via", ())),
+                        "; ".join(f"{f['dataset']}.{f['column']} ({f['transform']}"
+                                  f"{', masked' if f['masking'] else ''})" for f in d["from"]),
+                        "; ".join(d["applications"]), "; ".join(d["runs"])])
     name = f"impact-{report['column']}.csv".replace('"', "")
     return Response(buf.getvalue(), media_type="text/csv",
                     headers={"content-disposition": f'attachment; filename="{name}"'})

@@ -78,6 +78,9 @@ class _Item:
     rows: int
     answer: Callable[[Answer], None]
     result: Answer | None = field(default=None)
+    #: run in the batch's transaction after its rows (e.g. a Kafka consumer's offsets: both or neither)
+    also: Callable[[Any], None] | None = None
+    quiet: bool = False  # the caller says itself that a batch was refused (no ERROR line here)
 
     def reply(self, status: int, body: dict[str, Any]) -> None:
         """Decide the answer (sent by :meth:`send`, after the store is let go if it is to be)."""
@@ -157,9 +160,12 @@ class GroupWriter:
         need = (self._queued_rows + self._writing_rows) / self._rate if self._rate else 0
         return int(min(RETRY_AFTER[1], max(RETRY_AFTER[0], need + 0.999)))
 
-    def submit(self, batch: Batch, answer: Callable[[Answer], None]) -> _Item:
+    def submit(self, batch: Batch, answer: Callable[[Answer], None],
+               also: Callable[[Any], None] | None = None, quiet: bool = False) -> _Item:
         """Queue ``batch``; ``answer((status, body))`` is called from the writer thread once it is
-        in the store (200), spooled (202) or refused (422). Raises :class:`QueueFull`."""
+        in the store (200), spooled (202) or refused (422). ``also(con)`` runs in the same transaction,
+        after the batch's rows (not when it is spooled); ``quiet``: the caller logs a refusal itself.
+        Raises :class:`QueueFull`."""
         rows = len(batch)
         with self._cond:
             if self._queue and self._queued_rows + rows > self.settings.queue_rows:
@@ -168,7 +174,7 @@ class GroupWriter:
                                 f"{self.settings.queue_rows}); retry in {wait} s", wait)
             if self._stopping:
                 raise QueueFull("the server is stopping", RETRY_AFTER[1])
-            item = _Item(batch, rows, answer)
+            item = _Item(batch, rows, answer, also=also, quiet=quiet)
             self._queue.append(item)
             self._queued_rows += rows
             if self._thread is None:
@@ -259,7 +265,7 @@ class GroupWriter:
                 self._spool(item, "the store cannot be opened")
             return
         try:
-            counts = self._write_group(con, [item.batch for item in group])
+            counts = self._write_group(con, group)
             self._committed(len(group))
         except Exception as exc:  # noqa: BLE001 - one batch of the group, or the store
             with contextlib.suppress(duckdb.Error):
@@ -274,11 +280,15 @@ class GroupWriter:
         for item, new in zip(group, counts):
             item.reply(200, {"written": True, "rows": item.rows, "new_edges": new})
 
-    def _write_group(self, con: duckdb.DuckDBPyConnection, batches: list[Batch]) -> list[int]:
+    def _write_group(self, con: duckdb.DuckDBPyConnection, items: list[_Item]) -> list[int]:
         """Every batch through ``write_batch`` in one transaction; the new edges of each."""
         con.execute("BEGIN TRANSACTION")
         inside = _InGroup(con)
-        counts = [write_batch(inside, b) for b in batches]  # type: ignore[arg-type]
+        counts = []
+        for item in items:
+            counts.append(write_batch(inside, item.batch))  # type: ignore[arg-type]
+            if item.also is not None:
+                item.also(inside)
         with self._cond:
             self._committing = True
         try:
@@ -295,7 +305,7 @@ class GroupWriter:
             self._spool(item, "the store cannot be opened")
             return
         try:
-            new = self._write_group(con, [item.batch])[0]
+            new = self._write_group(con, [item])[0]
             self._committed(1)
             item.reply(200, {"written": True, "rows": item.rows, "new_edges": new})
             return
@@ -304,8 +314,8 @@ class GroupWriter:
                 con.execute("ROLLBACK")
             error = str(exc).splitlines()[0][:300]
             if self._healthy(con) and not isinstance(exc, (duckdb.IOException, OSError)):
-                log.error("lineage-listener: refused a batch of %d rows that cannot be written: %s",
-                          item.rows, error)
+                (log.info if item.quiet else log.error)(
+                    "lineage-listener: refused a batch of %d rows that cannot be written: %s", item.rows, error)
                 self._count("refused")
                 item.reply(422, {"detail": f"this batch cannot be written to the store: {error}"})
                 return

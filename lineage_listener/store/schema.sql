@@ -52,7 +52,7 @@ CREATE TABLE IF NOT EXISTS dataset_columns (
 );
 
 -- The edges are stored once each, with compact records of the captures that produced them
--- (CONTRACT: history). Read them through the view `column_lineage` (views.sql): one row per
+-- (docs/reference/store.md). Read them through the view `column_lineage` (views.sql): one row per
 -- (query, edge), as captured. A job that runs every day with unchanged lineage adds one
 -- `edge_captures` row a day, not one row per edge.
 

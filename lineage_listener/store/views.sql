@@ -25,7 +25,7 @@ JOIN (SELECT x.edge_id, min(c.captured_at) AS first_seen, max(c.captured_at) AS 
       JOIN edge_captures c ON c.set_id = x.set_id
       GROUP BY x.edge_id) h ON h.edge_id = e.edge_id;
 
--- A catalog table and its storage location are one dataset (CONTRACT section 4).
+-- A catalog table and its storage location are one dataset (docs/reference/datasets.md).
 -- alias: the location as stored by jobs that read or wrote the table by path.
 CREATE OR REPLACE VIEW lineage_dataset_aliases AS
 SELECT rtrim(location, '/') AS alias, min(dataset) AS dataset

@@ -1,7 +1,7 @@
 """MERGE / UPDATE / DELETE on Delta Lake and Apache Iceberg (copy-on-write and merge-on-read):
 exact edges and the absence of wrong ones, one ``queries`` row per statement, no format-internal work.
 
-Rules: CONTRACT.md section 8. Tables are small and made per test; the session is shared.
+Rules: docs/reference/semantics.md, "Row-level writes". Tables are small and made per test; the session is shared.
 """
 from __future__ import annotations
 

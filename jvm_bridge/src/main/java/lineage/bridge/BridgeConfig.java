@@ -1,6 +1,7 @@
 package lineage.bridge;
 
 import java.util.Map;
+import java.util.TreeMap;
 import org.apache.spark.SparkConf;
 
 /** The {@code spark.lineage.*} settings the bridge reads, with their defaults. */
@@ -17,6 +18,7 @@ final class BridgeConfig {
     final String openlineageUrl;      // may be empty: no live OpenLineage emission
     final String serverUrl;           // may be empty: write the store file, not a lineage server
     final String serverToken;         // passed to the worker's environment only, never logged
+    final Map<String, String> kafka;  // spark.lineage.kafka.* without the prefix; may hold secrets, never logged
 
     private BridgeConfig(SparkConf conf, Map<String, String> env) {
         this.python = firstNonEmpty(
@@ -37,6 +39,11 @@ final class BridgeConfig {
         this.openlineageUrl = conf.get("spark.lineage.openlineage.url", "");
         this.serverUrl = conf.get("spark.lineage.url", "");
         this.serverToken = conf.get("spark.lineage.token", "");
+        Map<String, String> kafkaKeys = new TreeMap<>();
+        for (scala.Tuple2<String, String> kv : conf.getAllWithPrefix("spark.lineage.kafka.")) {
+            kafkaKeys.put(kv._1(), kv._2());
+        }
+        this.kafka = kafkaKeys;
     }
 
     static BridgeConfig from(SparkConf conf) {

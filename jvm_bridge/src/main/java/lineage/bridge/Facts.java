@@ -8,7 +8,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * Facts the plan JSON leaves out, read on the JVM in the plan reader's call (issue 24): what
+ * Facts the plan JSON leaves out, read on the JVM in the plan reader's call: what
  * {@code lineage_listener/capture/facts.py} reads with a few py4j calls each, for the common
  * leaves and write targets (catalog tables, files read or written by path).
  *

@@ -56,6 +56,11 @@ final class WorkerProcess {
         if (!cfg.openlineageUrl.isEmpty()) {
             env.put("LINEAGE_OPENLINEAGE_URL", cfg.openlineageUrl);
         }
+        if (!cfg.kafka.isEmpty()) {  // the worker publishes to Kafka (lineage_listener/kafka/settings.py)
+            StringBuilder json = new StringBuilder();
+            Json.value(json, cfg.kafka);
+            env.put("LINEAGE_KAFKA", json.toString());
+        }
         if (!cfg.pythonPath.isEmpty()) {
             String old = env.getOrDefault("PYTHONPATH", "");
             env.put("PYTHONPATH", old.isEmpty() ? cfg.pythonPath : cfg.pythonPath + File.pathSeparator + old);
