@@ -186,6 +186,7 @@ def test_bad_input_is_one_line_naming_the_closest(runs):
 
 @pytest.fixture(scope="module")
 def served(runs):
+    pytest.importorskip("fastapi")  # the server extra
     srv = Server(runs["store"]).start()
     yield srv
     srv.stop()
@@ -221,12 +222,12 @@ def test_rest_history_of_an_application_and_a_dataset(runs, served):
     assert [a["app_name"] for a in api(served, "/api/diff/apps")] == [APP]
 
 
-playwright = pytest.importorskip("playwright.sync_api")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 @pytest.mark.skipif(not CHROMIUM, reason="no chromium (make install adds Debian's chromium)")
 def test_what_changed_pages(runs, served):
+    playwright = pytest.importorskip("playwright.sync_api")
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
         try:
