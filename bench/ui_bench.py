@@ -1,12 +1,12 @@
-"""The UI's graph in headless chromium: draw time, JS heap and label size for 45, 50, 200 and 500-node graphs.
+"""The UI's graph in headless chromium: draw time, JS heap and label sizes for 45, 50, 200 and 500-node graphs.
 
     python bench/ui_bench.py                 # the UI in this checkout
     python bench/ui_bench.py --static DIR    # another copy of server/static (e.g. an older commit's) to compare
 
 Each graph is a ``lineage-listener html`` page of a synthetic layered graph (bench/server_bench.py's), opened
 in Debian's chromium at 1400x900. Draw: navigation start until the graph is laid out and drawn (median of
-``--runs``). Heap: JS heap in use after a forced GC with the graph on screen. Label: a column label's size in
-screen pixels at first draw (font size x zoom).
+``--runs``). Heap: JS heap in use after a forced GC with the graph on screen. Labels: the smallest drawn label
+(column, dataset title or edge label) in screen pixels (font size x zoom), at first draw and after the "fit" button.
 """
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ from bench.server_bench import synthetic_graph  # noqa: E402
 from lineage_listener.cli import html  # noqa: E402
 
 LABEL_PX = """(() => { const cy = window.lineageGraph;
-  const n = cy.nodes().filter(x => !x.isParent())[0];
-  return parseFloat(n.style('font-size')) * cy.zoom(); })()"""
+  const drawn = cy.nodes().union(cy.edges().filter(e => e.style('label')));
+  return Math.min(...drawn.map(x => parseFloat(x.style('font-size')))) * cy.zoom(); })()"""
 
 
 def measure(sizes: list[int], runs: int) -> dict[int, dict[str, float]]:
@@ -46,8 +46,11 @@ def measure(sizes: list[int], runs: int) -> dict[int, dict[str, float]]:
                 cdp.send("HeapProfiler.collectGarbage")
                 heaps.append(cdp.send("Runtime.getHeapUsage")["usedSize"] / 1e6)
                 label = pg.evaluate(LABEL_PX)
+                pg.click("#zoom-fit")
+                fit = pg.evaluate(LABEL_PX)
                 pg.close()
-            out[n] = {"draw_ms": statistics.median(draws), "heap_mb": statistics.median(heaps), "label_px": label}
+            out[n] = {"draw_ms": statistics.median(draws), "heap_mb": statistics.median(heaps), "label_px": label,
+                      "fit_px": fit}
         browser.close()
     return out
 
@@ -66,7 +69,7 @@ def main() -> int:
         html._static = lambda name: (root / name).read_text(encoding="utf-8")  # noqa: SLF001 - bench only
     for n, m in measure([int(s) for s in args.sizes.split(",")], args.runs).items():
         print(f"UI graph of {n:3d} nodes: drawn {m['draw_ms']:6.0f} ms after navigation, JS heap {m['heap_mb']:5.1f} MB, "
-              f"labels {m['label_px']:4.1f} px at first draw")
+              f"smallest label {m['label_px']:4.1f} px at first draw, {m['fit_px']:4.1f} px after fit")
     return 0
 
 

@@ -13,7 +13,8 @@ from typing import Any
 
 from py4j.protocol import Py4JError
 
-from lineage_listener.capture import facts, inference, internal, nodelay, planreader, rejected, stages, streams
+from lineage_listener.capture import (facts, inference, internal, nodelay, planreader, rejected, stages, statement,
+                                      streams)
 from lineage_listener.plan.classes import MICRO_BATCH_LEAF, STREAM_SINK_WRITES, WRAPPER_COMMANDS, WRITE_COMMANDS
 from lineage_listener.plan.text import has_class
 from lineage_listener.lineage import redact
@@ -108,9 +109,8 @@ class Reader:
                             err_text or _error_text(exc), duration_ns=duration_ns)
         root = str(plan.nodeName())
         sql_text = None
-        try:
-            sql_text = facts._opt(qe.logical().origin().sqlText())
-            sql_text = str(sql_text) if sql_text is not None else None
+        try:  # below the root only for writes: a few py4j calls per node
+            sql_text = statement.statement_text(qe.logical(), statement.NODES if root in WRITE_COMMANDS else 0)
         except Py4JError:
             pass
         return self._read_plan(func_name, qe, plan, run, qe_id, root, sql_text, duration_ns, duration_ms,

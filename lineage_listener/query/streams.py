@@ -11,8 +11,17 @@ from typing import Any
 
 import duckdb
 
-#: One row per stream id: its plans (a restart with new code adds one), batches, sinks.
+#: One row per stream id: its plans (a restart with new code adds one), batches, sinks, and the
+#: sources its plans' edges read.
 STREAMS_SQL = """
+WITH sources AS (
+    SELECT st.stream_id, list(DISTINCT e.source_dataset ORDER BY e.source_dataset) AS sources
+    FROM streams st
+    JOIN edge_captures c ON c.query_id = st.query_id
+    JOIN edge_sets es ON es.set_id = c.set_id
+    JOIN edges e ON e.edge_id = es.edge_id
+    WHERE e.source_dataset IS NOT NULL
+    GROUP BY st.stream_id)
 SELECT stream_id,
        arg_max(name, last_batch_at)           AS name,
        arg_max(stream_run_id, last_batch_at)  AS stream_run_id,
@@ -23,16 +32,19 @@ SELECT stream_id,
        max(last_batch_id)                     AS last_batch_id,
        min(first_batch_at)                    AS first_batch_at,
        max(last_batch_at)                     AS last_batch_at,
-       list(query_id ORDER BY first_batch_id) AS plans
-FROM streams GROUP BY stream_id ORDER BY last_batch_at DESC NULLS LAST LIMIT ?
+       list(query_id ORDER BY first_batch_id) AS plans,
+       coalesce(any_value(src.sources), [])   AS sources
+FROM streams LEFT JOIN sources src USING (stream_id)
+GROUP BY stream_id ORDER BY last_batch_at DESC NULLS LAST LIMIT ?
 """
 
 KEYS = ("stream_id", "name", "stream_run_id", "run_id", "targets", "batch_count", "first_batch_id",
-        "last_batch_id", "first_batch_at", "last_batch_at", "plans")
+        "last_batch_id", "first_batch_at", "last_batch_at", "plans", "sources")
 
 
 def streams(con: duckdb.DuckDBPyConnection, limit: int = 100) -> list[dict[str, Any]]:
-    """Each stream as one job: name, sinks, batch count, first/last batch, its plans' query ids."""
+    """Each stream as one job: name, sinks (``targets``), ``sources`` (datasets its plans read), batch
+    count, first/last batch, its plans' query ids."""
     if not con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'streams'").fetchone()[0]:
         return []  # written before schema version 3
     rows = con.execute(STREAMS_SQL, [limit]).fetchall()

@@ -17,6 +17,7 @@ from fastapi.responses import Response
 from lineage_listener.query import reports
 from lineage_listener.query.expand import FAILED_WRITES
 from lineage_listener.query.names import Aliases, closest
+from lineage_listener.query.search import search as name_search
 from lineage_listener.server.api import _answer, _store, _time
 from lineage_listener.server.state import ServerState, state
 
@@ -34,30 +35,13 @@ def _rows(cur) -> list[dict[str, Any]]:
 def search(q: str = "", what: Literal["all", "datasets", "columns"] = "all",
            offset: int = Query(0, ge=0), limit: int = Query(20, ge=1, le=500),
            st: ServerState = Depends(state)) -> dict:
-    """Datasets and columns whose name contains ``q`` (case-insensitive), each list paged by
-    ``offset``/``limit`` with its ``total``. Datasets: most recently seen first; columns: by dataset,
-    then by name."""
-    out: dict[str, Any] = {"q": q, "offset": offset, "limit": limit}
+    """Datasets and columns whose name matches ``q`` (case-insensitive), best matches first: exact (the
+    name, or a dataset's table or file name), prefix, substring, then fuzzy (a word of the name within a
+    typo or two of ``q``, for ``q`` of 4 characters or more without digits); each hit's ``match`` says
+    which (:mod:`lineage_listener.query.search`). Each list is paged by ``offset``/``limit`` with its
+    ``total``; an empty ``q`` lists everything."""
     with st.read() as con:
-        if what in ("all", "datasets"):
-            where = "contains(lower(d.dataset), lower($q))"
-            out["datasets_total"] = con.execute(f"SELECT count(*) FROM datasets d WHERE {where}",
-                                                {"q": q}).fetchone()[0]
-            out["datasets"] = _rows(con.execute(
-                f"""SELECT d.dataset, d.kind, d.format, d.last_seen,
-                           (SELECT count(*) FROM dataset_columns c WHERE c.dataset = d.dataset) AS columns
-                    FROM datasets d WHERE {where}
-                    ORDER BY d.last_seen DESC NULLS LAST, d.dataset LIMIT $limit OFFSET $offset""",
-                {"q": q, "limit": limit, "offset": offset}))
-        if what in ("all", "columns"):
-            where = "contains(lower(column_name), lower($q))"
-            out["columns_total"] = con.execute(f"SELECT count(*) FROM dataset_columns WHERE {where}",
-                                               {"q": q}).fetchone()[0]
-            out["columns"] = _rows(con.execute(
-                f"""SELECT dataset, column_name AS column, data_type AS type FROM dataset_columns
-                    WHERE {where} ORDER BY lower(column_name) = lower($q) DESC, dataset, column_name
-                    LIMIT $limit OFFSET $offset""", {"q": q, "limit": limit, "offset": offset}))
-    return out
+        return name_search(con, q, what, offset, limit)
 
 
 @router.get("/api/schema")

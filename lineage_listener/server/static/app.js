@@ -8,11 +8,19 @@ const view = document.getElementById("view");
 const tip = document.getElementById("tooltip");
 const MAX_NODES = 500;
 const BIG_GRAPH = 150;     // nodes: above this the layout ranks by longest path (network simplex is ~10x slower)
-const LABEL_PX = 12;       // node label font size in model units
-const MIN_LABEL_PX = 10;   // labels are never drawn smaller than this at first draw: pan instead of shrinking
+const FONT = "Helvetica Neue, Helvetica, sans-serif";  // cytoscape's default, named here so label widths are measured in it
+const LABEL_PX = 12;       // column and dataset labels, in model units
+const EDGE_LABEL_PX = 11;  // transform labels on edges, in model units
+const READABLE_PX = 10;    // the first view and "fit" draw no label smaller than this: pan (or use the minimap) instead
+const MIN_READABLE_ZOOM = READABLE_PX / Math.min(LABEL_PX, EDGE_LABEL_PX);
+const HIDDEN_BELOW_PX = 7; // zoomed out further by hand, labels smaller than this are not drawn (shapes only)
 const MAX_FIRST_ZOOM = 1.5;
 const MINIMAP_OVER = 50;   // nodes; a graph that does not fit at a readable size gets one too
 const EDGE_LABELS_UP_TO = 40;
+const BOX_PAD = 8;         // a dataset box's margin around its columns
+const BOX_GAP = 12;        // least room between a box (its title included) and its neighbours
+const ROW = 30;            // vertical step of the columns an expanded box adds
+const MIN_FRAME_PX = 360;  // the graph frame's least height
 const PAGE = 50;
 const STATUS_WORDS = {unmasked: "unmasked (clear copy)", partly: "partly masked", masked: "masked on every path"};
 // the API's parameter names in the words of the form's fields
@@ -37,7 +45,14 @@ function duration(ms) {
   const m = Math.floor(s / 60);
   return m < 60 ? `${m} min ${Math.round(s - m * 60)} s` : `${Math.floor(m / 60)} h ${m % 60} min`;
 }
-function plural(n, word) { return `${n.toLocaleString("en")} ${word}${n === 1 ? "" : "s"}`; }
+/** A count and its noun: plural(1, "query") is "1 query", plural(2, "query") "2 queries", plural(3, "batch") "3 batches". */
+function plural(n, word) { return `${n.toLocaleString("en")} ${n === 1 ? word : plurals(word)}`; }
+/** The plural of the nouns the pages count: "copy" -> "copies", "batch" -> "batches", "run" -> "runs". */
+function plurals(word) {
+  if (/[^aeiou]y$/.test(word)) return word.slice(0, -1) + "ies";
+  if (/(s|x|z|ch|sh)$/.test(word)) return word + "es";
+  return word + "s";
+}
 function datasetLink(d) { return `<a href="#/dataset/${enc(d)}" title="${esc(d)}">${esc(d)}</a>`; }
 function columnHref(ds, col, query) { return `#/column/${enc(ds)}/${enc(col)}${query ? "?" + query : ""}`; }
 function impactHref(ds, col, query) { return `#/impact/${enc(ds)}/${enc(col)}${query ? "?" + query : ""}`; }
@@ -113,7 +128,10 @@ function destroyGraphs() {
 // ---------------------------------------------------------------- the graph
 function nodeId(n) { return JSON.stringify([n.dataset, n.column]); }
 
-/** Dataset labels without the prefix all path datasets of the graph share (full name on hover). */
+/**
+ * Dataset labels as short as stays clear (full name on hover): without Spark's session catalog
+ * (``spark_catalog.warehouse.t`` is ``warehouse.t``) and without the folder all path datasets of the graph share.
+ */
 function shortNames(datasets) {
   const paths = datasets.filter(d => /^[a-z0-9]+:\//i.test(d));
   let prefix = "";
@@ -122,47 +140,62 @@ function shortNames(datasets) {
     prefix = prefix.slice(0, prefix.lastIndexOf("/") + 1);
   }
   const out = {};
-  for (const d of datasets) out[d] = prefix && d.startsWith(prefix) && d.length > prefix.length ? "…/" + d.slice(prefix.length) : d;
+  for (const d of datasets) {
+    out[d] = prefix && d.startsWith(prefix) && d.length > prefix.length ? "…/" + d.slice(prefix.length)
+      : /^spark_catalog\.[^.]+\.[^.]/.test(d) ? d.slice("spark_catalog.".length) : d;
+  }
   return out;
+}
+
+let measuring = null;
+/** The width of ``text`` in the graph's font at ``px`` (model units), as the canvas draws it. */
+function textWidth(text, px = LABEL_PX, weight = "normal") {
+  measuring = measuring || document.createElement("canvas").getContext("2d");
+  measuring.font = `${weight} ${px}px ${FONT}`;
+  return measuring.measureText(String(text)).width;
 }
 
 const GRAPH_STYLE = [
   {selector: "node", style: {"shape": "round-rectangle", "label": "data(label)", "text-valign": "center",
-    "font-size": LABEL_PX, "width": "data(w)", "height": 24, "background-color": "#dfe9f3", "border-width": 1,
-    "border-color": "#5b7a99", "color": "#111"}},
+    "font-family": FONT, "font-size": LABEL_PX, "min-zoomed-font-size": HIDDEN_BELOW_PX, "width": "data(w)", "height": 24,
+    "background-color": "#dfe9f3", "border-width": 1, "border-color": "#5b7a99", "color": "#111"}},
   {selector: ":parent", style: {"shape": "round-rectangle", "background-color": "#f4f6f8", "background-opacity": 1,
     "border-color": "#8aa1b8", "border-width": 1, "text-valign": "top", "text-halign": "center", "font-size": LABEL_PX,
-    "font-weight": "bold", "padding": 8, "color": "#1f3b57"}},
+    "font-weight": "bold", "padding": BOX_PAD, "color": "#1f3b57"}},
   {selector: "node[start = 1]", style: {"background-color": "#f7d774", "border-width": 2}},
   {selector: "node[status = 'unmasked']", style: {"background-color": "#fbd5d0", "border-color": "#c0392b", "border-width": 3}},
   {selector: "node[status = 'partly']", style: {"background-color": "#fde8c8", "border-color": "#d68910", "border-width": 2}},
   {selector: "node[status = 'masked']", style: {"background-color": "#d5f0dc", "border-color": "#1e8449"}},
-  {selector: "edge", style: {"curve-style": "bezier", "target-arrow-shape": "triangle", "font-size": 10, "width": 1.5,
-    "line-color": "#555", "target-arrow-color": "#555", "text-background-color": "#fff", "text-background-opacity": 1,
-    "text-rotation": "autorotate"}},
+  {selector: "node[reach = 'influenced']", style: {"border-style": "dotted"}},
+  {selector: "node[before = 1]", style: {"font-style": "italic", "color": "#555"}},
+  {selector: "edge", style: {"curve-style": "bezier", "target-arrow-shape": "triangle", "font-family": FONT,
+    "font-size": EDGE_LABEL_PX, "min-zoomed-font-size": HIDDEN_BELOW_PX, "width": 1.5, "line-color": "#555",
+    "target-arrow-color": "#555", "text-background-color": "#fff", "text-background-opacity": 1, "text-background-padding": 1,
+    "text-margin-x": "data(mx)", "text-margin-y": "data(my)"}},
   {selector: "edge[show = 1], edge.hl", style: {"label": "data(label)"}},
   {selector: "edge[kind = 'indirect']", style: {"line-style": "dashed", "line-color": "#999", "target-arrow-color": "#999"}},
   {selector: "edge[masking = 1]", style: {"line-color": "#1e8449", "target-arrow-color": "#1e8449", "color": "#1e8449", "width": 2.5}},
   {selector: "edge[alarm = 1]", style: {"line-color": "#c0392b", "target-arrow-color": "#c0392b", "color": "#c0392b", "width": 3}},
   {selector: ".dim", style: {"opacity": 0.15}},
   {selector: "node.sel", style: {"border-width": 4, "border-color": "#1f3b57"}},
-  {selector: "node.extra", style: {"border-style": "dashed", "background-color": "#fbfcfd", "color": "#666"}},
+  {selector: "node.extra", style: {"border-style": "dashed", "background-color": "#fbfcfd", "color": "#666",
+    "text-wrap": "ellipsis", "text-max-width": "data(tw)"}},  // as wide as the box's columns: a longer name is cut (hover)
   {selector: "edge.hl", style: {"width": 3, "z-index": 10}},
 ];
 
-/** The graph's frame: zoom buttons, canvas, minimap, selection panel and a table of the same graph. */
-function graphFrame() {
-  return `<div class="graph-wrap"><div id="graph" role="img" aria-label="lineage graph; the same graph is in the table below"></div>
+/** The graph's frame: zoom buttons, canvas, minimap; with ``table``, a selection panel and a table of the same graph. */
+function graphFrame(what = "lineage graph", table = true) {
+  return `<div class="graph-wrap"><div id="graph" role="img" aria-label="${esc(what)}; the same graph is in the table below"></div>
     <div class="zoom" role="toolbar" aria-label="zoom"><button id="zoom-in" title="zoom in">+</button><button id="zoom-out" title="zoom out">−</button>
-      <button id="zoom-fit" title="fit the whole graph (labels may get small)">fit</button><button id="zoom-reset" title="readable size around the start">1:1</button></div>
+      <button id="zoom-fit" title="fit the graph, down to readable labels (then pan, or click the minimap)">fit</button><button id="zoom-reset" title="readable size around the start">1:1</button></div>
     <div id="minimap" hidden><div id="minimap-view"></div></div></div>
-    <div id="selection" class="selection">Click a column to highlight where it comes from and where it goes; click the background to clear.</div>
-    <details id="graph-table"><summary>the graph as a table</summary><div id="graph-table-body"></div></details>`;
+    ${table ? `<div id="selection" class="selection">Click a column to highlight where it comes from and where it goes; click the background to clear.</div>
+    <details id="graph-table"><summary>the graph as a table</summary><div id="graph-table-body"></div></details>` : ""}`;
 }
 
 /**
  * Draw ``data`` ({start, nodes, edges}) into #graph. ``opts.status``: {nodeId: masking status};
- * ``opts.query``: the URL query to keep when re-centring; ``opts.onRecentre``: link builder.
+ * ``opts.query``: the URL query to keep when re-centring.
  */
 function draw(data, opts = {}) {
   let nodes = data.nodes;
@@ -172,38 +205,34 @@ function draw(data, opts = {}) {
   const edges = data.edges.filter(e => keep.has(nodeId(e.source)) && keep.has(nodeId(e.target)));
   const start = nodeId(data.start || nodes[0] || {});
   const status = opts.status || {};
+  // a node's own masking (when the API gives it) for the columns it reached, unless the impact report said
+  const statusOf = n => status[nodeId(n)] || (n.reach && n.reach !== "start" && STATUS_WORDS[n.masking] ? n.masking : "");
   const names = shortNames([...new Set(nodes.map(n => n.dataset))]);
   const summary = $("summary");
   if (summary) summary.innerHTML = `${plural(nodes.length, "column")} in ${plural(Object.keys(names).length, "dataset")}, ${plural(edges.length, "edge")}<span class="note">${esc(note)}</span>`;
   const compound = nodes.length <= BIG_GRAPH;
   const label = n => compound ? String(n.column) : `${names[n.dataset]} ${n.column}`;
+  // in a box, every column is as wide as the widest label and the box as wide as its title
+  const boxWidth = {};
+  if (compound) {
+    for (const [d, title] of Object.entries(names)) boxWidth[d] = textWidth(title, LABEL_PX, "bold") + 4 - 2 * BOX_PAD;
+    for (const n of nodes) boxWidth[n.dataset] = Math.max(boxWidth[n.dataset], textWidth(label(n)) + 18, 48);
+  }
+  const width = n => compound ? boxWidth[n.dataset] : Math.max(48, textWidth(label(n)) + 18);
   const elements = [
     ...(compound ? Object.entries(names) : []).map(([d, label]) => ({data: {id: "ds:" + d, label, dataset: d, w: 10}})),
     ...nodes.map(n => ({data: {id: nodeId(n), parent: compound ? "ds:" + n.dataset : undefined, label: label(n), dataset: n.dataset,
-                               column: n.column, w: Math.max(48, 7.4 * label(n).length + 18), start: nodeId(n) === start ? 1 : 0,
-                               status: status[nodeId(n)] || ""}})),
+                               column: n.column, w: width(n), start: nodeId(n) === start ? 1 : 0,
+                               status: statusOf(n), reach: n.reach || "", before: n.before_window ? 1 : 0}})),
     ...edges.map((e, i) => ({data: {id: `e${i}`, source: nodeId(e.source), target: nodeId(e.target),
                                     label: e.transform + (e.masking ? " (masked)" : ""), kind: e.kind, masking: e.masking ? 1 : 0,
                                     alarm: status[nodeId(e.target)] === "unmasked" && !e.masking ? 1 : 0,
-                                    show: edges.length <= EDGE_LABELS_UP_TO ? 1 : 0,
+                                    labelled: edges.length <= EDGE_LABELS_UP_TO ? 1 : 0, show: 0, mx: 0, my: 0,
                                     expression: e.expression || "", query: e.query_id || "", at: e.captured_at || ""}})),
   ];
-  const container = $("graph");
-  const cy = cytoscape({
-    container, elements, style: GRAPH_STYLE, userZoomingEnabled: false, boxSelectionEnabled: false,
-    minZoom: 0.05, maxZoom: 4,
-    // left to right, so the graph uses the width; dagre's network simplex takes ~11 s on 500 nodes, longest-path ~1 s
-    layout: {name: "dagre", rankDir: "LR", nodeSep: 22, rankSep: 70, edgeSep: 6,
-             ranker: nodes.length > BIG_GRAPH ? "longest-path" : "network-simplex", fit: false},
-  });
-  graphs.push(cy);
-  window.lineageGraph = cy;  // for tests and the console
-  const startNode = cy.getElementById(start);
-  const fits = firstView(cy, startNode);
-  wheelZoom(cy, container);
-  zoomButtons(cy, startNode);
-  hover(cy);
-  if (nodes.length > MINIMAP_OVER || !fits) minimap(cy);
+  // left to right, so the graph uses the width; dagre's network simplex takes ~11 s on 500 nodes, longest-path ~1 s
+  const cy = mountGraph(elements, {name: "dagre", rankDir: "LR", nodeSep: 22, rankSep: 70, edgeSep: 6,
+                                   ranker: nodes.length > BIG_GRAPH ? "longest-path" : "network-simplex"}, start, nodes.length);
   cy.on("tap", "node[column]", ev => select(cy, ev.target, opts));
   cy.on("tap", ev => { if (ev.target === cy) select(cy, null, opts); });
   // hovering a column shows its paths while nothing is picked by a click
@@ -216,13 +245,53 @@ function draw(data, opts = {}) {
   return cy;
 }
 
-/** Fit if labels stay >= MIN_LABEL_PX, else a readable zoom from the start (pan for the rest); true if it fits. */
-function firstView(cy, startNode) {
+/**
+ * Lay ``elements`` out in #graph (sized to the window first), keep boxes and labels apart, and open a
+ * readable view around the node ``startId``; zoom buttons, wheel, tooltips and (when needed) the minimap.
+ */
+function mountGraph(elements, layout, startId, nodeCount) {
+  const container = $("graph");
+  sizeFrame(container);
+  const cy = cytoscape({container, elements, style: GRAPH_STYLE, userZoomingEnabled: false, boxSelectionEnabled: false,
+                        minZoom: 0.05, maxZoom: 4, layout: {...layout, fit: false}});
+  graphs.push(cy);
+  window.lineageGraph = cy;  // for tests and the console
+  cy.nodes(":childless").forEach(n => { n.scratch("home", {...n.position()}); });
+  arrange(cy);
+  placeEdgeLabels(cy);
+  const focus = cy.getElementById(startId);
+  const fits = readableView(cy, focus);
+  wheelZoom(cy, container);
+  zoomButtons(cy, focus);
+  hover(cy);
+  if (nodeCount > MINIMAP_OVER || !fits) minimap(cy);
+  return cy;
+}
+
+/** The graph frame's height: the rest of the window below its top, so frame and minimap are on screen. */
+function sizeFrame(container) {
+  const top = container.getBoundingClientRect().top + window.scrollY;
+  const room = window.innerHeight - top - 16;
+  container.style.height = `${Math.round(room >= MIN_FRAME_PX ? room : Math.max(MIN_FRAME_PX, window.innerHeight - 32))}px`;
+}
+/** The graph frame sized again (the window, or the page above it, changed). */
+function resizeFrame() {
+  const cy = window.lineageGraph, container = $("graph");
+  if (!cy || cy.destroyed() || !container) return;
+  sizeFrame(container);
+  cy.resize();
+}
+window.addEventListener("resize", resizeFrame);
+
+/**
+ * Fit the graph when its labels stay readable (READABLE_PX); else the readable zoom around ``focus``, the
+ * graph's near end filling the frame (pan, or click the minimap, for the rest). True when all of it is in view.
+ */
+function readableView(cy, focus) {
   cy.fit(undefined, 24);
-  const least = MIN_LABEL_PX / LABEL_PX;
-  if (cy.zoom() < least) {
-    cy.zoom(1);
-    cy.center(startNode.nonempty() ? startNode : cy.nodes()[0]);
+  if (cy.zoom() < MIN_READABLE_ZOOM) {
+    cy.zoom(MIN_READABLE_ZOOM);
+    cy.center(focus.nonempty() ? focus : cy.nodes()[0]);
     fillViewport(cy);
     return false;
   }
@@ -244,6 +313,72 @@ function fillViewport(cy) {
   cy.panBy({x: dx, y: dy});
 }
 
+/**
+ * Bring ``eles`` into view: zoom out as far as they need but never below readable labels, then pan the
+ * least (their top first when they are still taller than the frame).
+ */
+function reveal(cy, eles) {
+  const w = cy.width(), h = cy.height(), m = 16;
+  let bb = eles.renderedBoundingBox({includeLabels: true});
+  const k = Math.min(1, (w - 2 * m) / bb.w, (h - 2 * m) / bb.h);
+  if (k < 1 && cy.zoom() > MIN_READABLE_ZOOM) {
+    cy.zoom({level: Math.max(MIN_READABLE_ZOOM, cy.zoom() * k), renderedPosition: {x: (bb.x1 + bb.x2) / 2, y: (bb.y1 + bb.y2) / 2}});
+    bb = eles.renderedBoundingBox({includeLabels: true});
+  }
+  const shift = (lo, hi, size) => lo < m ? m - lo : hi > size - m ? Math.max(m - lo, size - m - hi) : 0;
+  cy.panBy({x: shift(bb.x1, bb.x2, w), y: shift(bb.y1, bb.y2, h)});
+}
+
+const overlap = (a, b, gap = 0) => a.x1 < b.x2 + gap && b.x1 < a.x2 + gap && a.y1 < b.y2 + gap && b.y1 < a.y2 + gap;
+/** The box of an element's label(s) alone, in model units. */
+const labelBox = el => el.boundingBox({includeNodes: false, includeEdges: false, includeLabels: true, includeOverlays: false});
+
+/**
+ * Keep each dataset box, its title included, clear of the boxes above it: from the top of the graph down, a
+ * box stays where the layout put it (its columns' ``home``) or moves down just enough. Expanding a box so
+ * pushes the boxes under it down, and collapsing it lets them come back.
+ */
+function arrange(cy) {
+  const boxes = cy.nodes(":parent");
+  if (boxes.empty()) return;
+  cy.nodes(":childless").forEach(n => { const home = n.scratch("home"); if (home) n.position(home); });
+  const items = boxes.map(b => ({b, bb: {...b.boundingBox({includeLabels: true, includeOverlays: false})}}))
+    .sort((p, q) => p.bb.y1 - q.bb.y1);
+  const placed = [];
+  for (const it of items) {
+    let dy = 0;
+    for (const p of placed) {
+      if (it.bb.x1 < p.bb.x2 + BOX_GAP && p.bb.x1 < it.bb.x2 + BOX_GAP) dy = Math.max(dy, p.bb.y2 + BOX_GAP - it.bb.y1);
+    }
+    if (dy > 0) {
+      it.b.children().shift({x: 0, y: dy});
+      it.bb.y1 += dy;
+      it.bb.y2 += dy;
+    }
+    placed.push(it);
+  }
+}
+
+/**
+ * Put each edge label where it covers no column, no box title and no other label: the middle of its edge,
+ * else nearer one end. An edge with no free place keeps its words in the tooltip and the table.
+ */
+function placeEdgeLabels(cy) {
+  const taken = [...cy.nodes(":childless").map(n => n.boundingBox({includeLabels: false})), ...cy.nodes(":parent").map(labelBox)];
+  cy.edges("[labelled = 1]").forEach(e => {
+    const s = e.sourceEndpoint(), t = e.targetEndpoint();
+    e.data("show", 1);
+    const spot = [0.5, 0.38, 0.62, 0.26, 0.74, 0.14, 0.86].find(f => {
+      e.data({mx: (f - 0.5) * (t.x - s.x), my: (f - 0.5) * (t.y - s.y)});
+      const bb = labelBox(e);
+      if (taken.some(o => overlap(o, bb, 2))) return false;
+      taken.push(bb);
+      return true;
+    });
+    if (spot === undefined) e.data({show: 0, mx: 0, my: 0});
+  });
+}
+
 function zoomAround(cy, factor, at) {
   const level = Math.min(cy.maxZoom(), Math.max(cy.minZoom(), cy.zoom() * factor));
   cy.zoom({level, renderedPosition: at || {x: cy.width() / 2, y: cy.height() / 2}});
@@ -260,11 +395,11 @@ function wheelZoom(cy, container) {
   }, {passive: false});
 }
 
-function zoomButtons(cy, startNode) {
+function zoomButtons(cy, focus) {
   $("zoom-in").onclick = () => zoomAround(cy, 1.25);
   $("zoom-out").onclick = () => zoomAround(cy, 0.8);
-  $("zoom-fit").onclick = () => cy.fit(undefined, 24);
-  $("zoom-reset").onclick = () => { cy.zoom(1); cy.center(startNode.nonempty() ? startNode : undefined); };
+  $("zoom-fit").onclick = () => { if (!readableView(cy, focus)) minimap(cy); };
+  $("zoom-reset").onclick = () => { cy.zoom(1); cy.center(focus.nonempty() ? focus : undefined); };
 }
 
 function hover(cy) {
@@ -282,30 +417,51 @@ function hover(cy) {
   });
   cy.on("mouseover", "node", ev => {
     const d = ev.target.data();
-    show(ev, d.column === undefined ? d.dataset : `${d.dataset}\n[${d.column}]${d.status ? " " + STATUS_WORDS[d.status] : ""}`);
+    const notes = [d.status && STATUS_WORDS[d.status], d.reach === "influenced" && "influenced only (no copy)",
+                   d.before && "written before the window"].filter(Boolean);
+    show(ev, d.column === undefined ? d.dataset : `${d.dataset}\n[${d.column}]${notes.length ? " " + notes.join(", ") : ""}`);
   });
   cy.on("mouseout", "node, edge", () => { tip.hidden = true; });
 }
 
 /**
  * A dataset box shows the columns on the path; a tap adds the dataset's other columns (dashed, in schema
- * order, below them) and a second tap takes them away again.
+ * order, below them; the boxes under it move down to make room) and a second tap takes them away again.
  */
 async function toggleDataset(cy, box) {
   const extra = box.children(".extra");
-  if (extra.nonempty()) { cy.remove(extra); box.data("expanded", 0); return; }
+  if (extra.nonempty()) {
+    cy.remove(extra);
+    box.data("expanded", 0);
+    relayout(cy, box);
+    return;
+  }
   const dataset = box.data("dataset");
   let schema;
   try { schema = await (await fetch(`/api/schema?dataset=${enc(dataset)}`)).json(); } catch (err) { return; }
   if (cy.destroyed() || box.removed() || box.children(".extra").nonempty()) return;
-  const shown = new Set(box.children().map(n => n.data("column")));
-  const bb = box.children().boundingBox();
+  const kids = box.children(), homes = kids.map(n => n.scratch("home"));
+  const shown = new Set(kids.map(n => n.data("column")));
+  const x = (Math.min(...homes.map(h => h.x)) + Math.max(...homes.map(h => h.x))) / 2, y = Math.max(...homes.map(h => h.y));
+  const w = kids[0].data("w");
   const more = (schema.columns || []).filter(c => !shown.has(c.name));
-  cy.add(more.map((c, i) => ({group: "nodes", classes: "extra",
+  const added = cy.add(more.map((c, i) => ({group: "nodes", classes: "extra",
     data: {id: `extra:${dataset}\u0000${c.name}`, parent: box.id(), label: c.name, dataset, column: c.name, extra: 1,
-           w: Math.max(48, 7.4 * c.name.length + 18), start: 0, status: ""},
-    position: {x: (bb.x1 + bb.x2) / 2, y: bb.y2 + 30 + 30 * i}})));
+           w, tw: w - 8, start: 0, status: "", reach: "", before: 0},
+    position: {x, y: y + ROW * (i + 1)}})));
+  added.forEach(n => { n.scratch("home", {...n.position()}); });
   box.data("expanded", 1);
+  relayout(cy, box);
+}
+
+/** After ``box`` grew or shrank: boxes apart again, edge labels placed again, the box in view, the minimap
+ * drawn again (or shown, now that the graph is larger than the frame). */
+function relayout(cy, box) {
+  arrange(cy);
+  placeEdgeLabels(cy);
+  reveal(cy, box);
+  const bb = cy.elements().renderedBoundingBox();
+  if (cy.scratch("minimap") || bb.x1 < 0 || bb.y1 < 0 || bb.x2 > cy.width() || bb.y2 > cy.height()) minimap(cy);
 }
 
 /** Highlight ``node``'s upstream and downstream paths and dim the rest (null clears), as a click does. */
@@ -339,17 +495,40 @@ function showSelection(node, opts) {
   panel.innerHTML = `<b class="mono">${esc(d.dataset)} [${esc(d.column)}]</b>: ${plural(up, "column")} upstream, ${plural(down, "column")} downstream on this graph${links}`;
 }
 
-/** A small overview of the whole graph on a plain canvas; the rectangle is the main view; click to move there. */
+/**
+ * A small overview of the whole graph on a plain canvas; the rectangle is the main view; click to move there.
+ * Called again (the graph changed), it draws the graph again.
+ */
 function minimap(cy) {
-  const box = $("minimap");
-  box.hidden = false;
-  const canvas = document.createElement("canvas");
-  canvas.width = box.clientWidth; canvas.height = box.clientHeight;
-  box.prepend(canvas);
-  const bb = cy.elements().boundingBox(), pad = 4;
-  const z = Math.min((canvas.width - 2 * pad) / bb.w, (canvas.height - 2 * pad) / bb.h);
-  const ox = pad - bb.x1 * z + (canvas.width - 2 * pad - bb.w * z) / 2, oy = pad - bb.y1 * z + (canvas.height - 2 * pad - bb.h * z) / 2;
+  let map = cy.scratch("minimap");
+  if (!map) {
+    const box = $("minimap");
+    box.hidden = false;
+    const canvas = document.createElement("canvas");
+    canvas.width = box.clientWidth; canvas.height = box.clientHeight;
+    box.prepend(canvas);
+    map = {canvas, z: 1, ox: 0, oy: 0};
+    const view = $("minimap-view");
+    let queued = false;
+    map.update = () => {
+      queued = false;
+      const e = cy.extent();
+      Object.assign(view.style, {left: `${e.x1 * map.z + map.ox}px`, top: `${e.y1 * map.z + map.oy}px`,
+                                 width: `${e.w * map.z}px`, height: `${e.h * map.z}px`});
+    };
+    cy.on("viewport", () => { if (!queued) { queued = true; requestAnimationFrame(map.update); } });
+    canvas.onclick = ev => {
+      const at = {x: (ev.offsetX - map.ox) / map.z, y: (ev.offsetY - map.oy) / map.z}, k = cy.zoom();
+      cy.pan({x: cy.width() / 2 - at.x * k, y: cy.height() / 2 - at.y * k});
+    };
+    cy.scratch("minimap", map);
+  }
+  const {canvas} = map, bb = cy.elements().boundingBox(), pad = 4;
+  const z = map.z = Math.min((canvas.width - 2 * pad) / bb.w, (canvas.height - 2 * pad) / bb.h);
+  const ox = map.ox = pad - bb.x1 * z + (canvas.width - 2 * pad - bb.w * z) / 2;
+  const oy = map.oy = pad - bb.y1 * z + (canvas.height - 2 * pad - bb.h * z) / 2;
   const g = canvas.getContext("2d");
+  g.clearRect(0, 0, canvas.width, canvas.height);
   const rect = (n, fill) => {
     const b = n.boundingBox({includeLabels: false});
     g.fillStyle = fill;
@@ -362,20 +541,8 @@ function minimap(cy) {
     g.moveTo(s.x * z + ox, s.y * z + oy); g.lineTo(t.x * z + ox, t.y * z + oy);
   });
   g.stroke();
-  cy.nodes().not(":parent").forEach(n => rect(n, n.data("start") ? "#e0b000" : n.data("status") === "unmasked" ? "#c0392b" : "#8aa1b8"));
-  const view = $("minimap-view");
-  let queued = false;
-  const update = () => {
-    queued = false;
-    const e = cy.extent();
-    Object.assign(view.style, {left: `${e.x1 * z + ox}px`, top: `${e.y1 * z + oy}px`, width: `${e.w * z}px`, height: `${e.h * z}px`});
-  };
-  cy.on("viewport", () => { if (!queued) { queued = true; requestAnimationFrame(update); } });
-  update();
-  canvas.onclick = ev => {
-    const at = {x: (ev.offsetX - ox) / z, y: (ev.offsetY - oy) / z}, k = cy.zoom();
-    cy.pan({x: cy.width() / 2 - at.x * k, y: cy.height() / 2 - at.y * k});
-  };
+  cy.nodes(":childless").forEach(n => rect(n, n.data("start") ? "#e0b000" : n.data("status") === "unmasked" ? "#c0392b" : "#8aa1b8"));
+  map.update();
 }
 
 /** The same graph as a table, for keyboards and screen readers. */
@@ -393,17 +560,88 @@ function graphTable(nodes, edges, names, opts) {
 
 // ---------------------------------------------------------------- controls shared by graph views
 function timeHelp() { return `<span class="help">UTC · 2026-11-23, 2026-11-23T19:49:25, or an age: 30s, 24h, 7d</span>`; }
-/** A "bad time 'x'" answer names the form field that holds 'x'; the field is marked invalid. */
-function blameField(err, fields) {
-  if (err instanceof Stale || !/^bad time /.test(err.message)) return;
-  for (const [id, words] of fields) {
-    const v = $(id) && $(id).value.trim();
-    if (v && err.message.includes(`'${v}'`)) {
-      err.message = `${words}: ${err.message.replace(/^bad time '[^']*': /, "")}`;
-      $(id).setAttribute("aria-invalid", "true");
-      return;
-    }
+/** The window and depth fields of a graph page's form, filled from its URL query ``p`` (``windowQuery``). */
+function windowFields(p) {
+  return `<label>from <input id="from" type="text" size="20" placeholder="any time" value="${esc(p.get("from") ?? "")}"></label>
+      <label>to <input id="to" type="text" size="20" placeholder="now" value="${esc(p.get("to") ?? "")}"></label>
+      ${timeHelp()}
+      <label>depth <input id="depth" type="text" inputmode="numeric" size="4" placeholder="all" value="${esc(p.get("depth") ?? "")}"></label>`;
+}
+/**
+ * The time window and depth in a page's URL, in the form's words: ``from``, ``to``, ``depth`` (the API's
+ * names ``start``/``since``, ``end``/``until`` and ``maxLevels`` are read too), empty values left out.
+ */
+function windowQuery(q) {
+  const p = new URLSearchParams();
+  for (const [key, ...aliases] of [["from", "start", "since"], ["to", "end", "until"], ["depth", "maxLevels"]]) {
+    const value = [key, ...aliases].map(k => (q.get(k) || "").trim()).find(Boolean);
+    if (value) p.set(key, value);
   }
+  return p;
+}
+/** The form's window and depth fields as a URL query (windowQuery's words), or null when the depth is not a number. */
+function windowForm() {
+  const p = new URLSearchParams();
+  for (const key of ["from", "to", "depth"]) if ($(key).value.trim()) p.set(key, $(key).value.trim());
+  if (p.has("depth") && !/^\d+$/.test(p.get("depth"))) {
+    fieldError("depth", "a whole number of hops, 0 or more (empty: all)");
+    return null;
+  }
+  return p;
+}
+const LINEAGE_NAMES = {from: "start", to: "end", depth: "maxLevels"};
+const IMPACT_NAMES = {from: "since", to: "until", depth: "depth"};
+/** A page query in the API's parameter names (``names``: LINEAGE_NAMES or IMPACT_NAMES); other keys as they are. */
+function apiQuery(p, names) {
+  const out = new URLSearchParams();
+  for (const [k, v] of p) out.set(names[k] || k, v);
+  return out;
+}
+/** Mark the form field ``id`` invalid and say why beside it. */
+function fieldError(id, message) {
+  const input = $(id);
+  if (!input) return;
+  input.setAttribute("aria-invalid", "true");
+  input.setAttribute("aria-describedby", `${id}-error`);
+  let note = $(`${id}-error`);
+  if (!note) {
+    note = document.createElement("span");
+    note.id = `${id}-error`;
+    note.className = "field-error";
+    note.setAttribute("role", "alert");
+    input.after(note);
+  }
+  note.textContent = message;
+}
+/**
+ * An API answer about a field of the window form goes beside that field: a bad time (the field holding the
+ * value), from after to, a bad depth. True when it did; other errors are the caller's.
+ */
+function blameField(err) {
+  if (err instanceof Stale) return false;
+  const bad = err.message.match(/^bad time '([^']*)': (?:cannot read time '[^']*': )?(.*)$/);
+  if (bad) {
+    const id = ["from", "to"].find(k => $(k) && $(k).value.trim() === bad[1]) || "from";
+    fieldError(id, `not a time: ${bad[2]}`);
+    return true;
+  }
+  if (/^from .* is after to /.test(err.message)) {
+    fieldError("from", "later than “to”");
+    return true;
+  }
+  if (/^depth: /.test(err.message)) {
+    fieldError("depth", err.message.replace(/^depth: /, ""));
+    return true;
+  }
+  return false;
+}
+/**
+ * The notice for a time window that leaves nothing: the API's ``window.outside.message`` (what lies outside
+ * the window) when it gives one; empty when the window kept something or the API says nothing about it.
+ */
+function windowNote(answer) {
+  const outside = answer && answer.window && answer.window.outside;
+  return outside && outside.message ? `<p class="window-note" id="window-note" role="status">${esc(outside.message)}</p>` : "";
 }
 function errorBox(err, hintHref) {
   if (err instanceof Stale) throw err;
@@ -426,12 +664,12 @@ async function home(n, q, offset, size) {
   let html = `<h2>${q ? `Datasets and columns matching “${esc(q)}”` : "Datasets"}</h2>
     <p class="count" id="datasets-count">${plural(r.datasets_total, "dataset")}</p>
     <table id="datasets"><thead><tr><th>dataset</th><th>kind</th><th>format</th><th>columns</th><th>last seen</th></tr></thead><tbody>
-    ${r.datasets.map(d => `<tr><td>${datasetLink(d.dataset)}</td><td>${esc(d.kind)}</td><td>${esc(d.format)}</td>
+    ${r.datasets.map(d => `<tr><td>${datasetLink(d.dataset)}${similar(d)}</td><td>${esc(d.kind)}</td><td>${esc(d.format)}</td>
       <td>${d.columns}</td><td>${esc(when(d.last_seen))}</td></tr>`).join("")}</tbody></table>${pager(r.datasets_total, "datasets")}`;
   if (q) {
     html += `<h3 id="columns-count">${plural(r.columns_total, "column")}</h3>
       <table id="column-results"><thead><tr><th>column</th><th>type</th><th>dataset</th><th></th></tr></thead><tbody>
-      ${r.columns.map(c => `<tr><td><a class="column" href="${columnHref(c.dataset, c.column)}">${esc(c.column)}</a></td><td>${esc(c.type)}</td>
+      ${r.columns.map(c => `<tr><td><a class="column" href="${columnHref(c.dataset, c.column)}">${esc(c.column)}</a>${similar(c)}</td><td>${esc(c.type)}</td>
         <td>${datasetLink(c.dataset)}</td><td><a href="${impactHref(c.dataset, c.column)}">impact</a></td></tr>`).join("")}</tbody></table>
       ${pager(r.columns_total, "columns")}`;
   }
@@ -463,120 +701,98 @@ async function dataset(n, name) {
   };
 }
 
-/** The column view's URL query in the API's own parameter names and formats. */
-function lineageQuery(q) {
-  const p = new URLSearchParams();
+/** The column page's URL query: ``direction``, ``directOnly`` and the window (windowQuery). */
+function columnQuery(q) {
   const direction = q.get("direction") || "backward";
-  p.set("direction", direction);
   // direct edges answer "where does this value come from": the default upstream
-  const direct = q.get("directOnly") ?? (direction === "backward" ? "true" : "false");
-  p.set("directOnly", direct);
-  const depth = q.get("maxLevels") ?? q.get("depth");
-  if (depth) p.set("maxLevels", depth);
-  const start = q.get("start") ?? q.get("since"), end = q.get("end") ?? q.get("until");
-  if (start) p.set("start", start);
-  if (end) p.set("end", end);
+  const p = new URLSearchParams({direction, directOnly: q.get("directOnly") ?? (direction === "backward" ? "true" : "false")});
+  for (const [k, v] of windowQuery(q)) p.set(k, v);
   return p;
 }
 
-function formQuery() {
-  const p = new URLSearchParams({direction: $("direction").value, directOnly: String($("direct").checked)});
-  for (const [id, key] of [["depth", "maxLevels"], ["start", "start"], ["end", "end"]]) {
-    if ($(id).value.trim() !== "") p.set(key, $(id).value.trim());
-  }
-  return p;
+/** ``p`` without its depth: the window alone, as links to another view carry it. */
+function windowOnly(p) {
+  const out = new URLSearchParams();
+  for (const k of ["from", "to"]) if (p.get(k)) out.set(k, p.get(k));
+  return out;
 }
 
 async function column(n, ds, col, query) {
   setTitle(col, ds);
-  const p = lineageQuery(new URLSearchParams(query || ""));
+  const p = columnQuery(new URLSearchParams(query || ""));
   view.innerHTML = `<h2 class="mono">${datasetLink(ds)} <span>[${esc(col)}]</span></h2>
     <form class="controls" id="controls">
       <label>direction <select id="direction"><option value="backward">backward: where it comes from</option>
         <option value="forward">forward: where it goes</option><option value="both">both</option></select></label>
-      <label>depth <input id="depth" type="text" inputmode="numeric" size="4" placeholder="all" value="${esc(p.get("maxLevels") ?? "")}"></label>
-      <label>from <input id="start" type="text" size="20" placeholder="any time" value="${esc(p.get("start") ?? "")}"></label>
-      <label>to <input id="end" type="text" size="20" placeholder="now" value="${esc(p.get("end") ?? "")}"></label>
-      ${timeHelp()}
+      ${windowFields(p)}
       <label title="direct edges carry values; indirect ones are filters, join and group keys"><input id="direct" type="checkbox" ${p.get("directOnly") === "true" ? "checked" : ""}> direct edges only</label>
       <button id="apply" type="submit">draw</button>
-      <a href="${impactHref(ds, col)}">impact of this column</a>
+      <a id="impact-link" href="${impactHref(ds, col, windowOnly(p))}">impact of this column</a>
     </form>
     <div id="errors"></div>
     <div class="legend"><span>── direct</span><span>- - - indirect (filter, join, group key)</span><span class="masked">green: masked</span>
       <span class="alarm">red: unmasked copy of the start</span><span>hover for names and expressions</span></div>
-    <p id="summary"></p>${graphFrame()}`;
+    <div id="window-box"></div><p id="summary"></p>${graphFrame()}`;
   $("direction").value = p.get("direction");
   $("direction").onchange = () => { $("direct").checked = $("direction").value === "backward"; };
   $("controls").onsubmit = ev => {
     ev.preventDefault();
-    const depth = $("depth").value.trim();
-    if (depth !== "" && !/^\d+$/.test(depth)) {
-      $("errors").innerHTML = `<div class="error" role="alert">depth: a whole number of hops, 0 or more (empty: all)</div>`;
-      return;
-    }
-    location.hash = columnHref(ds, col, formQuery());
+    const w = windowForm();
+    if (!w) return;
+    const q = new URLSearchParams({direction: $("direction").value, directOnly: String($("direct").checked)});
+    for (const [k, v] of w) q.set(k, v);
+    location.hash = columnHref(ds, col, q);
   };
-  const url = `/v3/namespaces/default/datasets/${enc(ds)}/columns/${enc(col)}/lineage?${p}`;
+  const url = `/v3/namespaces/default/datasets/${enc(ds)}/columns/${enc(col)}/lineage?${apiQuery(p, LINEAGE_NAMES)}`;
   let data, status = {};
   try {
     const forward = p.get("direction") !== "backward";
-    const ip = new URLSearchParams();
-    if (p.get("start")) ip.set("since", p.get("start"));
-    if (p.get("end")) ip.set("until", p.get("end"));
-    if (p.get("maxLevels")) ip.set("depth", p.get("maxLevels"));
     const [d, imp] = await Promise.all([getJSON(n, url), forward
-      ? getJSON(n, `/api/impact?dataset=${enc(ds)}&column=${enc(col)}&${ip}`) : null, loadGraphLibs()]);
+      ? getJSON(n, `/api/impact?dataset=${enc(ds)}&column=${enc(col)}&${apiQuery(windowQuery(p), IMPACT_NAMES)}`) : null,
+      loadGraphLibs()]);
     data = d;
     if (imp) for (const x of imp.downstream) status[nodeId(x)] = x.masking;
   } catch (err) {
-    blameField(err, [["start", "from"], ["end", "to"]]);
-    if (/^depth/.test(err.message)) $("depth").setAttribute("aria-invalid", "true");
-    $("errors").innerHTML = errorBox(err, h => err.message.includes("has no column") ? columnHref(ds, h, p) : columnHref(h, col, p));
+    if (!blameField(err)) {
+      $("errors").innerHTML = errorBox(err, h => err.message.includes("has no column") ? columnHref(ds, h, p) : columnHref(h, col, p));
+    }
     return;
   }
   if (!n.live()) throw new Stale();
   const startName = data.start || {dataset: ds, column: col};
   setTitle(startName.column, startName.dataset);
+  $("window-box").innerHTML = windowNote(data);
   draw(data, {status, query: p});
   const unmasked = Object.values(status).filter(s => s === "unmasked").length;
-  if (unmasked) $("summary").innerHTML += ` · <span class="alarm">${unmasked} unmasked ${unmasked === 1 ? "copy" : "copies"} of the start</span>`;
-}
-
-function impactQuery(q) {
-  const p = new URLSearchParams();
-  const since = q.get("since") ?? q.get("start"), until = q.get("until") ?? q.get("end"), depth = q.get("depth") ?? q.get("maxLevels");
-  if (since) p.set("since", since);
-  if (until) p.set("until", until);
-  if (depth) p.set("depth", depth);
-  return p;
+  if (unmasked) $("summary").innerHTML += ` · <span class="alarm">${plural(unmasked, "unmasked copy")} of the start</span>`;
+  const w = data.window;
+  if (w && (w.since || w.until)) $("summary").innerHTML += ` · window ${w.since ? esc(when(w.since)) : "any time"} – ${w.until ? esc(when(w.until)) : "now"}`;
+  resizeFrame();  // the summary may have grown a line
 }
 
 async function impact(n, ds, col, query) {
   setTitle(`impact of ${col}`, ds);
-  const p = impactQuery(new URLSearchParams(query || ""));
+  const p = windowQuery(new URLSearchParams(query || ""));
+  const api = apiQuery(p, IMPACT_NAMES);
   view.innerHTML = `<h2 class="mono">Impact of ${datasetLink(ds)} <span>[${esc(col)}]</span></h2>
     <form class="controls" id="controls">
-      <label>from <input id="since" type="text" size="20" placeholder="any time" value="${esc(p.get("since") ?? "")}"></label>
-      <label>to <input id="until" type="text" size="20" placeholder="now" value="${esc(p.get("until") ?? "")}"></label>
-      ${timeHelp()}
-      <label>depth <input id="depth" type="text" inputmode="numeric" size="4" placeholder="all" value="${esc(p.get("depth") ?? "")}"></label>
+      ${windowFields(p)}
       <button id="apply" type="submit">show</button>
-      <a id="csv" href="/api/impact.csv?dataset=${enc(ds)}&column=${enc(col)}&${p}" download>CSV</a>
-      <a href="${columnHref(ds, col, "direction=forward&directOnly=false")}">forward graph</a>
+      <a id="csv" href="/api/impact.csv?dataset=${enc(ds)}&column=${enc(col)}&${api}" download>CSV</a>
+      <a href="${columnHref(ds, col, new URLSearchParams([["direction", "forward"], ["directOnly", "false"], ...windowOnly(p)]))}">forward graph</a>
     </form><div id="errors"></div><div id="impact-body"></div>`;
   $("controls").onsubmit = ev => {
     ev.preventDefault();
-    const q = new URLSearchParams();
-    for (const k of ["since", "until", "depth"]) if ($(k).value.trim()) q.set(k, $(k).value.trim());
-    location.hash = impactHref(ds, col, q);
+    const w = windowForm();
+    if (w) location.hash = impactHref(ds, col, w);
   };
   let r;
   try {
-    [r] = await Promise.all([getJSON(n, `/api/impact?dataset=${enc(ds)}&column=${enc(col)}&${p}`), loadGraphLibs()]);
+    [r] = await Promise.all([getJSON(n, `/api/impact?dataset=${enc(ds)}&column=${enc(col)}&${api}`), loadGraphLibs()]);
   } catch (err) {
-    blameField(err, [["since", "from"], ["until", "to"]]);
-    $("errors").innerHTML = errorBox(err, h => err.message.includes("has no column") ? impactHref(ds, h, p) : impactHref(h, col, p));
+    if (!blameField(err)) {
+      $("errors").innerHTML = errorBox(err, h => err.message.includes("has no column") ? impactHref(ds, h, p) : impactHref(h, col, p));
+    }
     return;
   }
   if (!n.live()) throw new Stale();
@@ -584,6 +800,7 @@ async function impact(n, ds, col, query) {
   const by = s => r.downstream.filter(d => d.masking === s);
   const unmasked = by("unmasked"), partly = by("partly"), masked = by("masked");
   const apps = new Set(r.downstream.flatMap(d => d.applications));
+  const since = r.window ? r.window.since : r.since, until = r.window ? r.window.until : r.until;
   const row = d => `<tr class="st-${d.masking}"><td>${d.hop}</td><td>${datasetLink(d.dataset)}</td>
       <td><a href="${columnHref(d.dataset, d.column, "direction=backward&directOnly=true")}">${esc(d.column)}</a></td>
       <td class="status">${esc(STATUS_WORDS[d.masking])}</td>
@@ -595,7 +812,8 @@ async function impact(n, ds, col, query) {
       <span class="partly" id="n-partly">${partly.length} partly masked</span>,
       <span class="masked" id="n-masked">${masked.length} masked on every path</span>;
       written by ${plural(apps.size, "application")}; ${plural(r.reads.length, "query")} read it
-      · window ${r.since ? esc(when(r.since)) : "any time"} – ${r.until ? esc(when(r.until)) : "now"}</p>
+      · window ${since ? esc(when(since)) : "any time"} – ${until ? esc(when(until)) : "now"}</p>
+    ${windowNote(r)}
     ${unmasked.length ? `<div class="alarm-box" role="alert"><b>Unmasked copies:</b> ${unmasked.map(d => `<span class="mono">${esc(d.dataset)} [${esc(d.column)}]</span>`).join(", ")}</div>` : ""}
     <table id="impact-table"><thead><tr><th>hop</th><th>dataset</th><th>column</th><th>status</th><th>from</th><th>applications</th><th>runs</th></tr></thead>
     <tbody>${[...unmasked, ...partly, ...masked].map(row).join("")}</tbody></table>
@@ -609,7 +827,7 @@ async function impact(n, ds, col, query) {
   const edges = r.downstream.flatMap(d => d.from.map(f => ({source: {dataset: f.dataset, column: f.column},
     target: {dataset: d.dataset, column: d.column}, transform: f.transform, kind: f.kind, masking: f.masking, expression: f.expression})));
   const status = Object.fromEntries(r.downstream.map(d => [nodeId(d), d.masking]));
-  draw({start: startNode, nodes, edges}, {status, query: new URLSearchParams("direction=forward&directOnly=false")});
+  draw({start: startNode, nodes, edges}, {status, query: new URLSearchParams([["direction", "forward"], ["directOnly", "false"], ...windowOnly(p)])});
 }
 
 async function overview(n, ds) {
@@ -618,28 +836,18 @@ async function overview(n, ds) {
   await loadGraphLibs();
   if (!n.live()) throw new Stale();
   view.innerHTML = `<h2 class="mono">Datasets around ${datasetLink(r.dataset)}</h2>
-    <p id="summary"></p><div class="graph-wrap"><div id="graph" role="img" aria-label="dataset graph; the same links are in the table below"></div>
-    <div class="zoom"><button id="zoom-in">+</button><button id="zoom-out">−</button><button id="zoom-fit">fit</button><button id="zoom-reset">1:1</button></div>
-    <div id="minimap" hidden><div id="minimap-view"></div></div></div>
+    <p id="summary">${plural(r.nodes.length, "dataset")}, ${plural(r.edges.length, "link")} (${plural(r.depth, "hop")} each way)</p>
+    ${graphFrame("dataset graph", false)}
     <table id="overview-table"><thead><tr><th>from</th><th>to</th><th>column edges</th><th>queries</th></tr></thead><tbody>
     ${r.edges.map(e => `<tr><td>${datasetLink(e.source)}</td><td>${datasetLink(e.target)}</td><td>${e.columns}</td><td>${e.queries}</td></tr>`).join("")}</tbody></table>`;
-  $("summary").textContent = `${plural(r.nodes.length, "dataset")}, ${plural(r.edges.length, "link")} (${r.depth} hops each way)`;
   const names = shortNames(r.nodes.map(x => x.dataset));
-  const cy = cytoscape({
-    container: $("graph"), style: GRAPH_STYLE, userZoomingEnabled: false, boxSelectionEnabled: false,
-    elements: [...r.nodes.map(x => ({data: {id: x.dataset, label: names[x.dataset], dataset: x.dataset, start: x.dataset === r.dataset ? 1 : 0,
-                                            w: Math.max(60, 7.4 * names[x.dataset].length + 18)}})),
-               ...r.edges.map((e, i) => ({data: {id: `e${i}`, source: e.source, target: e.target, label: `${e.columns} columns`, show: 1}}))],
-    layout: {name: "dagre", rankDir: "LR", nodeSep: 14, rankSep: 80, fit: false},
-  });
-  graphs.push(cy);
-  window.lineageGraph = cy;
-  const start = cy.getElementById(r.dataset);
-  const fits = firstView(cy, start);
-  wheelZoom(cy, $("graph"));
-  zoomButtons(cy, start);
-  hover(cy);
-  if (r.nodes.length > MINIMAP_OVER || !fits) minimap(cy);
+  const width = x => Math.max(60, textWidth(names[x.dataset]) + 18);
+  const cy = mountGraph([
+    ...r.nodes.map(x => ({data: {id: x.dataset, label: names[x.dataset], dataset: x.dataset, start: x.dataset === r.dataset ? 1 : 0,
+                                 w: width(x)}})),
+    ...r.edges.map((e, i) => ({data: {id: `e${i}`, source: e.source, target: e.target, label: plural(e.columns, "column"),
+                                      labelled: 1, show: 0, mx: 0, my: 0}}))],
+    {name: "dagre", rankDir: "LR", nodeSep: 14, rankSep: 80}, r.dataset, r.nodes.length);
   cy.on("tap", "node", ev => { location.hash = `#/dataset/${enc(ev.target.data("dataset"))}`; });
 }
 
@@ -662,9 +870,10 @@ async function streams(n) {
   const r = await getJSON(n, "/api/streams?limit=1000");
   view.innerHTML = `<h2>Streams</h2><p class="count" id="streams-count">${plural(r.length, "stream")}: each a job however many
     micro-batches it ran; its edges are stored once per plan (a restart with new code adds a plan)</p>
-    <table id="streams"><thead><tr><th>stream</th><th>sinks</th><th>batches</th><th>batch ids</th><th>first batch</th><th>last batch</th><th>plans</th><th>run</th></tr></thead><tbody>
+    <table id="streams"><thead><tr><th>stream</th><th>sources</th><th>sinks</th><th>batches</th><th>batch ids</th><th>first batch</th><th>last batch</th><th>plans</th><th>run</th></tr></thead><tbody>
     ${r.map(x => `<tr><td>${esc(x.name || "(unnamed)")}<br><small class="mono">${esc(x.stream_id)}</small></td>
-      <td>${(x.targets || []).map(datasetLink).join("<br>") || `<span class="none">console / foreach (no dataset)</span>`}</td>
+      <td class="sources">${(x.sources || []).map(datasetLink).join("<br>") || `<span class="none">none recorded</span>`}</td>
+      <td class="sinks">${(x.targets || []).map(datasetLink).join("<br>") || `<span class="none">console / foreach (no dataset)</span>`}</td>
       <td class="batches">${x.batch_count}</td><td>${x.first_batch_id}–${x.last_batch_id}</td>
       <td>${esc(when(x.first_batch_at))}</td><td class="last-batch">${esc(when(x.last_batch_at))}</td>
       <td>${(x.plans || []).length}</td><td><a href="#/run/${enc(x.run_id)}">${esc(x.run_id)}</a></td></tr>`).join("")}</tbody></table>`;
@@ -688,6 +897,7 @@ async function run(n, id) {
 // ---------------------------------------------------------------- router
 async function route() {
   const n = newNav();
+  window.scrollTo(0, 0);  // a new page starts at its top, whatever the last one was scrolled to
   const hash = location.hash.slice(1) || "/";
   const [path, query] = hash.split("?");
   const q = new URLSearchParams(query || "");
@@ -714,6 +924,8 @@ async function route() {
 }
 
 // ---------------------------------------------------------------- search with autocomplete (datasets and columns)
+/** A search hit's mark when its name only resembles the words typed (the API's ``match`` is "fuzzy"). */
+function similar(hit) { return hit.match === "fuzzy" ? ` <small class="similar" title="a similar name, not the words typed">≈</small>` : ""; }
 let suggestCtrl = null, suggestTimer = null;
 function hideSuggestions() { const s = $("suggestions"); if (s) { s.hidden = true; s.innerHTML = ""; } }
 async function suggest(text) {
@@ -727,9 +939,9 @@ async function suggest(text) {
   if (ctrl !== suggestCtrl) return;  // a later keystroke asked again
   const box = $("suggestions");
   box.innerHTML = [
-    ...r.datasets.map(d => `<li><a href="#/dataset/${enc(d.dataset)}"><span class="kind">dataset</span> ${esc(d.dataset)}</a></li>`),
-    ...r.columns.map(c => `<li><a href="${columnHref(c.dataset, c.column)}"><span class="kind">column</span> <b>${esc(c.column)}</b> <small>${esc(c.dataset)}</small></a></li>`),
-    `<li><a href="#/search?q=${enc(text)}">all ${r.datasets_total} datasets and ${r.columns_total} columns matching “${esc(text)}”</a></li>`,
+    ...r.datasets.map(d => `<li><a href="#/dataset/${enc(d.dataset)}"><span class="kind">dataset</span> ${esc(d.dataset)}${similar(d)}</a></li>`),
+    ...r.columns.map(c => `<li><a href="${columnHref(c.dataset, c.column)}"><span class="kind">column</span> <b>${esc(c.column)}</b>${similar(c)} <small>${esc(c.dataset)}</small></a></li>`),
+    `<li><a href="#/search?q=${enc(text)}">all ${plural(r.datasets_total, "dataset")} and ${plural(r.columns_total, "column")} matching “${esc(text)}”</a></li>`,
   ].join("");
   box.hidden = false;
 }
@@ -764,6 +976,7 @@ if (window.LINEAGE_STATIC) {
     if (ev.key === "Escape") { hideSuggestions(); input.focus(); }
   });
   document.addEventListener("click", ev => { if (!ev.target.closest("#search-form, #suggestions")) hideSuggestions(); });
+  history.scrollRestoration = "manual";
   window.addEventListener("hashchange", route);
   route();
 }

@@ -1,6 +1,7 @@
 package lineage.bridge;
 
 import java.lang.reflect.Method;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -31,7 +32,7 @@ final class Facts {
         head.put("qe", call(qe, "id"));
         Object sql = null;
         try {
-            sql = opt(call(call(call(qe, "logical"), "origin"), "sqlText"));
+            sql = statementText(call(qe, "logical"));
         } catch (Exception e) {
             // no origin on this Spark: the SQL text stays unknown
         }
@@ -43,6 +44,37 @@ final class Facts {
         }
         return head;
     }
+
+    /**
+     * The text of the {@code spark.sql} statement {@code plan} came from, or null: the root's origin,
+     * else the first node below it with a text that does not start there (analysis replaced the root,
+     * as for a CTAS); nodes parsed from a view are skipped. The rules of {@code capture/statement.py}.
+     */
+    static Object statementText(Object plan) throws Exception {
+        ArrayDeque<Object> todo = new ArrayDeque<>();
+        todo.add(plan);
+        for (int seen = 0; !todo.isEmpty() && seen <= STATEMENT_NODES; seen++) {
+            Object node = todo.poll();
+            Object origin = call(node, "origin");
+            if (opt(call(origin, "objectType")) != null) {
+                continue;
+            }
+            Object text = opt(call(origin, "sqlText"));
+            if (text != null) {
+                Object start = opt(call(origin, "startIndex"));
+                String sql = String.valueOf(text);
+                boolean inside = start instanceof Integer && (Integer) start <= sql.length()
+                        && !sql.substring(0, (Integer) start).trim().isEmpty();
+                return node == plan || inside ? sql : null;
+            }
+            todo.addAll(seq(call(node, "innerChildren")));
+            todo.addAll(seq(call(node, "children")));
+        }
+        return null;
+    }
+
+    /** Plan nodes {@link #statementText} looks at below the root. */
+    private static final int STATEMENT_NODES = 8;
 
     // -- leaves -------------------------------------------------------------------------------
     /** Facts of a source leaf named {@code name}, or null when the Python side must read them. */
