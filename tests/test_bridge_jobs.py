@@ -3,6 +3,7 @@
 real DuckDB store. Every job is a real Spark application in its own JVM (local[2])."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -410,13 +411,18 @@ def test_two_jobs_at_once_share_one_store(tmp_path: Path) -> None:
     assert set(runs) == {"concurrent_a", "concurrent_b"} and all(runs.values())
 
 
-def _run_with_worker_fault(tmp_path: Path, app: str, n_outputs: int, fault, extra_conf: list[str]) -> tuple:
-    """A job of ``n_outputs`` writes; ``fault(pid)`` hits the bridge's worker right after write 1."""
+def _run_with_worker_fault(tmp_path: Path, app: str, n_outputs: int, fault, extra_conf: list[str],
+                           python: Path | None = None) -> tuple:
+    """A job of ``n_outputs`` writes; ``fault(pid)`` hits the bridge's worker right after write 1.
+    ``python`` replaces the worker's Python (``spark.lineage.python``)."""
     store, sync = tmp_path / "lineage.duckdb", tmp_path / "sync"
     sync.mkdir()
     outs = [tmp_path / f"out{i}" for i in range(n_outputs)]
     log = tmp_path / "driver.log"
-    args = [*capture_args(store), *extra_conf, *pyspark_job(tmp_path, app, outs, pause_after=0, sync=str(sync))]
+    conf = capture_args(store)
+    if python is not None:
+        conf = without_confs(conf, "spark.lineage.python") + ["--conf", f"spark.lineage.python={python}"]
+    args = [*conf, *extra_conf, *pyspark_job(tmp_path, app, outs, pause_after=0, sync=str(sync))]
     started = time.time()
     with open(log, "w") as sink:
         proc = subprocess.Popen([str(SPARK_HOME / "bin" / "spark-submit"), *BASE_CONF, *args], cwd=tmp_path,
@@ -484,3 +490,137 @@ def test_second_worker_death_counts_exactly(tmp_path: Path) -> None:
         assert stored + not_captured == writes, text[-3000:]
     else:  # delivered-but-unconfirmed events may or may not have reached the store before the death
         assert stored + not_captured <= writes <= stored + not_captured + unconfirmed, text[-3000:]
+
+
+# The bridge's worker with its first captured query made slow on purpose, in each worker process:
+# ``sleep`` waits (a worker waiting on something: only its heartbeat shows it is alive), ``gil`` computes
+# in one C call that never releases the GIL (a busy worker whose heartbeat thread cannot run: only its
+# CPU time shows it is alive), ``hang`` never returns (deadlocked, while its heartbeat goes on).
+# How long the slow part really took is appended to a file.
+SLOW_FIRST_EVENT = '''
+import runpy, sys, threading, time
+from pathlib import Path
+from lineage_listener.capture import pipeline
+
+MODE, SECONDS, RECORD = sys.argv[1], float(sys.argv[2]), Path(sys.argv[3])
+_on_success, _first = pipeline.Capture.on_success, [True]
+
+
+def _hold_the_gil(seconds):
+    n = 1 << 16
+    while True:  # calibrate on CPU time, so a starved process still computes for at least `seconds`
+        t0 = time.process_time()
+        sum(range(n))
+        spent = time.process_time() - t0
+        if spent >= 0.2:
+            break
+        n *= 2
+    sum(range(int(n * seconds / spent)))  # one C call: the GIL is held throughout
+
+
+def _slow_first(self, *args):
+    if _first[0]:
+        _first[0] = False
+        started = time.monotonic()
+        if MODE == "hang":
+            threading.Event().wait()
+        time.sleep(SECONDS) if MODE == "sleep" else _hold_the_gil(SECONDS)
+        with RECORD.open("a") as f:
+            f.write(f"{time.monotonic() - started}\\n")
+    return _on_success(self, *args)
+
+
+pipeline.Capture.on_success = _slow_first
+sys.argv = [sys.argv[0]]
+runpy.run_module("lineage_listener.bridge.worker", run_name="__main__", alter_sys=True)
+'''
+
+
+def slow_first_event_python(tmp_path: Path, mode: str, seconds: float) -> tuple[Path, Path]:
+    """A ``spark.lineage.python`` whose workers take ``seconds`` over their first query; and the record file."""
+    script, record, wrapper = tmp_path / "slow_worker.py", tmp_path / "slow-seconds.txt", tmp_path / "slow-python"
+    script.write_text(SLOW_FIRST_EVENT)
+    wrapper.write_text(f"#!/bin/sh\nexec {sys.executable} {script} {mode} {seconds} {record}\n")
+    wrapper.chmod(0o755)
+    return wrapper, record
+
+
+STALL_MS = 2000
+
+
+def await_slow_part(record: Path, log: Path) -> None:
+    """Until a worker has finished its slow first event (or the bridge stopped it: the caller's
+    assertions say so), bounded so that a broken bridge fails the test instead of hanging it."""
+    deadline = time.time() + 240
+    while not (record.exists() and record.read_text()) and time.time() < deadline:
+        if "did not answer" in log.read_text():
+            return
+        time.sleep(0.05)
+
+
+def test_a_busy_replacement_worker_is_not_taken_for_a_frozen_one(tmp_path: Path) -> None:
+    """Each worker spends 3 x stallTimeoutMs waiting in its first event while its heartbeat goes on. The
+    first one is then frozen (SIGSTOP) and replaced; the replacement is busy replaying. The frozen one is
+    stopped, both busy ones are kept: every write's lineage arrives once."""
+    import signal
+
+    python, record = slow_first_event_python(tmp_path, "sleep", 3 * STALL_MS / 1000)
+
+    def freeze_once_idle(pid: int) -> None:  # the first worker is slow too: freeze it once it is done
+        await_slow_part(record, tmp_path / "driver.log")
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGSTOP)
+
+    rc, text, store, outs, _ = _run_with_worker_fault(
+        tmp_path, "busy_replacement_job", 3, freeze_once_idle,
+        ["--conf", f"spark.lineage.stallTimeoutMs={STALL_MS}"], python=python)
+    assert rc == 0, text[-3000:]
+    assert OFF_LINE not in text, text[-3000:]
+    assert text.count(f"did not answer for {STALL_MS} ms") == 1, text[-3000:]
+    assert text.count("restarting it and replaying") == 1, text[-3000:]
+    expected = pyspark_edges(orders_csv(tmp_path))
+    for o in outs:
+        assert edges(store, f"file:{o}") == expected, o
+    assert query(store, "SELECT query_id, target_column, source_column, transform, count(*) FROM column_lineage "
+                        "GROUP BY ALL HAVING count(*) > 1") == []
+    slow = [float(x) for x in record.read_text().split()]
+    assert len(slow) == 2 and all(s > STALL_MS / 1000 for s in slow), slow  # both workers were slow
+
+
+def test_a_worker_computing_without_releasing_the_gil_is_kept(tmp_path: Path) -> None:
+    """The worker's first event holds the GIL in C for 1.5 x stallTimeoutMs of CPU time (longer in wall
+    time): no heartbeat can run, its CPU time shows it is alive. It is not stopped, and both writes are
+    captured. The job waits after write 1 until that is done, so a starved worker still ends before the
+    drain deadline."""
+    python, record = slow_first_event_python(tmp_path, "gil", 1.5 * STALL_MS / 1000)
+    rc, err, store, outs, _ = _run_with_worker_fault(
+        tmp_path, "gil_worker_job", 2, lambda pid: await_slow_part(record, tmp_path / "driver.log"),
+        ["--conf", f"spark.lineage.stallTimeoutMs={STALL_MS}"], python=python)
+    assert rc == 0, err[-3000:]
+    assert "did not answer" not in err and "restarting it" not in err and OFF_LINE not in err, err[-3000:]
+    expected = pyspark_edges(orders_csv(tmp_path))
+    for o in outs:
+        assert edges(store, f"file:{o}") == expected, o
+    slow = [float(x) for x in record.read_text().split()]
+    assert len(slow) == 1 and slow[0] > STALL_MS / 1000, slow
+
+
+def test_a_hung_worker_is_kept_while_the_job_runs_and_stopped_at_the_drain_deadline(tmp_path: Path) -> None:
+    """The worker's first event never returns while its heartbeat goes on (a deadlock in Python). It is
+    not taken for a frozen one during the job; once the application has ended it is stopped at the drain
+    deadline, not restarted, and the lines count exactly the events it held up."""
+    python, _ = slow_first_event_python(tmp_path, "hang", 0)
+    store, outs = tmp_path / "lineage.duckdb", [tmp_path / f"out{i}" for i in range(3)]
+    args = without_confs(capture_args(store), "spark.lineage.python")
+    args += ["--conf", f"spark.lineage.python={python}", "--conf", f"spark.lineage.stallTimeoutMs={STALL_MS}",
+             "--conf", "spark.lineage.drainTimeoutMs=5000"]
+    rc, stdout, err = run_job([*args, *pyspark_job(tmp_path, "hung_worker_job", outs)], tmp_path)
+    assert rc == 0 and all((o / "_SUCCESS").exists() for o in outs), stdout[-2000:] + err[-3000:]
+    assert "did not answer" not in err, err[-3000:]
+    assert err.count("is alive but did not finish its work by the end of the drain") == 1, err[-3000:]
+    off = [line for line in err.splitlines() if OFF_LINE in line]
+    assert len(off) == 1 and "did not finish within spark.lineage.drainTimeoutMs=5000 ms" in off[0], err[-3000:]
+    assert "restarting it and replaying" not in err and "gave up waiting" not in err, err[-3000:]
+    total = re.findall(r"(\d+) lineage events of this run were not captured", err)
+    stored = len([o for o in outs if edges(store, f"file:{o}")]) if store.exists() else 0
+    assert total and stored + int(total[0]) == len(outs), err[-3000:]

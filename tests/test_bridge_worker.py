@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import logging
+import threading
 
 import pytest
 
+from lineage_listener.bridge import heartbeat
 from lineage_listener.bridge.worker import BridgeWorker, WorkerSettings
 
 
@@ -35,6 +37,29 @@ def test_settings_come_from_the_environment_only() -> None:
     assert (s.port, s.token, s.store, s.log_level) == (4242, "t", "/x/l.duckdb", "WARNING")
     with pytest.raises(SystemExit, match="started by the JVM bridge"):
         WorkerSettings.from_env({})
+
+
+def test_heartbeat_settings_come_from_the_bridge() -> None:
+    base = {"LINEAGE_BRIDGE_PORT": "4242", "LINEAGE_BRIDGE_TOKEN": "t"}
+    s = WorkerSettings.from_env({**base, "LINEAGE_BRIDGE_WORKER_ID": "2", "LINEAGE_BRIDGE_HEARTBEAT_MS": "600"})
+    assert (s.worker_id, s.heartbeat_ms) == ("2", 600)
+    for bad in ("", "0", "-5", "soon"):
+        assert WorkerSettings.from_env({**base, "LINEAGE_BRIDGE_HEARTBEAT_MS": bad}).heartbeat_ms == 1000
+
+
+def test_a_failed_beat_does_not_stop_the_heartbeat() -> None:
+    sent, stopped = [], threading.Event()
+
+    def send() -> None:
+        sent.append(len(sent))
+        if len(sent) == 4:
+            stopped.set()
+        if len(sent) % 2:
+            raise ConnectionError("the bridge is busy")
+
+    thread = heartbeat.start(send, 0.001, stopped)
+    thread.join()
+    assert sent == [0, 1, 2, 3] and thread.daemon
 
 
 def test_calls_are_relayed_and_errors_never_escape(caplog: pytest.LogCaptureFixture) -> None:

@@ -24,6 +24,7 @@ import pytest
 import lineage_listener
 from lineage_listener.cli import main as cli_main
 from lineage_listener.store import doctor, spool
+from lineage_listener.store.batch import Batch
 from lineage_listener.store.schema import SCHEMA_VERSION, schema_sql
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -215,7 +216,9 @@ def test_newer_store_is_left_alone_and_lineage_spooled(spark, people, tmp_path, 
     assert ok is False
     assert "newer" in caplog.text and "doctor" in caplog.text
     assert edges(store) == set()
-    assert len(spool.pending(store)) == 1
+    spooled = [Batch.from_json(f.read_text()) for f in spool.pending(store)]  # the action; the run's end
+    assert [len(b.rows["queries"]) for b in spooled] == [1, 0]
+    assert [r[7] is not None for b in spooled for r in b.rows["runs"]] == [False, True]
     assert not doctor.examine(store).healthy
 
 

@@ -207,8 +207,8 @@ def test_remote_writer_spools_when_the_server_is_down(tmp_path):
 
 
 def test_run_end_after_disable_reaches_the_server_not_a_local_file(tmp_path):
-    """``disable()`` while the application goes on marks the run ended at exit, through the same
-    server (before: a DuckDB file named after the URL, ``http:/127.0.0.1:PORT``, in the cwd)."""
+    """``disable()`` while the application goes on marks the run ended through the same server,
+    never in a DuckDB file named after the URL (``http:/127.0.0.1:PORT``) in the cwd."""
     store = tmp_path / "central.duckdb"
     srv = Server(store).start()
     script = tmp_path / "job.py"

@@ -266,3 +266,48 @@ def test_stateful_operators(spark: Any, cap: Any, tmp_path: Path) -> None:
         assert {(t, s, c, tr) for t, s, c, tr, _ in edges(store, "memory:w_state")} == {
             (out, s_in, c, "derived") for out in ("name", "total") for c in ("id", "name", "amount", "ts")} | {
             (None, s_in, "name", "group_by")}
+
+
+def test_foreach_batch_writes_read_after_the_stream_stopped(spark: Any, cap: Any, tmp_path: Path) -> None:
+    """foreachBatch with ``persist()``: its writes are read by the capture after the stream stopped and
+    before the stream's progress (both held on Spark's bus by gates), and still have its sources."""
+    from tests.bus_gates import QueryGate, StreamGate
+
+    src, fb, other = tmp_path / "in", tmp_path / "fb", tmp_path / "other"
+    for folder in (src, other):
+        folder.mkdir()
+        drop(folder, "0.json", [{"id": 1, "name": "ann", "amount": 5, "ts": "2026-01-01 10:00:00"}])
+
+    def each(df: Any, batch_id: int) -> None:
+        df.persist()
+        df.selectExpr("id", "concat(n, '!') AS shout").write.mode("append").parquet(str(fb))
+        df.select("id").write.mode("append").parquet(str(fb) + "_ids")
+        df.unpersist()
+
+    queries, streams = QueryGate().register(spark), StreamGate()
+    spark.streams.addListener(streams)
+    try:
+        spark.range(1).collect()  # the shared queue (query ends) is held from here
+        assert queries.entered.wait(60)
+        held = (spark.readStream.schema(SCHEMA).json(str(other)).writeStream.format("memory")
+                .queryName("held_progress").option("checkpointLocation", str(tmp_path / "ck0")).start())
+        held.processAllAvailable()  # its progress holds the streams queue (stream progress) from here
+        assert streams.entered.wait(60)
+        held.stop()
+        q = (spark.readStream.schema(SCHEMA).json(str(src)).selectExpr("id", "upper(name) AS n")
+             .writeStream.foreachBatch(each).option("checkpointLocation", str(tmp_path / "ck")).start())
+        q.processAllAvailable()
+        q.stop()
+        queries.open()
+        spark.range(1).count()  # delivered after the writes: once the gate saw it, so has the capture
+        assert queries.saw("count").wait(60)
+        assert cap.capture.flush(60)  # the writes are read now, the stream's progress still held
+    finally:
+        queries.unregister(spark)
+        streams.opened.set()
+        spark.streams.removeListener(streams)
+    assert cap.flush(60)
+    s_in = f"file:{src}"
+    assert edges(cap.store, f"file:{fb}") == {("id", s_in, "id", "identity", "id"),
+                                              ("shout", s_in, "name", "derived", "concat(upper(name), '!')")}
+    assert edges(cap.store, f"file:{fb}_ids") == {("id", s_in, "id", "identity", "id")}

@@ -100,3 +100,58 @@ def test_zero_code_streaming_job(tmp_path: Path) -> None:
     assert {(enriched, "key", orders, "key", "identity"), (enriched, "value", orders, "value", "derived")} \
         <= edges
     assert (f"file:{tmp_path / 'hop'}", "payload", enriched, "value", "derived") in edges
+
+
+FOREACH_BATCH_JOB = '''
+import json, sys
+from pathlib import Path
+from pyspark.sql import SparkSession
+
+cfg = json.loads(sys.argv[1])
+sys.path.insert(0, cfg["root"])
+from tests.bus_gates import QueryGate, StreamGate
+
+spark = SparkSession.builder.appName("foreach-batch-job").getOrCreate()
+queries, streams = QueryGate().register(spark), StreamGate()
+spark.streams.addListener(streams)
+spark.range(1).collect()  # the shared queue (query ends) is held from here
+assert queries.entered.wait(60)
+held = (spark.readStream.schema("id INT, name STRING").json(cfg["other"]).writeStream.format("memory")
+        .queryName("held_progress").option("checkpointLocation", cfg["ck"] + "0").start())
+held.processAllAvailable()  # its progress holds the streams queue from here
+assert streams.entered.wait(60)
+held.stop()
+
+def each(df, batch_id):
+    df.persist()
+    df.selectExpr("id", "concat(n, '!') AS shout").write.mode("append").parquet(cfg["fb"])
+    df.unpersist()
+
+q = (spark.readStream.schema("id INT, name STRING").json(cfg["src"]).selectExpr("id", "upper(name) AS n")
+     .writeStream.foreachBatch(each).option("checkpointLocation", cfg["ck"]).start())
+q.processAllAvailable()
+q.stop()  # the stream's write reaches the capture after this, its progress later still
+queries.open()
+spark.range(1).count()
+assert queries.saw("count").wait(60)
+streams.opened.set()
+spark.stop()
+'''
+
+
+def test_zero_code_foreach_batch_writes_have_the_streams_sources(tmp_path: Path) -> None:
+    """Under the bridge, a foreachBatch write reaches the worker after its stream stopped and before
+    the stream's progress (gates in the job hold Spark's bus): it still has the stream's sources."""
+    store, src, other = tmp_path / "lineage.duckdb", tmp_path / "in", tmp_path / "other"
+    for folder in (src, other):
+        folder.mkdir()
+        (folder / "0.json").write_text(json.dumps({"id": 1, "name": "ann"}) + "\n")
+    (tmp_path / "job.py").write_text(FOREACH_BATCH_JOB)
+    cfg = {"root": str(Path(__file__).resolve().parents[1]), "src": str(src), "other": str(other),
+           "fb": str(tmp_path / "fb"), "ck": str(tmp_path / "ck")}
+    code, out, err = run_job([*capture_args(store), str(tmp_path / "job.py"), json.dumps(cfg)], tmp_path)
+    assert code == 0, err[-3000:]
+    with duckdb.connect(str(store), read_only=True) as con:
+        edges = set(con.execute("SELECT target_column, source_dataset, source_column, transform FROM column_lineage "
+                                "WHERE target_dataset = ?", [f"file:{tmp_path / 'fb'}"]).fetchall())
+    assert edges == {("id", f"file:{src}", "id", "identity"), ("shout", f"file:{src}", "name", "derived")}

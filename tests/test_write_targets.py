@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections import Counter
 
 import duckdb
+import pytest
 
 
 def _write_queries(got):
@@ -113,3 +114,30 @@ def test_ctas_query_is_read_and_walked_once(lineage, spark, people, monkeypatch)
     want = [("id", schema["id"].dataType.typeName()), ("s", "struct"), ("s.n", "string"),
             ("a2", schema["a2"].dataType.simpleString())]
     assert [(c, t) for c, t, _ in columns] == want and [o for *_, o in columns] == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("reader", ["compact", "json"])
+def test_an_action_on_a_commands_result_is_not_a_second_statement(lineage, spark, people, monkeypatch, caplog,
+                                                                   reader):
+    """``spark.sql(cmd).collect()``: Spark reports the command, then the collect of its result rows, whose
+    plan is the command again. One statement, one ``queries`` row: the command's (with either plan reader)."""
+    from lineage_listener.capture import planreader
+
+    monkeypatch.setenv(planreader.ENV, reader)
+    if reader == "compact":
+        planreader.install_default(background=False)
+        assert planreader.head(spark.sql("SELECT 1")._jdf.queryExecution()) is not None
+    table = f"t_result_{reader}"
+    spark.sql(f"CREATE TABLE {table} (who STRING, total DOUBLE) USING parquet")
+    got = lineage.run(lambda: spark.sql(f"INSERT INTO {table} SELECT name, amount FROM people").collect())
+    assert [(q["action"], q["target_dataset"]) for q in got.queries] == [("command", f"spark_catalog.default.{table}")]
+    assert got.simple() == {("who", "name", "rename"), ("total", "amount", "rename")}
+    ctas = lineage.run(lambda: spark.sql(f"CREATE TABLE {table}_as USING parquet AS SELECT id FROM people").collect())
+    assert [(q["action"], q["target_dataset"]) for q in ctas.queries] == [
+        ("command", f"spark_catalog.default.{table}_as")]
+    caplog.clear()
+    shown = lineage.run(lambda: spark.sql("SHOW TABLES").collect())
+    limited = lineage.run(lambda: spark.sql("SHOW TABLES").limit(1).collect())  # a query over the result alone
+    assert shown.queries == limited.queries == [] and "unknown plan node" not in caplog.text
+    read = lineage.run(lambda: spark.sql(f"SELECT who FROM {table}").collect())  # a query's own collect stays
+    assert [(q["action"], q["target_dataset"]) for q in read.queries] == [("collectToPython", None)]

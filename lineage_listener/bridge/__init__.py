@@ -8,6 +8,7 @@ which connects back and feeds the same capture pipeline ``enable()`` uses.
 - :mod:`lineage_listener.bridge.jar`: build and cache the bridge jar.
 - :mod:`lineage_listener.bridge.submit`: the ``spark-submit`` arguments.
 - :mod:`lineage_listener.bridge.worker`: the worker process.
+- :mod:`lineage_listener.bridge.heartbeat`: the worker's sign of life while it is busy.
 """
 from __future__ import annotations
 

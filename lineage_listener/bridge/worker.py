@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from lineage_listener.bridge import WORKER_INTERFACE
+from lineage_listener.bridge import WORKER_INTERFACE, heartbeat
 
 log = logging.getLogger("lineage_listener.bridge.worker")
 
@@ -31,6 +31,8 @@ class WorkerSettings:
     openlineage_url: str | None = None
     url: str | None = None  # a lineage server instead of the store (token: env LINEAGE_TOKEN)
     kafka: str | None = field(default=None, repr=False)  # LINEAGE_KAFKA (JSON; may hold secrets)
+    worker_id: str = ""  # which of the bridge's workers this is; every heartbeat names it
+    heartbeat_ms: int = 1000
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> "WorkerSettings":
@@ -40,10 +42,13 @@ class WorkerSettings:
         except (KeyError, ValueError):
             raise SystemExit("lineage_listener.bridge.worker is started by the JVM bridge, not by hand "
                              "(LINEAGE_BRIDGE_PORT / LINEAGE_BRIDGE_TOKEN are not set)") from None
+        beat = env.get("LINEAGE_BRIDGE_HEARTBEAT_MS", "")
         return cls(port=port, token=token, store=env.get("LINEAGE_STORE") or None,
                    log_level=env.get("LINEAGE_LOG_LEVEL") or "WARNING",
                    openlineage_url=env.get("LINEAGE_OPENLINEAGE_URL") or None,
-                   url=env.get("LINEAGE_URL") or None, kafka=env.get("LINEAGE_KAFKA") or None)
+                   url=env.get("LINEAGE_URL") or None, kafka=env.get("LINEAGE_KAFKA") or None,
+                   worker_id=env.get("LINEAGE_BRIDGE_WORKER_ID", ""),
+                   heartbeat_ms=int(beat) if beat.isdigit() and int(beat) > 0 else cls.heartbeat_ms)
 
 
 class BridgeWorker:
@@ -67,6 +72,9 @@ class BridgeWorker:
 
     def onFailure(self, func_name: str, qe: Any, exception: Any) -> None:  # noqa: N802
         self._guard("on_failure", self._capture.on_failure, func_name, qe, exception)
+
+    def onStreamStarted(self, run_id: str, query: Any) -> None:  # noqa: N802
+        self._guard("on_stream_started", self._capture.on_stream_started, str(run_id), query)
 
     def onStreamProgress(self, event: Any, query: Any) -> None:  # noqa: N802
         self._guard("on_stream_progress", self._capture.on_stream_progress, event, query)
@@ -142,6 +150,9 @@ def serve(settings: WorkerSettings, close_timeout: float = 30.0) -> int:
     )
     try:
         callback_port = gateway.get_callback_server().get_listening_port()
+        # Beating before attaching: from attach on, the bridge expects signs of life during each call.
+        heartbeat.start(lambda: gateway.entry_point.heartbeat(settings.worker_id, os.getpid()),
+                        settings.heartbeat_ms / 1000.0, worker.stopped)
         gateway.entry_point.attach(callback_port, worker)
         log.info("connected to the bridge on 127.0.0.1:%d (callbacks on %d), store %s",
                  settings.port, callback_port, settings.store)

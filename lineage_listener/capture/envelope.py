@@ -13,8 +13,8 @@ from typing import Any
 
 from py4j.protocol import Py4JError
 
-from lineage_listener.capture import (facts, inference, internal, nodelay, planreader, rejected, stages, statement,
-                                      streams)
+from lineage_listener.capture import (command_result, facts, inference, internal, nodelay, planreader, rejected,
+                                      stages, statement, streams)
 from lineage_listener.plan.classes import MICRO_BATCH_LEAF, STREAM_SINK_WRITES, WRAPPER_COMMANDS, WRITE_COMMANDS
 from lineage_listener.plan.text import has_class
 from lineage_listener.lineage import redact
@@ -88,6 +88,8 @@ class Reader:
         err_text = _error_text(error) if error is not None else None
         head = None if rejected.is_rejected(func_name) else planreader.head(qe)
         if head is not None and "root" in head:
+            if command_result.reads_result(func_name, qe, head):
+                return None  # the rows of a command that ran (and was captured) already
             run = self._run_of_app(str(head["app"]), qe)
             qe_id = int(head["qe"]) if head.get("qe") is not None else None
             return self._read_plan(func_name, qe, None, run, qe_id, str(head["root"]), head.get("sql"),
@@ -108,6 +110,8 @@ class Reader:
             return Envelope(func_name, now, run, qe_id, None, None, None, duration_ms,
                             err_text or _error_text(exc), duration_ns=duration_ns)
         root = str(plan.nodeName())
+        if head is None and command_result.reads_result(func_name, qe, None):
+            return None  # the rows of a command that ran (and was captured) already
         sql_text = None
         try:  # below the root only for writes: a few py4j calls per node
             sql_text = statement.statement_text(qe.logical(), statement.NODES if root in WRITE_COMMANDS else 0)
@@ -151,6 +155,8 @@ class Reader:
                 text, decoded, fallback = planreader.read(jvm_plan())
                 read = planreader.QueryRead(text, decoded, fallback=fallback)
             plan_json, items = read.text, read.items
+            if command_result.reads_only_results(root, items):
+                return None  # a command's result rows, and nothing else
             read_error = read.fallback  # recorded (capture_errors), not an error of the capture
             if stages.enabled():
                 stages.add("transfer", _transfer_time(len(plan_json)))

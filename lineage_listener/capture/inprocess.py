@@ -6,7 +6,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from lineage_listener.capture import planreader, run_end, sigterm, sinks, streams
+from lineage_listener.capture import planreader, sigterm, sinks, streams
 from lineage_listener.capture.listener import PlanListener
 from lineage_listener.capture.pipeline import Capture
 from lineage_listener.kafka import settings as kafka_settings
@@ -19,6 +19,8 @@ OPENLINEAGE_URL_CONF = "spark.lineage.openlineage.url"
 SERVER_URL_CONF = "spark.lineage.url"
 SERVER_TOKEN_CONF = "spark.lineage.token"
 DEFAULT_STORE = "lineage.duckdb"
+#: enable() waits at most this long for Spark's listener bus to deliver the events posted before it.
+ENABLE_DRAIN_SECONDS = 10.0
 
 _lock = threading.Lock()
 _handles: dict[str, "CaptureHandle"] = {}
@@ -124,6 +126,12 @@ def enable(spark: Any, store: str | os.PathLike | None = None, **options: Any) -
                                                    options.pop("token", None), options.get("lock_timeout", 10.0))
         capture = Capture(store, **options)
         listener = PlanListener(capture)
+        # Spark hands an action's end event to the listeners registered when the bus delivers it, not
+        # when it was posted: deliver what is posted (every action that returned before this call)
+        # first, so that only actions after enable() are captured.
+        if not wait_for_listener_bus(spark, ENABLE_DRAIN_SECONDS):
+            log.info("lineage-listener: Spark's listener bus did not empty within %.0f s; actions that "
+                     "ended just before enable() may be captured", ENABLE_DRAIN_SECONDS)
         spark._jsparkSession.listenerManager().register(listener)
         registered = streams.register(spark._jsparkSession, capture)
         capture.reader.stream_sessions.append(spark._jsparkSession)
@@ -151,12 +159,17 @@ def disable(spark: Any, timeout: float = 30.0) -> None:
                 streams.unregister(spark._jsparkSession, handle.stream_listener)
     except Exception as exc:  # noqa: BLE001
         log.debug("unregister failed: %s", exc)
-    if not _alive(spark):
-        handle.capture.end_run()
-        handle.capture.close(timeout)
-    else:  # the application goes on without capture: its end is written when the process exits
-        handle.capture.close(timeout)  # first: the runs are known once every queued action is read
-        run_end.later(handle.capture.writer, handle.capture.reader.runs())
+    # The store is complete when this returns: the runs end now (runs.ended_at, the end of their
+    # capture), unless another session of this process still captures them; nothing is written later.
+    handle.capture.end_run(keep=_runs_captured_elsewhere)
+    handle.capture.close(timeout)
+
+
+def _runs_captured_elsewhere() -> set[str]:
+    """App ids of the runs the captures still enabled in this process have seen."""
+    with _lock:
+        captures = [h.capture for h in _handles.values()]
+    return {app_id for capture in captures for app_id in capture.reader.runs()}
 
 
 def _alive(spark: Any) -> bool:

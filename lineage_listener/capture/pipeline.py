@@ -126,6 +126,11 @@ class Capture:
     def on_failure(self, func_name: str, qe: Any, exception: Any) -> None:
         self._accept(func_name, qe, None, exception if exception is not None else "failed")
 
+    def on_stream_started(self, run_id: str, query: Any) -> None:
+        """A stream run started (on its own thread): remember its query for foreachBatch writes."""
+        if not self._closed:
+            self.reader.streams.started(run_id, query)
+
     def on_stream_progress(self, event: Any, query: Any) -> None:
         """A micro-batch finished: queue its progress event (read on the capture thread)."""
         if self._closed:
@@ -167,9 +172,10 @@ class Capture:
         self._queue.put(marker)
         return marker.done.wait(timeout) and marker.ok
 
-    def end_run(self, app_id: str | None = None) -> None:
-        """Record ``runs.ended_at`` now for ``app_id`` (default: every run this capture saw)."""
-        self._queue.put(_Marker("end", app_id))
+    def end_run(self, app_id: str | None = None, keep: Callable[[], set[str]] | None = None) -> None:
+        """Record ``runs.ended_at`` now for ``app_id`` (default: every run this capture saw), except
+        the runs ``keep()`` names when asked (after every queued action is read): ones still captured."""
+        self._queue.put(_Marker("end", (app_id, keep)))
 
     def hurry(self) -> None:
         """The application is ending: wait for a busy store at most ``EXIT_LOCK_WAIT``, then spool."""
@@ -203,14 +209,20 @@ class Capture:
                     if not len(self._pending):
                         self._next_write = self._next_write_at()
                     now = datetime.now(timezone.utc).replace(tzinfo=None)
+                    only, keep = item.payload
+                    kept = keep() if keep is not None else set()
                     for app_id, run in list(self.reader.runs().items()):
-                        if item.payload in (None, app_id):
+                        if only in (None, app_id) and app_id not in kept:
                             self._pending.extend(self.recorder.end_run(run, now))
                     item.ok = True
                 elif item.kind == "stop":  # close() flushed just before: write only what came since
                     item.ok = self._write() if len(self._pending) else not self.writer.waiting()
-                else:
+                else:  # flush: what after_write returns too, so nothing is written after flush() returns
                     item.ok = self._write()
+                    for _ in range(3):
+                        if not (item.ok and len(self._pending)):
+                            break
+                        item.ok = self._write()
                 item.done.set()
                 if item.kind == "stop":
                     return

@@ -124,6 +124,7 @@ class Recorder:
         self._last_columns: dict[str, list[tuple[str, Any, Any]]] = {}
         self._lineage_errors: set[str] = set()
         self._streams: dict[str, StreamLineage] = {}  # stream run id -> its lineage
+        self._open_runs: set[str] = set()  # runs this recorder has reopened (until it ends them)
 
     def run_row(self, env: Envelope, ended: datetime | None = None) -> tuple:
         r = env.run
@@ -132,12 +133,21 @@ class Recorder:
         return (r["app_id"], r["app_id"], r.get("app_name"), r.get("spark_version"), r.get("spark_user"),
                 r.get("master"), iso(started_at), iso(ended))
 
+    def _add_run(self, batch: Batch, env: Envelope) -> None:
+        """The run's row; the first time this recorder sees the run, also reopen it: a capture
+        disabled earlier in the same application wrote an end that no longer holds."""
+        run_id = env.run["app_id"]
+        if run_id not in self._open_runs:
+            self._open_runs.add(run_id)
+            batch.add("run_reopened", (run_id,))
+        batch.add("runs", self.run_row(env))
+
     def record(self, env: Envelope) -> Batch:
         """Rows for one envelope (may be only an upgraded ``queries`` row)."""
         if env.stream is not None:
             return self.record_stream(env)
         batch = Batch()
-        batch.add("runs", self.run_row(env))
+        self._add_run(batch, env)
         run_id = env.run["app_id"]
         query_id = query_id_of(env)
         now = iso(env.captured_at)
@@ -211,7 +221,7 @@ class Recorder:
         progress = env.stream
         assert progress is not None
         run_id = env.run["app_id"]
-        batch.add("runs", self.run_row(env))
+        self._add_run(batch, env)
         now = iso(env.captured_at)
         known = self._streams.get(progress.stream_run_id)
         if known is None:
@@ -295,8 +305,10 @@ class Recorder:
                 batch.add("dataset_columns", (target.name, column, dtype, nullable, now, now, position))
             batch.add("retarget", (inner.query_id, target.name, inner.target_dataset))
 
-    def end_run(self, run: dict, ended: datetime) -> Batch:
+    def end_run(self, run: Mapping[str, Any], ended: datetime) -> Batch:
+        """The run's end (``runs.ended_at``); a later action of the run reopens it."""
         batch = Batch()
         env = Envelope("end", ended, run)
         batch.add("runs", self.run_row(env, ended))
+        self._open_runs.discard(str(run["app_id"]))
         return batch

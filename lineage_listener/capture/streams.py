@@ -13,7 +13,9 @@ them; the sink is the target (``file:`` path, table, ``kafka://servers/topic``,
 
 ``foreachBatch``: Spark hands the function a ``LogicalRDD`` whose attributes are the
 stream plan's outputs; :class:`StreamRegistry` maps them back to that plan so the
-writes inside the function have the stream's sources.
+writes inside the function have the stream's sources. Those writes may be read before
+the stream's first progress event, even after the stream stopped: the query of every
+run is taken when it starts, and its plan read then if needed.
 """
 from __future__ import annotations
 
@@ -39,6 +41,8 @@ _BRACKETED = re.compile(r"^\w+\[(?P<uri>[^\]\s,]+)\]$")
 class StreamEvents(Protocol):
     """What the listener hands stream events to (the capture pipeline)."""
 
+    def on_stream_started(self, run_id: str, query: Any) -> None: ...
+
     def on_stream_progress(self, event: Any, query: Any) -> None: ...
 
 
@@ -63,8 +67,10 @@ class StreamListener:
         try:
             query = self.jsession.streams().get(event.id())
             if query is not None:
+                run = str(event.runId().toString())
                 with self._lock:
-                    self._started[str(event.runId().toString())] = query
+                    self._started[run] = query
+                self.capture.on_stream_started(run, query)
         except Exception as exc:  # noqa: BLE001 - never break the stream
             log.debug("could not take a started stream: %s", exc)
 
@@ -309,7 +315,12 @@ class StreamRegistry:
     DataFrame share their sources' exprIds: the whole output tells them apart."""
 
     by_output: dict[tuple[int, ...], StreamPlan] = field(default_factory=dict)
+    #: Stream runs started whose plan is not read yet: run id -> its query (at most ``MAX_UNREAD``).
+    unread: dict[str, Any] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    #: Started runs kept unread at most (the oldest go first: runs that stopped before any batch).
+    MAX_UNREAD = 100
 
     def add(self, plan: StreamPlan) -> None:
         with self.lock:
@@ -317,10 +328,23 @@ class StreamRegistry:
                 self.by_output.clear()
             if plan.output_ids:
                 self.by_output[plan.output_ids] = plan
+            self.unread.pop(plan.progress.stream_run_id, None)
 
     def get(self, expr_ids: tuple[int, ...]) -> StreamPlan | None:
         with self.lock:
             return self.by_output.get(expr_ids)
+
+    def started(self, run_id: str, query: Any) -> None:
+        """A stream run started (its ``StreamingQuery``): its plan is read when a ``foreachBatch``
+        write of it comes before its first progress event, even once the stream has stopped."""
+        with self.lock:
+            while len(self.unread) >= self.MAX_UNREAD:
+                self.unread.pop(next(iter(self.unread)))
+            self.unread[run_id] = query
+
+    def unread_queries(self) -> list[Any]:
+        with self.lock:
+            return list(self.unread.values())
 
 
 def read_plan(query: Any, progress: Progress, scope: str | None) -> StreamPlan:
@@ -360,8 +384,11 @@ def foreach_batch_leaves(items: Any, registry: StreamRegistry, sessions: list[An
     out: dict[int, dict[str, Any]] = {}
     for ids in rdd_ids:
         plan = registry.get(ids)
+        if plan is None:  # its stream's first progress event is not read yet: the runs started
+            _read_queries(registry, registry.unread_queries(), scope)
+            plan = registry.get(ids)
         for session in sessions if plan is None else ():
-            _read_active(registry, session, scope)
+            _read_queries(registry, _active(session), scope)
             plan = registry.get(ids)
             if plan is not None:
                 break
@@ -388,15 +415,19 @@ def _rdd_leaf_ids(items: Any) -> list[tuple[int, ...]]:
     return out
 
 
-def _read_active(registry: StreamRegistry, session: Any, scope: str | None) -> None:
-    """Register the plans of the session's active streams (a foreachBatch write may be read
-    before its stream's first progress event; it runs in a clone of the stream's session)."""
+def _active(session: Any) -> list[Any]:
+    """The session's active streams (a foreachBatch write runs in a clone of the stream's session)."""
     try:
         active = session.streams().active()
-        queries = [active[i] for i in range(len(active))]
+        return [active[i] for i in range(len(active))]
     except (Py4JError, TypeError) as exc:
         log.debug("could not list active streams: %s", exc)
-        return
+        return []
+
+
+def _read_queries(registry: StreamRegistry, queries: list[Any], scope: str | None) -> None:
+    """Register the plans of ``queries`` (a foreachBatch write may be read before its stream's
+    first progress event). A stream that has not built its plan yet is left for later."""
     now = datetime.now(timezone.utc).replace(tzinfo=None)
     for q in queries:
         try:
@@ -405,4 +436,4 @@ def _read_active(registry: StreamRegistry, session: Any, scope: str | None) -> N
                                 -1, now, None)
             registry.add(read_plan(q, progress, scope))
         except (Py4JError, ValueError) as exc:
-            log.debug("could not read an active stream: %s", exc)
+            log.debug("could not read a stream's plan: %s", exc)

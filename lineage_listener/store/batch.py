@@ -30,13 +30,16 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     # Not a table: when queries started (OpenLineage START events; null: not in this batch), kept
     # in query_starts; an ended query's duration_ms is computed from it, whichever came first.
     "query_started": ("query_id", "started_at"),
+    # Not a table: runs whose ended_at is cleared before this batch's runs rows are written (a capture
+    # enabled again in an application whose earlier capture was disabled: the run goes on).
+    "run_reopened": ("run_id",),
 }
 
 #: Entries of COLUMNS that are instructions to the writer, not tables.
-PSEUDO_TABLES = frozenset({"retarget", "query_started"})
+PSEUDO_TABLES = frozenset({"retarget", "query_started", "run_reopened"})
 
 #: Tables whose rows every query of a batch may share (upserts): kept in each part of :meth:`Batch.by_query`.
-SHARED = frozenset({"runs", "datasets", "dataset_columns"})
+SHARED = frozenset({"runs", "run_reopened", "datasets", "dataset_columns"})
 #: Where a row names its query, for the tables where it is not first.
 QUERY_ID_AT = {"capture_errors": 2}
 

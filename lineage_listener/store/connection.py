@@ -30,6 +30,17 @@ def is_lock_error(exc: BaseException) -> bool:
     return "lock" in text or "conflicting" in text or "being used" in text
 
 
+def is_config_conflict(exc: BaseException) -> bool:
+    """True when this process already has the file open with another configuration (DuckDB allows
+    one per file per process: a user's read-only connection blocks a read-write open).
+
+    >>> is_config_conflict(duckdb.ConnectionException("Can't open a connection to same database file "
+    ...                    "with a different configuration than existing connections"))
+    True
+    """
+    return "different configuration" in str(exc).lower()
+
+
 def is_corrupt_error(exc: BaseException) -> bool:
     """True when the file exists but is not a readable DuckDB store."""
     text = str(exc).lower()

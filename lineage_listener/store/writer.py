@@ -17,7 +17,7 @@ import duckdb
 
 from lineage_listener.store.batch import COLUMNS, KEYS, PSEUDO_TABLES, Batch
 from lineage_listener.store import captures, retarget, spool
-from lineage_listener.store.connection import StoreNeedsAction, is_lock_error, open_writable
+from lineage_listener.store.connection import StoreNeedsAction, is_config_conflict, is_lock_error, open_writable
 from lineage_listener.lineage import redact
 
 log = redact.logger(__name__)
@@ -120,6 +120,7 @@ def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> int:
     con.execute("BEGIN TRANSACTION")
     try:
         new_edges = 0
+        _reopen(con, folded.get("run_reopened", []))
         for table, cols in COLUMNS.items():
             rows = _dedupe(table, folded.get(table, []))
             if table == "column_lineage":
@@ -144,6 +145,13 @@ def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> int:
         con.execute("ROLLBACK")
         raise
     return new_edges
+
+
+def _reopen(con: duckdb.DuckDBPyConnection, rows: list[tuple]) -> None:
+    """Clear the end of runs captured again (before the batch's own ``runs`` rows, which may end them)."""
+    if rows:
+        con.execute("UPDATE runs SET ended_at = NULL WHERE run_id IN (SELECT unnest(?)) AND ended_at IS NOT NULL",
+                    [[r[0] for r in rows]])
 
 
 def _set_started(con: duckdb.DuckDBPyConnection, rows: list[tuple]) -> None:
@@ -177,6 +185,14 @@ def _forget_unused_path(con: duckdb.DuckDBPyConnection, dataset: str) -> None:
         con.execute("DELETE FROM dataset_columns WHERE dataset = $1 AND EXISTS "
                     "(SELECT 1 FROM datasets WHERE dataset = $1 AND kind = 'path')", [dataset])
         con.execute("DELETE FROM datasets WHERE dataset = $1 AND kind = 'path'", [dataset])
+
+
+def _why(exc: BaseException) -> str:
+    """Why the store could not be opened, in one line."""
+    if is_config_conflict(exc):
+        return ("this process has it open with another configuration, e.g. a read-only connection: close "
+                "that connection while capture writes, or open it after flush() or disable()")
+    return str(exc).splitlines()[0][:200]
 
 
 class StoreWriter:
@@ -270,7 +286,7 @@ class StoreWriter:
                 self._park(batch, str(exc), needs_action=True)
                 return False
             except Exception as exc:  # noqa: BLE001 - locked past the deadline, or unwritable
-                self._park(batch, str(exc).splitlines()[0][:200])
+                self._park(batch, _why(exc))
                 return False
             try:
                 self._ingest_spool(con)

@@ -12,7 +12,6 @@ pytest.importorskip("confluent_kafka")
 pytest.importorskip("openlineage.client")
 
 import lineage_listener  # noqa: E402
-from lineage_listener.capture import run_end  # noqa: E402
 from lineage_listener.kafka.settings import KafkaSettings  # noqa: E402
 from tests.kafka_broker import Broker  # noqa: E402
 from tests.lakehouse.test_rowlevel import KINDS, MERGE, SOURCES, make_target  # noqa: E402
@@ -48,7 +47,6 @@ def test_merge_through_kafka_gives_the_store_rows(spark: Any, merge_sources: Non
             assert handle.flush(60)
     finally:
         lineage_listener.disable(spark)
-    run_end.write_pending()
     consumed = tmp_path / "consumed.duckdb"
     stats = consume(settings, consumed)
     want, got = rows(direct), rows(consumed)

@@ -11,7 +11,7 @@ final class BridgeConfig {
     final String store;               // may be empty: the worker then uses its default
     final long drainTimeoutMs;
     final long workerStartTimeoutMs;
-    final long stallTimeoutMs;        // a worker silent this long beyond a call's own timeout is stopped
+    final long stallTimeoutMs;        // a worker that gives no sign of life this long during a call is stopped
     final int queueCapacity;
     final int workerRestarts;
     final String logLevel;

@@ -16,6 +16,14 @@ public final class EntryPoint {
         relay.attach(callbackPort, worker);
     }
 
+    /**
+     * The worker's heartbeat, from its own thread: {@code workerId} is its {@code LINEAGE_BRIDGE_WORKER_ID},
+     * {@code pid} its own process id (whose CPU time the bridge watches too).
+     */
+    public void heartbeat(String workerId, int pid) {
+        relay.heartbeat(workerId, pid);
+    }
+
     /** A Spark conf value as the driver sees it, e.g. {@code spark.lineage.store}. */
     public String getConf(String key, String defaultValue) {
         return relay.conf(key, defaultValue);

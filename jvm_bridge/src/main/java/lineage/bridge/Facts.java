@@ -37,10 +37,16 @@ final class Facts {
             // no origin on this Spark: the SQL text stays unknown
         }
         head.put("sql", sql == null ? null : String.valueOf(sql));
+        Object analyzed;
         try {
-            head.put("root", String.valueOf(call(call(qe, "analyzed"), "nodeName")));
+            analyzed = call(qe, "analyzed");
+            head.put("root", String.valueOf(call(analyzed, "nodeName")));
         } catch (Exception e) {  // analysis failed: the Python side reads the error itself
             head.put("error", String.valueOf(e.getCause() != null ? e.getCause() : e));
+            return head;
+        }
+        if (readsCommandResult(qe, analyzed)) {
+            head.put("result", Boolean.TRUE);
         }
         return head;
     }
@@ -75,6 +81,20 @@ final class Facts {
 
     /** Plan nodes {@link #statementText} looks at below the root. */
     private static final int STATEMENT_NODES = 8;
+
+     * True when {@code qe} ran its command already and holds its result rows: an action on the
+     * DataFrame {@code spark.sql(command)} returned (rules: {@code capture/command_result.py}).
+     */
+    private static boolean readsCommandResult(Object qe, Object analyzed) {
+        try {
+            Class<?> command = Class.forName("org.apache.spark.sql.catalyst.plans.logical.Command", false,
+                                             analyzed.getClass().getClassLoader());
+            return command.isInstance(analyzed)
+                && "CommandResult".equals(String.valueOf(call(call(qe, "commandExecuted"), "nodeName")));
+        } catch (Exception e) {
+            return false;  // no such plan on this Spark: the action is read as before
+        }
+    }
 
     // -- leaves -------------------------------------------------------------------------------
     /** Facts of a source leaf named {@code name}, or null when the Python side must read them. */

@@ -13,9 +13,11 @@ import org.apache.spark.sql.streaming.StreamingQueryListener;
 /**
  * The class named in {@code spark.sql.streaming.streamingQueryListeners}: each
  * progressed micro-batch goes to the {@link Relay} like a query callback. On
- * start (Spark calls it on the stream's own thread) it only notes the stream's
- * session; the first progress event of a run (on the listener bus) takes the
- * query object from it, so the worker can read the stream's plan later.
+ * start (Spark calls it on the stream's own thread, holding no lock of its own)
+ * it relays the query object, before any query of the run's micro-batches, so
+ * the worker can read the stream's plan for its foreachBatch writes, even once
+ * the stream stopped; it notes the stream's session too, from which the first
+ * progress event of a run takes the query object when the start could not.
  */
 public final class LineageStreamListener extends StreamingQueryListener {
     private final Relay relay;
@@ -32,13 +34,17 @@ public final class LineageStreamListener extends StreamingQueryListener {
 
     @Override
     public void onQueryStarted(QueryStartedEvent event) {
-        try {  // a thread-local read: nothing here may wait on a lock the starting thread holds
+        try {  // a thread-local read
             scala.Option<SparkSession> session = SparkSession.getActiveSession();
             if (session.isDefined()) {
                 sessions.put(event.runId(), session.get());
+                StreamingQuery query = session.get().streams().get(event.id());
+                if (query != null) {
+                    relay.submit(lineage.bridge.Event.started(event.runId().toString(), query));
+                }
             }
         } catch (RuntimeException e) {
-            // capture must never break a stream: its plan is then not read
+            // capture must never break a stream: its plan is then read from its first progress
         }
     }
 

@@ -37,6 +37,12 @@ final class Relay {
     private static final Event CLOSE = new Event(null, null, 0L, null);
     private static final int MAX_UNCONFIRMED = 1000;
     private static final long IDLE_POLL_MS = 200L;
+    /**
+     * After the drain deadline the watchdog stops a worker whose call is still running (after
+     * {@link Watchdog#HANG_GRACE_MS}), and the relay thread then ends by itself; waiting this much
+     * longer for it is only a safety net.
+     */
+    private static final long RELAY_END_SLACK_MS = Watchdog.HANG_GRACE_MS + 5000L;
     private static Relay current;
 
     private final SparkConf sparkConf;
@@ -62,6 +68,7 @@ final class Relay {
     private volatile SparkContext context;
     private Worker worker;  // guarded by attachLock
     private int restartsLeft;
+    private int launches;              // relay thread only: the number of the latest worker
     private String lastFailure = "";  // relay thread only
     private int finishRetries;         // relay thread only
 
@@ -153,6 +160,15 @@ final class Relay {
         }
     }
 
+    /** The worker numbered {@code workerId}, Python pid {@code pid}, is alive (its heartbeat thread says so). */
+    void heartbeat(String workerId, int pid) {
+        WorkerProcess p = process;
+        if (p != null && p.id().equals(workerId)) {
+            p.pythonPidIs(pid);
+            watchdog.sign();
+        }
+    }
+
     String conf(String key, String defaultValue) {
         return sparkConf == null ? defaultValue : sparkConf.get(key, defaultValue);
     }
@@ -169,7 +185,7 @@ final class Relay {
                 .callbackClient(new DaemonCallbackClient(GatewayServer.DEFAULT_PYTHON_PORT, loopback, token))
                 .build();
             server.start(true);
-            watchdog.start(() -> process, () -> relayDone.getCount() > 0);
+            watchdog.start(() -> relayDone.getCount() > 0, () -> closeDeadline);
             if (!startWorker()) {
                 return;
             }
@@ -307,6 +323,11 @@ final class Relay {
         if (dead != null) {
             dead.destroy();
         }
+        if (System.currentTimeMillis() >= closeDeadline) {
+            disable("the Python worker did not finish within spark.lineage.drainTimeoutMs=" + cfg.drainTimeoutMs
+                + " ms after the application ended" + why + "; not restarting it");
+            return;
+        }
         if (restartsLeft <= 0) {
             disable("the Python worker died again" + why + "; not restarting it (spark.lineage.workerRestarts="
                 + cfg.workerRestarts + ")");
@@ -318,7 +339,7 @@ final class Relay {
         startWorker();
     }
 
-    /** A flush call, watched: the worker gets its own timeout plus the stall allowance to answer. */
+    /** A flush call, watched: the worker may take {@code timeoutMs}, and must show signs of life meanwhile. */
     private boolean flush(Worker w, long timeoutMs) {
         watchdog.guard(timeoutMs);
         try {
@@ -351,12 +372,14 @@ final class Relay {
 
     /** Launch the worker and wait until it attaches; disables capture and returns false if it cannot. */
     private boolean startWorker() {
+        watchdog.unwatch();  // until it attaches, spark.lineage.workerStartTimeoutMs is its allowance
         synchronized (attachLock) {
             worker = null;
         }
         WorkerProcess p;
         try {
-            p = WorkerProcess.launch(cfg, server.getListeningPort(), token);
+            p = WorkerProcess.launch(cfg, server.getListeningPort(), token, Integer.toString(++launches),
+                Watchdog.heartbeatIntervalMs(cfg.stallTimeoutMs));
         } catch (IOException e) {
             disable("cannot run Python '" + cfg.python + "' (" + e.getMessage() + "). Fix: set"
                 + " --conf spark.lineage.python=/path/to/python of an environment where lineage-listener"
@@ -394,6 +417,7 @@ final class Relay {
             }
         }
         p.goLive();
+        watchdog.watch(p);  // from now on it beats (its heartbeat thread starts before it attaches)
         LOG.info(PREFIX + "Python worker pid " + p.pid() + " connected to the bridge on 127.0.0.1:"
             + server.getListeningPort());
         return true;
@@ -429,7 +453,7 @@ final class Relay {
     /** Deliver everything queued, flush, end the run and stop; bounded by spark.lineage.drainTimeoutMs. */
     void close(String reason) {
         if (!closeStarted.compareAndSet(false, true)) {
-            await(closed, cfg.drainTimeoutMs + 5000L);
+            await(closed, cfg.drainTimeoutMs + RELAY_END_SLACK_MS + 5000L);
             return;
         }
         try {
@@ -437,7 +461,7 @@ final class Relay {
             LOG.info(PREFIX + "draining lineage events (" + reason + ")");
             if (!disabled.get()) {
                 queue.offerLast(CLOSE);
-                if (!await(relayDone, cfg.drainTimeoutMs + 2000L)) {
+                if (!await(relayDone, cfg.drainTimeoutMs + RELAY_END_SLACK_MS)) {
                     long waiting = countEvents();
                     LOG.warn(PREFIX + "gave up waiting for the Python worker after " + cfg.drainTimeoutMs
                         + " ms (spark.lineage.drainTimeoutMs)"

@@ -14,6 +14,9 @@ public interface Worker {
     /** A query failed. */
     void onFailure(String funcName, QueryExecution qe, Exception exception);
 
+    /** A stream run started ({@code query}: the stream): its foreachBatch writes may come before its progress. */
+    void onStreamStarted(String runId, Object query);
+
     /** A streaming micro-batch progressed; {@code query} is the stream with its run's first batch, else null. */
     void onStreamProgress(Object progressEvent, Object query);
 

@@ -23,17 +23,28 @@ final class WorkerProcess {
     private static final int KEEP_LINES = 40;
 
     private final Process process;
+    private final String id;
+    private final long pid;
     private final Deque<String> early = new ArrayDeque<>();
     private boolean live;  // guarded by early
+    private volatile long pythonPid;  // the Python process, as its heartbeat says (a wrapper may not exec)
 
-    private WorkerProcess(Process process) {
+    private WorkerProcess(Process process, String id) {
         this.process = process;
+        this.id = id;
+        this.pid = pidOf(process);
+        this.pythonPid = pid;
         Thread pump = new Thread(this::pump, "lineage-bridge-worker-output");
         pump.setDaemon(true);
         pump.start();
     }
 
-    static WorkerProcess launch(BridgeConfig cfg, int port, String token) throws IOException {
+    /**
+     * Start worker number {@code id} of this relay; it beats every {@code heartbeatMs} with that id
+     * (so a beat from an earlier worker is never taken for this one's).
+     */
+    static WorkerProcess launch(BridgeConfig cfg, int port, String token, String id, long heartbeatMs)
+            throws IOException {
         ProcessBuilder pb = new ProcessBuilder(Arrays.asList(cfg.python, "-m", MODULE));
         pb.redirectErrorStream(true);  // the worker's stdout must never mix into the job's stdout
         Map<String, String> env = pb.environment();
@@ -41,6 +52,8 @@ final class WorkerProcess {
         env.remove("PYSPARK_GATEWAY_SECRET");
         env.put("LINEAGE_BRIDGE_PORT", Integer.toString(port));
         env.put("LINEAGE_BRIDGE_TOKEN", token);
+        env.put("LINEAGE_BRIDGE_WORKER_ID", id);
+        env.put("LINEAGE_BRIDGE_HEARTBEAT_MS", Long.toString(heartbeatMs));
         if (!cfg.store.isEmpty()) {
             env.put("LINEAGE_STORE", cfg.store);
         }
@@ -65,11 +78,29 @@ final class WorkerProcess {
             String old = env.getOrDefault("PYTHONPATH", "");
             env.put("PYTHONPATH", old.isEmpty() ? cfg.pythonPath : cfg.pythonPath + File.pathSeparator + old);
         }
-        return new WorkerProcess(pb.start());
+        return new WorkerProcess(pb.start(), id);
     }
 
-    /** The worker's pid: {@code Process.pid()} on Java 9+, the private field on Java 8; -1 if unknown. */
+    String id() {
+        return id;
+    }
+
+    /** The pid of the process launched (the Python, or a wrapper that runs it); -1 if unknown. */
     long pid() {
+        return pid;
+    }
+
+    /** The pid whose CPU time shows the worker at work: the Python process itself once it has said so. */
+    long cpuPid() {
+        return pythonPid;
+    }
+
+    void pythonPidIs(long reported) {
+        pythonPid = reported;
+    }
+
+    /** {@code Process.pid()} on Java 9+, the private field on Java 8; -1 if unknown. */
+    private static long pidOf(Process process) {
         try {
             return (Long) Process.class.getMethod("pid").invoke(process);
         } catch (ReflectiveOperationException | RuntimeException java8) {

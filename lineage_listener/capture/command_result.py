@@ -1,0 +1,63 @@
+"""An action on a command's result is not a statement of its own.
+
+Spark runs a command (``INSERT``, ``CREATE TABLE ... AS``, ``CREATE VIEW``, ``SHOW TABLES``...) as
+soon as ``spark.sql`` creates it, and reports that execution to every ``QueryExecutionListener``
+(action ``command``, or ``append``/``create``... for DataSource V2 writes). The DataFrame
+``spark.sql`` returns holds the command's result rows: its ``QueryExecution`` replaced the
+command by a ``CommandResult`` (``commandExecuted``). An action on that DataFrame
+(``spark.sql(cmd).collect()``, ``.show()``) is reported too, and its analyzed plan is the command
+again, so read as is it would be the same write a second time (two ``queries`` rows for one
+statement), or a read of an unknown plan (``SHOW TABLES``). It reads rows already in memory: it
+is skipped, and the command is captured from its own event. So is a query whose only leaves are
+such results (``spark.sql(cmd).limit(5).collect()``): no dataset is read.
+
+>>> reads_result("command", None, {"root": "InsertIntoHadoopFsRelationCommand", "result": True})
+False
+>>> reads_result("collectToPython", None, {"root": "InsertIntoHadoopFsRelationCommand", "result": True})
+True
+>>> reads_result("collectToPython", None, {"root": "Project"})
+False
+>>> reads_only_results("GlobalLimit", [{"class": "a.GlobalLimit", "num-children": 1},
+...                                    {"class": "a.CommandResult", "num-children": 0}])
+True
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from py4j.protocol import Py4JError
+
+from lineage_listener.plan.classes import WRITE_COMMANDS
+
+#: The action name Spark gives a command's own (eager) execution; DataSource V2 writes have others
+#: (``append``, ``overwrite``...), but their ``QueryExecution`` still holds the command itself.
+COMMAND = "command"
+#: What ``QueryExecution.commandExecuted`` holds once the command ran.
+RESULT = "CommandResult"
+
+
+def reads_result(func_name: str, qe: Any, head: Mapping[str, Any] | None) -> bool:
+    """True when this action reads the result rows of a command that already ran (and was reported).
+
+    ``head``: the compact reader's head of ``qe`` (its ``result`` key says so), or None: ask ``qe``
+    (one py4j call, on the reader without the bridge jar).
+    """
+    if func_name == COMMAND:
+        return False
+    if head is not None:
+        return bool(head.get("result"))
+    try:
+        return str(qe.commandExecuted().nodeName()) == RESULT
+    except (Py4JError, AttributeError):
+        return False
+
+
+def reads_only_results(root: str, items: Any) -> bool:
+    """True for a query (not a write) whose only leaves are commands' result rows (``items``: the
+    plan's nodes in pre-order, as ``toJSON`` writes them; the plan inside a result is a field, not a
+    child)."""
+    if root in WRITE_COMMANDS or not isinstance(items, list):
+        return False
+    leaves = [str(n.get("class", "")) for n in items if isinstance(n, dict) and n.get("num-children") == 0]
+    return bool(leaves) and all(c.endswith("." + RESULT) for c in leaves)
