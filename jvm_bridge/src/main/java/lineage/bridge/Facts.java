@@ -82,6 +82,7 @@ final class Facts {
     /** Plan nodes {@link #statementText} looks at below the root. */
     private static final int STATEMENT_NODES = 8;
 
+    /**
      * True when {@code qe} ran its command already and holds its result rows: an action on the
      * DataFrame {@code spark.sql(command)} returned (rules: {@code capture/command_result.py}).
      */
