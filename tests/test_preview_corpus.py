@@ -72,6 +72,8 @@ test_sql.__test__ = False  # a helper, not a test
 
 
 def _edges(store: Path, query_ids: list[str]) -> set[tuple]:
+    if not query_ids:  # no query captured (a USE, a CREATE DATABASE): the store may not exist yet
+        return set()
     with duckdb.connect(str(store), read_only=True) as con:
         return set(con.execute("""SELECT target_dataset, target_column, source_dataset, source_column, transform,
                                          kind, expression, masking
