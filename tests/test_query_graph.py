@@ -202,3 +202,17 @@ def test_cli_reports_and_errors(store_path, tmp_path, capsys):
     assert "email" in capsys.readouterr().err
     assert cli_main(["upstream", "--store", str(tmp_path / "nope.duckdb"), "a", "b"]) == 2
     assert cli_main(["upstream", "--store", s, "spark_catalog.shop.report", "total", "--since", "soon"]) == 2
+
+
+def test_cli_stops_quietly_when_its_reader_goes_away(store_path):
+    """``lineage-listener sql ... | head -1``: the closed pipe ends the command without an error line.
+    The answer is far larger than a pipe's buffer, so the command is still writing when the reader leaves."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "lineage_listener", "sql", "--store", str(store_path),
+                             "SELECT range AS n FROM range(200000)"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.readline().split() == [b"n"]
+    proc.stdout.close()  # as `head -1` does after its line
+    err = proc.stderr.read().decode()
+    assert proc.wait(60) == 141 and err == "", err

@@ -192,6 +192,12 @@ class Capture:
         self._queue.put(stop)
         self._thread.join(timeout if timeout is not None else None)
         _live.discard(self)
+        close_writer = getattr(self.writer, "close", None)  # a Kafka producer: deliver, release its threads
+        if close_writer is not None:
+            try:
+                close_writer()
+            except Exception:  # capture never fails the job; what was not delivered is spooled already
+                log.warning("lineage-listener: closing the lineage writer failed", exc_info=True)
         return ok
 
     # -- capture thread ------------------------------------------------------------

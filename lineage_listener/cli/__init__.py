@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 import traceback
 from typing import NoReturn
@@ -105,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(str(exc), 2)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader went away (`| head`): like any Unix tool, stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
+        return 141
     except duckdb.Error as exc:
         return _fail(_store_problem(exc, getattr(args, "store", None)), 1)
     except Exception as exc:  # noqa: BLE001 - the one place that turns any failure into one line

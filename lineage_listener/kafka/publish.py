@@ -279,6 +279,10 @@ class Both:
         sent = self.kafka.write(batch, wait)
         return self.primary.write(batch, wait) and sent
 
+    def close(self, timeout: float = 5.0) -> None:
+        """Deliver what the Kafka client still holds (bounded); the primary holds nothing open."""
+        self.kafka.close(timeout)
+
 
 def _joined(first: Batch, second: Batch) -> Batch:
     out = Batch()
