@@ -24,6 +24,7 @@ import gen_reference  # noqa: E402 - docs/ is not a package
 HISTORY = re.compile("|".join([
     r"\b[Ii]ssue #?\d", r"\bthe issue (asks|says)", r"\b[Rr]ound[- ]?\d",
     "CONTRACT" + r"\.md", "ARCHITECTURE" + r"\.md", "CONTRACT" + " section", "this 2" + "-core",
+    r"\b[Cc]ontract('s)? (transform|section|rule)",
     "/work/" + r"(wt|main|shared)/",
 ]))
 

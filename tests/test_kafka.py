@@ -372,16 +372,21 @@ def test_two_servers_one_store_the_standby_takes_over_from_a_killed_one(broker, 
         wait_until(lambda: health(second)["state"] == "standby")
         total, produced = 300, threading.Event()
 
-        def produce() -> None:
+        def produce(numbers: range, done: threading.Event | None = None) -> None:
             writer = KafkaWriter(settings)
-            for n in range(total):
+            for n in numbers:
                 assert writer.write(batch_of(n, run=f"app-{n % 4}"))
-            produced.set()
-        threading.Thread(target=produce, daemon=True).start()
+            if done is not None:
+                done.set()
+        # Half before the kill, half after it: however fast the first server consumed its half, the
+        # standby has messages of its own to take over, and the kill can land in the middle of a batch.
+        threading.Thread(target=produce, args=(range(total // 2),), daemon=True).start()
         wait_until(lambda: health(first)["messages"] >= 30)
-        first.proc.send_signal(signal.SIGKILL)  # in the middle: its last batch may be written, not committed
+        first.proc.send_signal(signal.SIGKILL)  # its last batch may be written, not committed
         first.proc.wait(30)
-        wait_until(lambda: health(second)["state"] == "active" and health(second)["messages"] > 0)
+        wait_until(lambda: health(second)["state"] == "active")
+        threading.Thread(target=produce, args=(range(total // 2, total), produced), daemon=True).start()
+        wait_until(lambda: health(second)["messages"] > 0)
         first = servers[0] = Server(store, extra_args=args, output=tmp_path / "again.log").start()
         wait_until(lambda: health(first)["state"] == "standby")  # restarted: now the standby
         assert produced.wait(120)

@@ -1,4 +1,4 @@
-"""Canonical dataset names and secret redaction (contract sections 4 and 7)."""
+"""Canonical dataset names and secret redaction (docs/reference/datasets.md)."""
 from __future__ import annotations
 
 from lineage_listener.lineage.datasets import datasets_of, jdbc_name

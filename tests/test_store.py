@@ -90,3 +90,37 @@ def test_a_batch_replayed_after_its_write_was_retargeted_adds_no_edge(tmp_path):
     with duckdb.connect(str(tmp_path / "s.duckdb"), read_only=True) as con:
         edges = con.execute("SELECT target_dataset, target_column FROM column_lineage ORDER BY 2").fetchall()
     assert edges == [(table, "a"), (table, "b")]
+
+
+def test_rows_of_one_key_in_one_batch_merge_as_in_separate_batches(tmp_path):
+    """A batch of several queries names a dataset, a column and a run several times: the merge rules
+    hold within the batch (earliest first_seen, latest last_seen, a null never clears a value) exactly
+    as when each query's rows come in a batch of their own."""
+    from lineage_listener.store.batch import Batch
+    from lineage_listener.store.writer import StoreWriter
+
+    t1, t2, t3 = "2026-01-01 00:00:01", "2026-01-01 00:00:02", "2026-01-01 00:00:03"
+
+    def rows(at, fmt, app_name):
+        b = Batch()
+        b.add("runs", ("app", "app", app_name, "4.0", "u", "local", t1, None))
+        b.add("datasets", ("file:/in", "path", fmt, None, None, at, at))
+        b.add("dataset_columns", ("file:/in", "a", "int", True, at, at, 0))
+        return b
+    parts = [rows(t1, "csv", "job"), rows(t2, None, None), rows(t3, None, "job")]
+    together, apart = Batch(), []
+    for p in parts:
+        together.extend(p)
+    stores = {"together": tmp_path / "one.duckdb", "apart": tmp_path / "many.duckdb"}
+    assert StoreWriter(stores["together"]).write(together)
+    writer = StoreWriter(stores["apart"])
+    assert all(writer.write(p) for p in parts)
+    got = {}
+    for name, path in stores.items():
+        with duckdb.connect(str(path), read_only=True) as con:
+            got[name] = [con.execute(q).fetchall() for q in (
+                "SELECT format, CAST(first_seen AS TEXT), CAST(last_seen AS TEXT) FROM datasets",
+                "SELECT CAST(first_seen AS TEXT), CAST(last_seen AS TEXT) FROM dataset_columns",
+                "SELECT app_name FROM runs")]
+    assert got["together"] == got["apart"]
+    assert got["together"][0] == [("csv", t1, t3)] and got["together"][2] == [("job",)]

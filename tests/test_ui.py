@@ -23,6 +23,7 @@ pytest.importorskip("fastapi")
 playwright = pytest.importorskip("playwright.sync_api")
 
 from tests.server_helpers import ROOT, Server  # noqa: E402
+from tests.retail import JOBS  # noqa: E402
 from tests.ui_pipeline import WIDE, pipeline  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -463,16 +464,19 @@ def test_docs_render_offline_with_favicon_and_overview(served, page):
     page.screenshot(path=str(ARTIFACTS / "overview.png"), full_page=True)
 
 
-def test_html_file_draws_the_same_graph_offline(served, page, tmp_path):
-    out = tmp_path / "lineage.html"
-    target = (ds(served, "marts/customer_spend"), "email_hash")
-    proc = subprocess.run([sys.executable, "-m", "lineage_listener", "html", "--store",
-                           str(served.out / "lineage.duckdb"), *target, "-o", str(out)],
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+def open_html(pg, store, start: tuple, out, *args: str) -> None:
+    """Write ``lineage-listener html`` of ``start`` (with ``args``) to ``out`` and open it once drawn."""
+    proc = subprocess.run([sys.executable, "-m", "lineage_listener", "html", "--store", str(store), *start, *args,
+                           "-o", str(out)], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0, proc.stderr
     assert "http://" not in out.read_text().split("window.LINEAGE_STATIC")[0].split("<script>")[0]
-    page.goto(out.as_uri())
-    page.wait_for_function("window.lineageGraph && window.lineageGraph.nodes().length > 0")
+    pg.goto(out.as_uri())
+    pg.wait_for_function("window.lineageGraph && window.lineageGraph.nodes().length > 0")
+
+
+def test_html_file_draws_the_same_graph_offline(served, page, tmp_path):
+    target = (ds(served, "marts/customer_spend"), "email_hash")
+    open_html(page, served.out / "lineage.duckdb", target, tmp_path / "lineage.html")
     nodes, edges = graph(page)
     assert (nodes, edges) == api_graph(lineage_api(served, *target))
     assert any(e[3] == "email_hash" and e[5] == 1 for e in edges)
@@ -660,7 +664,7 @@ def test_a_graph_page_starts_at_its_top_with_frame_and_minimap_on_screen(retail,
 
 
 #: Counted nouns the pages print, each wrong with the other number ("1 columns", "2 query").
-NOUNS = ("column", "dataset", "edge", "link", "hop", "run", "stream", "application", "derived column", "unmasked copy",
+NOUNS = ("column", "dataset", "edge", "link", "hop", "run", "stream", "application", "copy", "unmasked copy",
          "query", "batch")
 
 
@@ -781,8 +785,8 @@ def test_the_graph_pages_take_their_time_window_from_the_url(retail, page):
     ready(page)
     assert page.input_value("#from") == since
     assert any("/lineage?" in u and f"start={since}" in u for u in asked)
-    assert any("/api/impact?" in u and f"since={since}" in u for u in asked)
     assert graph(page) == api_graph(late)
+    assert red(page) == unmasked_copies(late)  # the colours are the windowed answer's own
     # ages, the form's own words, and the API's names all fill the fields
     for query, field, value in (("from=7d", "from", "7d"), ("to=2000-01-01", "to", "2000-01-01"),
                                 ("start=7d", "from", "7d"), ("since=30d", "from", "30d"), ("until=1h", "to", "1h")):
@@ -810,33 +814,234 @@ def test_the_graph_pages_take_their_time_window_from_the_url(retail, page):
     assert len(report["downstream"]) < len(api(retail, "/api/impact", dataset=start[0], column="email")["downstream"])
 
 
-def test_a_window_that_leaves_nothing_says_what_lies_outside_it(retail, page):
-    """The API's ``window.outside.message`` (when it gives one) is shown on the graph and impact pages.
-    Where the API does not say yet, the same answer with that object added is what the page gets."""
+def test_a_window_that_leaves_nothing_says_what_lies_outside_it(retail, page, tmp_path):
+    """The API's ``window.outside`` message is shown on the graph page, the impact page and in the html
+    export, with "0 copies"; a window that leaves some steps out keeps what it has and says the rest."""
     start = (WH + "customers_clean", "email")
     until = retail.times["retail_fact"].started.isoformat(timespec="seconds")  # before anything read the column
     body = lineage_api(retail, *start, direction="forward", directOnly="false", end=until)
-    assert body["edges"] == []
-    message = "no edge in this window; 12 captures of these columns lie outside it (2026-11-26 – 2026-11-26)"
-
-    def with_window(route):
-        answer = route.fetch().json()
-        if not ((answer.get("window") or {}).get("outside") or {}).get("message"):
-            answer["window"] = {"since": None, "until": until, "outside": {"captures": 12, "first": None, "last": None,
-                                                                           "message": message}}
-        route.fulfill(json=answer)
-    page.route("**/lineage*", with_window)
-    page.route("**/api/impact*", with_window)
+    report = api(retail, "/api/impact", dataset=start[0], column=start[1], until=until)
+    assert body["edges"] == [] and report["downstream"] == report["influenced"] == []
+    message = body["window"]["outside"]["message"]
+    assert message and report["window"]["outside"]["message"] == message
     page.goto(retail_col(retail, *start, f"direction=forward&directOnly=false&to={until}"))
     ready(page)
-    shown = page.inner_text("#window-note")
-    real = (body.get("window") or {}).get("outside") or {}
-    assert shown == real.get("message", message)
+    assert page.inner_text("#window-note") == message
+    assert page.inner_text("#copies-count") == "0 copies"
     page.goto(f"{retail.url}/#/impact/{urllib.parse.quote(start[0], safe='')}/email?to={until}")
     ready(page)
-    assert page.inner_text("#window-note")
-    # a window that keeps something has no notice
-    page.unroute("**/lineage*")
+    assert page.inner_text("#window-note") == message
+    assert page.inner_text("#n-copies") == "0 copies" and page.locator("#alarm").count() == 0
+    assert page.locator("#impact-table tbody tr, #influenced-table tbody tr").count() == 0
+    # the html export says it too
+    open_html(page, retail.store, start, tmp_path / "empty.html", "--direction", "forward", "--until", until)
+    assert page.inner_text("#window-note") == message
+    assert page.inner_text("#copies-count") == "0 copies"
+    # a window that leaves later steps out: what it kept, and what lies outside it
+    raw = (f"file:{retail.out / 'raw' / 'customers.csv'}", "email")
+    until = retail.times["retail_marts"].started.isoformat(timespec="seconds")
+    report = api(retail, "/api/impact", dataset=raw[0], column=raw[1], until=until)
+    assert report["downstream"] and report["window"]["outside"]["message"]
+    page.goto(f"{retail.url}/#/impact/{urllib.parse.quote(raw[0], safe='')}/email?to={until}")
+    ready(page)
+    assert page.inner_text("#window-note") == report["window"]["outside"]["message"]
+    assert page.locator("#impact-table tbody tr").count() == len(report["downstream"])
+    # a window that keeps everything has no notice
     page.goto(retail_col(retail, *start, "direction=forward&directOnly=false"))
     ready(page)
     assert page.locator("#window-note").count() == 0
+
+
+# ---------------------------------------------------------------- copies and influence, masking, time windows
+RED, RED_FILL = "rgb(192,57,43)", "rgb(251,213,208)"
+
+
+def red(pg) -> set:
+    """The columns the drawn graph fills red (an unmasked copy; a hovered or picked column keeps its fill)."""
+    return set(map(tuple, pg.evaluate(f"""window.lineageGraph.nodes('[column]')
+        .filter(n => n.style('background-color') === '{RED_FILL}').map(n => [n.data('dataset'), n.data('column')])""")))
+
+
+def unmasked_copies(body: dict) -> set:
+    """A forward graph payload's unmasked copies written in its window (docs/reference/semantics.md)."""
+    return {(n["dataset"], n["column"]) for n in body["nodes"]
+            if n.get("reach") == "copy" and n.get("masking") == "unmasked" and not n.get("before_window")}
+
+
+def impact_report(srv, dataset: str, column: str, **window) -> dict:
+    """``reports.impact`` on the served store, in this process."""
+    import lineage_listener
+    from lineage_listener.query import reports
+
+    return reports.impact(lineage_listener.open_store(str(srv.store)), dataset, column, **window)
+
+
+def hover(pg, dataset: str, column: str) -> str:
+    """Move the pointer onto a drawn column (centred first) and return its tooltip; the pointer then leaves
+    the graph (its paths are no longer lit)."""
+    pg.mouse.move(2, 2)  # off the graph: the move onto the column is a move, wherever the last hover ended
+    at = pg.evaluate("""([d, c]) => {
+        const cy = window.lineageGraph, n = cy.nodes('[column]').filter(x => x.data('dataset') === d && x.data('column') === c)[0];
+        cy.center(n);
+        const p = n.renderedPosition(), box = cy.container().getBoundingClientRect();
+        return {x: box.left + p.x, y: box.top + p.y};
+    }""", [dataset, column])
+    pg.mouse.move(at["x"], at["y"])
+    pg.wait_for_function("([d, c]) => { const t = document.getElementById('tooltip'); "
+                         "return !t.hidden && t.textContent.startsWith(d + '\\n[' + c + ']'); }", arg=[dataset, column])
+    text = pg.inner_text("#tooltip")
+    pg.mouse.move(2, 2)
+    return text
+
+
+def test_impact_page_lists_copies_and_influence_as_the_cli_does(retail, page):
+    raw = (f"file:{retail.out / 'raw' / 'customers.csv'}", "email")
+    partner = (f"file:{retail.out / 'exports' / 'partner_top_customers.csv'}", "email")
+    report = impact_report(retail, *raw)
+    cli = json.loads(subprocess.run([sys.executable, "-m", "lineage_listener", "impact", "--store", str(retail.store),
+                                     *raw, "--format", "json"], capture_output=True, text=True, check=True,
+                                    env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout)
+    copies = {(d["dataset"], d["column"], d["masking"]) for d in report["downstream"]}
+    assert copies == {(d["dataset"], d["column"], d["masking"]) for d in cli["downstream"]}
+    leaks = {(d, c) for d, c, m in copies if m == "unmasked"}
+    assert partner in leaks and leaks == {partner, (WH + "customers_clean", "email"), (WH + "fact_order_lines", "email")}
+    page.goto(f"{retail.url}/#/impact/{urllib.parse.quote(raw[0], safe='')}/email")
+    ready(page)
+    # the alarm lists exactly the unmasked copies
+    alarm = set(map(tuple, page.evaluate("[...document.querySelectorAll('#alarm-list li')].map(li => [li.dataset.dataset, li.dataset.column])")))
+    assert alarm == leaks
+    # the copies table: the CLI's copies, unmasked first, then partly masked, then masked
+    words = {"unmasked (clear copy)": "unmasked", "partly masked": "partly", "masked on every path": "masked"}
+    rows = [r.split("\t") for r in page.locator("#impact-table tbody tr").all_inner_texts()]
+    shown = [(r[1], r[2], words[r[3]]) for r in rows]
+    assert set(shown) == copies and len(shown) == len(copies)
+    order = ["unmasked", "partly", "masked"]
+    assert [order.index(m) for *_, m in shown] == sorted(order.index(m) for *_, m in shown)
+    # columns it only influenced are in their own table with ``via``, never in the alarm
+    influenced = [r.split("\t") for r in page.locator("#influenced-table tbody tr").all_inner_texts()]
+    assert {(r[1], r[2], r[3]) for r in influenced} == {(d["dataset"], d["column"], ", ".join(d["via"])) for d in cli["influenced"]}
+    assert len(influenced) == len(cli["influenced"])
+    for mart in ("customers_masked", "customer_ltv"):
+        assert any(r[1] == WH + mart for r in influenced)
+        assert not any(d == WH + mart for d, _ in alarm)
+    # counts, reads, window
+    for status in order:
+        assert page.inner_text(f"#n-{status}").startswith(f"{sum(d['masking'] == status for d in cli['downstream'])} ")
+    assert page.inner_text("#n-copies") == f"{len(cli['downstream'])} copies"
+    assert page.inner_text("#n-influenced") == f"{len(cli['influenced'])} columns influenced only"
+    assert page.locator("#reads tbody tr").count() == len(cli["reads"])
+    assert "window any time – now" in page.inner_text("#impact-summary") and page.locator("#window-note").count() == 0
+    # the graph below: red exactly where the alarm is
+    assert red(page) == leaks
+    page.screenshot(path=str(ARTIFACTS / "retail-impact.png"), full_page=True)
+    with urllib.request.urlopen(retail.url + page.get_attribute("#csv", "href")) as r:
+        table = list(csv.DictReader(io.StringIO(r.read().decode())))
+    assert {(r["dataset"], r["column"], r["masking"]) for r in table if r["reach"] == "copy"} == copies
+    assert {(r["dataset"], r["column"]) for r in table if r["reach"] == "influenced"} == \
+        {(d["dataset"], d["column"]) for d in cli["influenced"]}
+
+
+def test_graphs_colour_copies_and_influence_from_the_payload(retail, page):
+    raw = (f"file:{retail.out / 'raw' / 'customers.csv'}", "email")
+    body = lineage_api(retail, *raw, direction="forward", directOnly="false")
+    leaks = unmasked_copies(body)
+    assert leaks == {(d["dataset"], d["column"]) for d in impact_report(retail, *raw)["downstream"] if d["masking"] == "unmasked"}
+    page.goto(retail_col(retail, *raw, "direction=forward&directOnly=false"))
+    ready(page)
+    assert red(page) == leaks
+    copies = [n for n in body["nodes"] if n.get("reach") == "copy"]
+    counts = {m: sum(n["masking"] == m for n in copies) for m in ("unmasked", "partly", "masked")}
+    assert page.inner_text("#copies-count") == (f"{counts['unmasked']} unmasked copies, {counts['partly']} partly masked, "
+                                                f"{counts['masked']} masked on every path")
+    influenced = [n for n in body["nodes"] if n.get("reach") == "influenced"]
+    assert page.inner_text("#influenced-count") == f"{len(influenced)} columns influenced only"
+    # influenced columns are neutral and dotted, never red, and say through what on hover
+    drawn = page.evaluate("""window.lineageGraph.nodes('[column]').map(n => ({dataset: n.data('dataset'), column: n.data('column'),
+        border: n.style('border-style'), colour: n.style('border-color'), fill: n.style('background-color')}))""")
+    style = {(d["dataset"], d["column"]): d for d in drawn}
+    for n in influenced:
+        s = style[(n["dataset"], n["column"])]
+        assert s["border"] == "dotted" and RED not in (s["colour"], s["fill"]) and s["fill"] != RED_FILL
+    assert all(style[(n["dataset"], n["column"])]["border"] == "solid" for n in copies)
+    assert "influenced via group_by" in hover(page, WH + "customer_ltv", "ltv_eur")
+    assert "influenced via filter, group_by, join, sort" in hover(page, f"file:{retail.out / 'exports' / 'partner_top_customers.csv'}", "name")
+    assert "unmasked copy of the start" in hover(page, WH + "fact_order_lines", "email")
+    # red edges carry the values in clear: direct, unmasked, into an unmasked copy
+    alarm = page.evaluate("window.lineageGraph.edges('[alarm = 1]').map(e => [e.data('kind'), e.data('masking'), "
+                          "e.target().data('dataset'), e.target().data('column')])")
+    assert alarm and all(k == "direct" and m == 0 and (d, c) in leaks for k, m, d, c in alarm)
+    page.screenshot(path=str(ARTIFACTS / "retail-forward.png"))
+    # a column that is copied nowhere, only filtered on: "0 copies", nothing red
+    status = (f"file:{retail.out / 'raw' / 'orders.csv'}", "status")
+    body = lineage_api(retail, *status, direction="forward", directOnly="false")
+    assert len(body["nodes"]) > 10 and {n["reach"] for n in body["nodes"]} == {"start", "influenced"}
+    page.goto(retail_col(retail, *status, "direction=forward&directOnly=false"))
+    ready(page)
+    assert page.inner_text("#copies-count") == "0 copies" and red(page) == set()
+    # backward: the columns it is a copy of (direct paths) apart from those that only influenced it
+    partner = (f"file:{retail.out / 'exports' / 'partner_top_customers.csv'}", "email")
+    body = lineage_api(retail, *partner, direction="backward", directOnly="false")
+    sources = {(n["dataset"], n["column"]) for n in body["nodes"] if n.get("reach") == "copy"}
+    assert raw in sources and (WH + "customer_ltv", "ltv_eur") not in sources
+    page.goto(retail_col(retail, *partner, "direction=backward&directOnly=false"))
+    ready(page)
+    assert page.inner_text("#sources-count") == f"copied from {len(sources)} columns"
+    dotted = set(map(tuple, page.evaluate("window.lineageGraph.nodes('[column]').filter(n => n.style('border-style') === 'dotted')"
+                                          ".map(n => [n.data('dataset'), n.data('column')])")))
+    assert dotted == {(n["dataset"], n["column"]) for n in body["nodes"] if n.get("reach") == "influenced"}
+    assert red(page) == set()
+    assert "influenced the start via filter, sort" in hover(page, WH + "customer_ltv", "ltv_eur")
+
+
+@pytest.mark.parametrize("job", ["retail_fact", "retail_marts"])
+def test_a_window_after_the_first_jobs_marks_the_hops_before_it(retail, page, job):
+    """A window starting when ``job`` started: the columns written from then on are the start's copies and
+    influenced columns; the columns and hops written before it are marked (faded, italic, ○─, legend)."""
+    raw = (f"file:{retail.out / 'raw' / 'customers.csv'}", "email")
+    since = retail.times[job].started.isoformat(timespec="seconds")
+    later = set(JOBS[JOBS.index(job):])
+    report = impact_report(retail, *raw, since=since)
+    listed = {(d["dataset"], d["column"]) for d in report["downstream"] + report["influenced"]}
+    assert listed and all(set(d["applications"]) <= later for d in report["downstream"] + report["influenced"])
+    body = lineage_api(retail, *raw, direction="forward", directOnly="false", start=since)
+    before = {(n["dataset"], n["column"]) for n in body["nodes"] if n.get("before_window")}
+    earlier = {(WH + "customers_clean", "email")} | ({(WH + "fact_order_lines", "email")} if job == "retail_marts" else set())
+    assert before == earlier
+    page.goto(retail_col(retail, *raw, f"direction=forward&directOnly=false&from={since}"))
+    ready(page)
+    nodes = page.evaluate("""window.lineageGraph.nodes('[column]').map(n => [n.data('dataset'), n.data('column'), n.data('start'),
+                                                                          n.style('font-style')])""")
+    assert {(d, c) for d, c, s, _ in nodes if not s and (d, c) not in before} == listed
+    assert {(d, c) for d, c, _, f in nodes if f == "italic"} == before
+    hops = set(map(tuple, page.evaluate("""window.lineageGraph.edges().filter(e => e.style('source-arrow-shape') === 'circle')
+        .map(e => [e.source().data('dataset'), e.source().data('column'), e.target().data('dataset'), e.target().data('column')])""")))
+    assert hops == {(e["source"]["dataset"], e["source"]["column"], e["target"]["dataset"], e["target"]["column"])
+                    for e in body["edges"] if e["before_window"]} and hops
+    assert page.inner_text("#before-count") == f"{len(before)} column{'s' * (len(before) != 1)} written before the window"
+    assert "written before the window" in page.inner_text("#legend-before") and page.is_visible("#legend-before")
+    assert "written before the window" in hover(page, WH + "customers_clean", "email")
+    assert red(page) == {(d["dataset"], d["column"]) for d in report["downstream"] if d["masking"] == "unmasked"}
+    page.screenshot(path=str(ARTIFACTS / f"retail-window-{job}.png"))
+    # the impact page of the same window: the same copies, the same marks
+    page.goto(f"{retail.url}/#/impact/{urllib.parse.quote(raw[0], safe='')}/email?from={since}")
+    ready(page)
+    alarm = set(map(tuple, page.evaluate("[...document.querySelectorAll('#alarm-list li')].map(li => [li.dataset.dataset, li.dataset.column])")))
+    assert alarm == {(d["dataset"], d["column"]) for d in report["downstream"] if d["masking"] == "unmasked"}
+    assert page.locator("#impact-table tbody tr, #influenced-table tbody tr").count() == len(listed)
+    italic = "window.lineageGraph.nodes('[column]').filter(n => n.style('font-style') === 'italic').map(n => [n.data('dataset'), n.data('column')])"
+    assert set(map(tuple, page.evaluate(italic))) == before  # its graph marks the columns written before the window
+
+
+def test_html_export_draws_copies_and_the_window_as_the_server_does(retail, page, tmp_path):
+    raw = (f"file:{retail.out / 'raw' / 'customers.csv'}", "email")
+    since = retail.times["retail_marts"].started.isoformat(timespec="seconds")
+    seen = "window.lineageGraph.nodes('[column]').map(n => [n.data('dataset'), n.data('column'), n.data('status'), n.data('reach'), n.data('before')])"
+    page.goto(retail_col(retail, *raw, f"direction=forward&directOnly=false&from={since}"))
+    ready(page)
+    served = (sorted(map(tuple, page.evaluate(seen))), red(page), page.inner_text("#copies-count"), page.inner_text("#before-count"))
+    open_html(page, retail.store, raw, tmp_path / "forward.html", "--direction", "forward", "--since", since)
+    assert (sorted(map(tuple, page.evaluate(seen))), red(page), page.inner_text("#copies-count"),
+            page.inner_text("#before-count")) == served
+    assert served[1] == {(f"file:{retail.out / 'exports' / 'partner_top_customers.csv'}", "email")}
+    assert page.is_visible("#legend-before")
+    page.screenshot(path=str(ARTIFACTS / "retail-html-export.png"))

@@ -1,4 +1,4 @@
-"""Canonical dataset names (contract section 4) from the facts read about a leaf or target.
+"""Canonical dataset names (``docs/reference/datasets.md``) from the facts read about a leaf or target.
 
 A *relation fact* is the plain dict ``capture.facts`` reads from the JVM:
 ``{"table": {"catalog", "database", "table"} | None, "paths": [...], "format": str,

@@ -12,7 +12,7 @@ from lineage_listener.lineage import sqltext
 
 
 class Transform(str, Enum):
-    """The contract's transform types (section 5), plus ``COPY`` used while walking."""
+    """The transform types (``docs/reference/semantics.md``), plus ``COPY`` used while walking."""
 
     COPY = "copy"  # becomes identity or rename once the target column name is known
     IDENTITY = "identity"

@@ -81,21 +81,37 @@ def _fold_streams(rows: list[tuple]) -> list[tuple]:
     return list(out.values())
 
 
-def _dedupe(table: str, rows: list[tuple]) -> list[tuple]:
-    """Keep the last row per key: one upsert statement may not touch a row twice. Rows
-    shorter than the table's columns (spooled or sent by an older version) get nulls."""
+def _padded(table: str, rows: list[tuple]) -> list[tuple]:
+    """Rows shorter than the table's columns (spooled or sent by an older version) get nulls;
+    a stream's micro-batch rows fold into one row per stream plan."""
     width = len(COLUMNS[table])
     if any(len(r) < width for r in rows):
         rows = [tuple(r) + (None,) * (width - len(r)) for r in rows]
-    if table == "streams":
-        return _fold_streams(rows)
-    if table not in KEYS:
-        return rows
+    return _fold_streams(rows) if table == "streams" else rows
+
+
+def _rounds(table: str, rows: list[tuple]) -> list[list[tuple]]:
+    """Upsert rows in rounds that touch each key once (one statement may not touch a row twice):
+    the n-th row of a key goes in round n, so the table's merge rule (``_MERGE``) joins a key's rows
+    in their order, exactly as if they had come in separate batches (``first_seen`` stays the
+    earliest of the batch, a null never clears a value given earlier in it).
+
+    >>> [[r[1] for r in part] for part in _rounds("runs", [("a", 1), ("b", 2), ("a", 3), ("a", 4)])]
+    [[1, 2], [3], [4]]
+    """
+    if table not in KEYS or table == "streams":
+        return [rows] if rows else []
     idx = [COLUMNS[table].index(k) for k in KEYS[table]]
-    out: dict[tuple, tuple] = {}
+    rounds: list[list[tuple]] = []
+    seen: dict[tuple, int] = {}
     for r in rows:
-        out[tuple(r[i] for i in idx)] = r
-    return list(out.values())
+        key = tuple(r[i] for i in idx)
+        n = seen.get(key, 0)
+        seen[key] = n + 1
+        if n == len(rounds):
+            rounds.append([])
+        rounds[n].append(r)
+    return rounds
 
 
 _TYPES: dict[str, dict[str, str]] = {}
@@ -122,19 +138,20 @@ def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> int:
         new_edges = 0
         _reopen(con, folded.get("run_reopened", []))
         for table, cols in COLUMNS.items():
-            rows = _dedupe(table, folded.get(table, []))
+            rows = _padded(table, folded.get(table, []))
             if table == "column_lineage":
                 new_edges = captures.write_edges(con, rows)
                 continue
             if not rows or table in PSEUDO_TABLES:
                 continue
-            # Column-wise: one statement per table, each column bound as a list and unnested.
+            # Column-wise: one statement per table and round, each column bound as a list and unnested.
             types = _column_types(con, table)
             values = ", ".join(f"CAST(unnest(${i + 1}) AS {types[c]})" for i, c in enumerate(cols))
             sql = f"INSERT INTO {table} ({', '.join(cols)}) SELECT {values}"
             if table in _MERGE:
                 sql += f" ON CONFLICT ({', '.join(KEYS[table])}) DO UPDATE SET {_MERGE[table]}"
-            con.execute(sql, [list(column) for column in zip(*rows)])
+            for part in _rounds(table, rows):
+                con.execute(sql, [list(column) for column in zip(*part)])
         _set_started(con, folded.get("query_started", []))
         for query_id, target, previous in folded.get("retarget", []):
             captures.retarget(con, query_id, target)

@@ -23,6 +23,9 @@ const ROW = 30;            // vertical step of the columns an expanded box adds
 const MIN_FRAME_PX = 360;  // the graph frame's least height
 const PAGE = 50;
 const STATUS_WORDS = {unmasked: "unmasked (clear copy)", partly: "partly masked", masked: "masked on every path"};
+// what a column's ``reach`` (and a copy's ``masking``) says, on hover; docs/reference/semantics.md, copies and influence
+const COPY_WORDS = {unmasked: "unmasked copy of the start", partly: "partly masked copy of the start",
+                    masked: "masked copy of the start (masked on every path)"};
 // the API's parameter names in the words of the form's fields
 const FIELD_WORDS = {maxLevels: "depth", depth: "depth", start: "from", end: "to", since: "from", until: "to",
                      directOnly: "direct only", direction: "direction", offset: "page", limit: "page size"};
@@ -163,11 +166,14 @@ const GRAPH_STYLE = [
     "border-color": "#8aa1b8", "border-width": 1, "text-valign": "top", "text-halign": "center", "font-size": LABEL_PX,
     "font-weight": "bold", "padding": BOX_PAD, "color": "#1f3b57"}},
   {selector: "node[start = 1]", style: {"background-color": "#f7d774", "border-width": 2}},
+  {selector: "node[reach = 'copy']", style: {"border-width": 2, "border-color": "#2c6fad"}},
+  // influenced only (an indirect step on every path): neutral, never a copy's colour
+  {selector: "node[reach = 'influenced']", style: {"background-color": "#f1f2f3", "border-color": "#8c959f", "border-width": 2,
+    "border-style": "dotted", "color": "#444"}},
   {selector: "node[status = 'unmasked']", style: {"background-color": "#fbd5d0", "border-color": "#c0392b", "border-width": 3}},
   {selector: "node[status = 'partly']", style: {"background-color": "#fde8c8", "border-color": "#d68910", "border-width": 2}},
   {selector: "node[status = 'masked']", style: {"background-color": "#d5f0dc", "border-color": "#1e8449"}},
-  {selector: "node[reach = 'influenced']", style: {"border-style": "dotted"}},
-  {selector: "node[before = 1]", style: {"font-style": "italic", "color": "#555"}},
+  {selector: "node[before = 1]", style: {"font-style": "italic", "color": "#666", "background-opacity": 0.45}},
   {selector: "edge", style: {"curve-style": "bezier", "target-arrow-shape": "triangle", "font-family": FONT,
     "font-size": EDGE_LABEL_PX, "min-zoomed-font-size": HIDDEN_BELOW_PX, "width": 1.5, "line-color": "#555",
     "target-arrow-color": "#555", "text-background-color": "#fff", "text-background-opacity": 1, "text-background-padding": 1,
@@ -176,6 +182,9 @@ const GRAPH_STYLE = [
   {selector: "edge[kind = 'indirect']", style: {"line-style": "dashed", "line-color": "#999", "target-arrow-color": "#999"}},
   {selector: "edge[masking = 1]", style: {"line-color": "#1e8449", "target-arrow-color": "#1e8449", "color": "#1e8449", "width": 2.5}},
   {selector: "edge[alarm = 1]", style: {"line-color": "#c0392b", "target-arrow-color": "#c0392b", "color": "#c0392b", "width": 3}},
+  // a hop written before the window: faded, a hollow circle where it leaves its source
+  {selector: "edge[before = 1]", style: {"opacity": 0.55, "source-arrow-shape": "circle", "source-arrow-fill": "hollow",
+    "source-arrow-color": "#6b5b95", "arrow-scale": 1.2}},
   {selector: ".dim", style: {"opacity": 0.15}},
   {selector: "node.sel", style: {"border-width": 4, "border-color": "#1f3b57"}},
   {selector: "node.extra", style: {"border-style": "dashed", "background-color": "#fbfcfd", "color": "#666",
@@ -194,9 +203,85 @@ function graphFrame(what = "lineage graph", table = true) {
 }
 
 /**
- * Draw ``data`` ({start, nodes, edges}) into #graph. ``opts.status``: {nodeId: masking status};
- * ``opts.query``: the URL query to keep when re-centring.
+ * Which side of the start each column of ``data`` lies on: "down" (where it went), "up" (where it came
+ * from); a "both" graph is walked from the start both ways (a column found both ways is upstream, as the
+ * API's ``reach`` is then the backward walk's).
  */
+function sideOf(data) {
+  if (data.direction === "forward") return () => "down";
+  if (data.direction !== "both") return () => "up";
+  const start = nodeId(data.start || {});
+  const walk = (from, to) => {
+    const next = new Map();
+    for (const e of data.edges) {
+      const a = nodeId(e[from]);
+      if (!next.has(a)) next.set(a, []);
+      next.get(a).push(nodeId(e[to]));
+    }
+    const seen = new Set(), todo = [start];
+    while (todo.length) for (const x of next.get(todo.pop()) || []) if (!seen.has(x)) { seen.add(x); todo.push(x); }
+    return seen;
+  };
+  const up = walk("target", "source"), down = walk("source", "target");
+  return n => up.has(nodeId(n)) ? "up" : down.has(nodeId(n)) ? "down" : "";
+}
+
+/**
+ * A column's masking status as the graph draws it: a copy's ``masking`` downstream, written in the window
+ * (``before_window`` columns are not the start's copies in the window, as impact does not list them);
+ * empty for the start, influenced columns and sources.
+ */
+function statusOf(n, side) {
+  return side === "down" && n.reach === "copy" && !n.before_window && STATUS_WORDS[n.masking] ? n.masking : "";
+}
+
+/**
+ * What ``data`` says about the start's copies, counted as the impact report counts them: downstream the
+ * copies in the window by masking and the columns only influenced; upstream the columns it is a copy of and
+ * those that only influenced it; and the columns written before the window.
+ */
+function reachCounts(data, side) {
+  const c = {down: {copies: 0, unmasked: 0, partly: 0, masked: 0, influenced: 0}, up: {copies: 0, influenced: 0}, before: 0};
+  for (const n of data.nodes) {
+    if (!n.reach || n.reach === "start") continue;
+    const s = side(n);
+    if (n.before_window) c.before++;
+    if (s === "down" && !n.before_window) {
+      if (n.reach === "copy") { c.down.copies++; if (n.masking in c.down) c.down[n.masking]++; }
+      else c.down.influenced++;
+    } else if (s === "up") {
+      c.up[n.reach === "copy" ? "copies" : "influenced"]++;
+    }
+  }
+  return c;
+}
+
+/** The graph header's words for reachCounts ``c``: "2 unmasked copies, 0 partly masked, 1 masked on every path · ...". */
+function reachSummary(c, direction) {
+  const parts = [];
+  if (direction !== "backward") {
+    const d = c.down;
+    parts.push(d.copies
+      ? `<span id="copies-count"><span class="${d.unmasked ? "alarm" : ""}" id="unmasked-count">${plural(d.unmasked, "unmasked copy")}</span>, ${d.partly} partly masked, ${d.masked} masked on every path</span>`
+      : `<span id="copies-count">0 copies</span>`,
+      `<span id="influenced-count">${plural(d.influenced, "column")} influenced only</span>`);
+  }
+  if (direction !== "forward") {
+    parts.push(`<span id="sources-count">copied from ${plural(c.up.copies, "column")}</span>`,
+      `<span id="influencers-count">influenced by ${plural(c.up.influenced, "column")}</span>`);
+  }
+  if (c.before) parts.push(`<span class="before" id="before-count">${plural(c.before, "column")} written before the window</span>`);
+  return parts.join(" · ");
+}
+
+/** The notes a column's tooltip and the table give: copy or influence, masking, before the window. */
+function reachNotes(d) {
+  const copy = d.reach === "copy" && (d.side === "down" ? (COPY_WORDS[d.masking] || "copy of the start") : "the start holds a copy of it (direct path)");
+  const influenced = d.reach === "influenced" && (d.side === "up" ? `influenced the start via ${d.via} (not a copy)` : `influenced via ${d.via} (not a copy)`);
+  return [copy, influenced, d.before && "written before the window"].filter(Boolean);
+}
+
+/** Draw ``data`` (a lineage graph payload: start, direction, nodes, edges, window) into #graph. ``opts.query``: the URL query to keep when re-centring. */
 function draw(data, opts = {}) {
   let nodes = data.nodes;
   const note = nodes.length > MAX_NODES ? ` (showing the ${MAX_NODES} nearest of ${nodes.length}: lower the depth)` : "";
@@ -204,12 +289,21 @@ function draw(data, opts = {}) {
   const keep = new Set(nodes.map(nodeId));
   const edges = data.edges.filter(e => keep.has(nodeId(e.source)) && keep.has(nodeId(e.target)));
   const start = nodeId(data.start || nodes[0] || {});
-  const status = opts.status || {};
-  // a node's own masking (when the API gives it) for the columns it reached, unless the impact report said
-  const statusOf = n => status[nodeId(n)] || (n.reach && n.reach !== "start" && STATUS_WORDS[n.masking] ? n.masking : "");
+  const side = sideOf(data);
+  const byId = new Map(nodes.map(n => [nodeId(n), n]));
+  // a clear direct step from the start or one of its copies into an unmasked copy carries the values in clear
+  const alarm = e => {
+    const target = byId.get(nodeId(e.target)), source = byId.get(nodeId(e.source));
+    return e.kind === "direct" && !e.masking && statusOf(target, side(target)) === "unmasked" && ["start", "copy"].includes(source.reach);
+  };
   const names = shortNames([...new Set(nodes.map(n => n.dataset))]);
   const summary = $("summary");
-  if (summary) summary.innerHTML = `${plural(nodes.length, "column")} in ${plural(Object.keys(names).length, "dataset")}, ${plural(edges.length, "edge")}<span class="note">${esc(note)}</span>`;
+  const w = data.window;
+  if (summary) {
+    summary.innerHTML = `${plural(nodes.length, "column")} in ${plural(Object.keys(names).length, "dataset")}, ${plural(edges.length, "edge")}<span class="note">${esc(note)}</span>`
+      + (data.nodes.some(n => n.reach) ? ` · ${reachSummary(reachCounts(data, side), data.direction)}` : "")
+      + (w && (w.since || w.until) ? ` · window ${w.since ? esc(when(w.since)) : "any time"} – ${w.until ? esc(when(w.until)) : "now"}` : "");
+  }
   const compound = nodes.length <= BIG_GRAPH;
   const label = n => compound ? String(n.column) : `${names[n.dataset]} ${n.column}`;
   // in a box, every column is as wide as the widest label and the box as wide as its title
@@ -223,10 +317,11 @@ function draw(data, opts = {}) {
     ...(compound ? Object.entries(names) : []).map(([d, label]) => ({data: {id: "ds:" + d, label, dataset: d, w: 10}})),
     ...nodes.map(n => ({data: {id: nodeId(n), parent: compound ? "ds:" + n.dataset : undefined, label: label(n), dataset: n.dataset,
                                column: n.column, w: width(n), start: nodeId(n) === start ? 1 : 0,
-                               status: statusOf(n), reach: n.reach || "", before: n.before_window ? 1 : 0}})),
+                               status: statusOf(n, side(n)), reach: n.reach || "", masking: n.masking || "",
+                               via: (n.via || []).join(", "), side: side(n), before: n.before_window ? 1 : 0}})),
     ...edges.map((e, i) => ({data: {id: `e${i}`, source: nodeId(e.source), target: nodeId(e.target),
                                     label: e.transform + (e.masking ? " (masked)" : ""), kind: e.kind, masking: e.masking ? 1 : 0,
-                                    alarm: status[nodeId(e.target)] === "unmasked" && !e.masking ? 1 : 0,
+                                    alarm: alarm(e) ? 1 : 0, before: e.before_window ? 1 : 0,
                                     labelled: edges.length <= EDGE_LABELS_UP_TO ? 1 : 0, show: 0, mx: 0, my: 0,
                                     expression: e.expression || "", query: e.query_id || "", at: e.captured_at || ""}})),
   ];
@@ -241,7 +336,7 @@ function draw(data, opts = {}) {
   if (compound && !window.LINEAGE_STATIC) {
     cy.on("tap", "node", ev => { if (ev.target.isParent()) toggleDataset(cy, ev.target); });
   }
-  graphTable(nodes, edges, names, opts);
+  graphTable(nodes, edges, names, opts, side);
   return cy;
 }
 
@@ -413,13 +508,13 @@ function hover(cy) {
   };
   cy.on("mouseover", "edge", ev => {
     const d = ev.target.data();
-    show(ev, `${d.label} (${d.kind})${d.expression ? ": " + d.expression : ""}${d.query ? `\n${d.query} ${when(d.at)}` : ""}`);
+    show(ev, `${d.label} (${d.kind})${d.expression ? ": " + d.expression : ""}${d.query ? `\n${d.query} ${when(d.at)}` : ""}`
+             + (d.before ? "\nwritten before the window" : ""));
   });
   cy.on("mouseover", "node", ev => {
     const d = ev.target.data();
-    const notes = [d.status && STATUS_WORDS[d.status], d.reach === "influenced" && "influenced only (no copy)",
-                   d.before && "written before the window"].filter(Boolean);
-    show(ev, d.column === undefined ? d.dataset : `${d.dataset}\n[${d.column}]${notes.length ? " " + notes.join(", ") : ""}`);
+    const notes = reachNotes(d);
+    show(ev, d.column === undefined ? d.dataset : `${d.dataset}\n[${d.column}]${notes.length ? "\n" + notes.join("; ") : ""}`);
   });
   cy.on("mouseout", "node, edge", () => { tip.hidden = true; });
 }
@@ -447,7 +542,7 @@ async function toggleDataset(cy, box) {
   const more = (schema.columns || []).filter(c => !shown.has(c.name));
   const added = cy.add(more.map((c, i) => ({group: "nodes", classes: "extra",
     data: {id: `extra:${dataset}\u0000${c.name}`, parent: box.id(), label: c.name, dataset, column: c.name, extra: 1,
-           w, tw: w - 8, start: 0, status: "", reach: "", before: 0},
+           w, tw: w - 8, start: 0, status: "", reach: "", masking: "", via: "", side: "", before: 0},
     position: {x, y: y + ROW * (i + 1)}})));
   added.forEach(n => { n.scratch("home", {...n.position()}); });
   box.data("expanded", 1);
@@ -545,8 +640,8 @@ function minimap(cy) {
   map.update();
 }
 
-/** The same graph as a table, for keyboards and screen readers. */
-function graphTable(nodes, edges, names, opts) {
+/** The same graph as a table, for keyboards and screen readers: each column with what it is to the start (reachNotes). */
+function graphTable(nodes, edges, names, opts, side) {
   const body = $("graph-table-body");
   if (!body) return;
   const link = (ds, col) => window.LINEAGE_STATIC ? `${esc(ds)} [${esc(col)}]`
@@ -554,8 +649,11 @@ function graphTable(nodes, edges, names, opts) {
   body.innerHTML = `<table id="edges-table"><thead><tr><th>from</th><th>to</th><th>transform</th><th>kind</th><th>masked</th><th>expression</th><th>captured</th></tr></thead><tbody>
     ${edges.map(e => `<tr><td>${link(e.source.dataset, e.source.column)}</td><td>${link(e.target.dataset, e.target.column)}</td>
       <td>${esc(e.transform)}</td><td>${esc(e.kind)}</td><td>${e.masking ? "masked" : ""}</td><td><code>${esc(e.expression || "")}</code></td>
-      <td>${esc(when(e.captured_at))}</td></tr>`).join("")}</tbody></table>
-    <p>${plural(nodes.length, "column")}: ${nodes.map(n => link(n.dataset, n.column)).join(", ")}</p>`;
+      <td>${e.before_window ? "before the window: " : ""}${esc(when(e.captured_at))}</td></tr>`).join("")}</tbody></table>
+    <p>${plural(nodes.length, "column")}: ${nodes.map(n => {
+      const notes = reachNotes({...n, via: (n.via || []).join(", "), side: side(n), before: n.before_window});
+      return link(n.dataset, n.column) + (notes.length ? ` <small>(${esc(notes.join("; "))})</small>` : "");
+    }).join(", ")}</p>`;
 }
 
 // ---------------------------------------------------------------- controls shared by graph views
@@ -636,12 +734,25 @@ function blameField(err) {
   return false;
 }
 /**
- * The notice for a time window that leaves nothing: the API's ``window.outside.message`` (what lies outside
- * the window) when it gives one; empty when the window kept something or the API says nothing about it.
+ * The notice for a time window that leaves captures out (all of them, or some steps): the API's
+ * ``window.outside.message``; empty when ``outside`` is null.
  */
 function windowNote(answer) {
   const outside = answer && answer.window && answer.window.outside;
   return outside && outside.message ? `<p class="window-note" id="window-note" role="status">${esc(outside.message)}</p>` : "";
+}
+// the copies a graph draws without a masking colour: upstream (the start is a copy of them) and those written before the window
+const COPY_LEGEND = {backward: "the start is a copy of it (direct steps)", forward: "a copy written before the window",
+                     both: "the start is a copy of it, or a copy written before the window"};
+/** The graph legend: edges, masking colours (a copy's, downstream), influence and hops before the window. */
+function legend(direction) {
+  return `<div class="legend" id="legend"><span>── direct (carries values: a copy)</span><span>- - - indirect (filter, join, group key)</span>
+      <span class="masked">green: masked</span>${direction === "backward" ? ""
+        : `<span class="alarm">red: unmasked copy of the start</span><span class="partly">orange: partly masked copy</span>`}
+      <span><span class="lg-copy">blue border</span>: ${COPY_LEGEND[direction] || COPY_LEGEND.both}</span>
+      <span><span class="lg-influenced">dotted</span>: influenced only, not a copy</span>
+      <span id="legend-before"><span class="lg-before">faded, italic</span>, ○─: written before the window</span>
+      <span>hover for names and expressions</span></div>`;
 }
 function errorBox(err, hintHref) {
   if (err instanceof Stale) throw err;
@@ -730,8 +841,7 @@ async function column(n, ds, col, query) {
       <a id="impact-link" href="${impactHref(ds, col, windowOnly(p))}">impact of this column</a>
     </form>
     <div id="errors"></div>
-    <div class="legend"><span>── direct</span><span>- - - indirect (filter, join, group key)</span><span class="masked">green: masked</span>
-      <span class="alarm">red: unmasked copy of the start</span><span>hover for names and expressions</span></div>
+    ${legend(p.get("direction"))}
     <div id="window-box"></div><p id="summary"></p>${graphFrame()}`;
   $("direction").value = p.get("direction");
   $("direction").onchange = () => { $("direct").checked = $("direction").value === "backward"; };
@@ -744,14 +854,9 @@ async function column(n, ds, col, query) {
     location.hash = columnHref(ds, col, q);
   };
   const url = `/v3/namespaces/default/datasets/${enc(ds)}/columns/${enc(col)}/lineage?${apiQuery(p, LINEAGE_NAMES)}`;
-  let data, status = {};
+  let data;
   try {
-    const forward = p.get("direction") !== "backward";
-    const [d, imp] = await Promise.all([getJSON(n, url), forward
-      ? getJSON(n, `/api/impact?dataset=${enc(ds)}&column=${enc(col)}&${apiQuery(windowQuery(p), IMPACT_NAMES)}`) : null,
-      loadGraphLibs()]);
-    data = d;
-    if (imp) for (const x of imp.downstream) status[nodeId(x)] = x.masking;
+    [data] = await Promise.all([getJSON(n, url), loadGraphLibs()]);
   } catch (err) {
     if (!blameField(err)) {
       $("errors").innerHTML = errorBox(err, h => err.message.includes("has no column") ? columnHref(ds, h, p) : columnHref(h, col, p));
@@ -762,33 +867,43 @@ async function column(n, ds, col, query) {
   const startName = data.start || {dataset: ds, column: col};
   setTitle(startName.column, startName.dataset);
   $("window-box").innerHTML = windowNote(data);
-  draw(data, {status, query: p});
-  const unmasked = Object.values(status).filter(s => s === "unmasked").length;
-  if (unmasked) $("summary").innerHTML += ` · <span class="alarm">${plural(unmasked, "unmasked copy")} of the start</span>`;
-  const w = data.window;
-  if (w && (w.since || w.until)) $("summary").innerHTML += ` · window ${w.since ? esc(when(w.since)) : "any time"} – ${w.until ? esc(when(w.until)) : "now"}`;
-  resizeFrame();  // the summary may have grown a line
+  draw(data, {query: p});
+}
+
+/** A column's link (its backward graph) and dataset, as the impact tables show them. */
+function impactCells(d) {
+  return `<td>${d.hop}</td><td>${datasetLink(d.dataset)}</td>
+      <td><a href="${columnHref(d.dataset, d.column, "direction=backward&directOnly=true")}">${esc(d.column)}</a></td>`;
+}
+/** The steps that wrote an impact row's column (``from``; of one ``kind`` only, when given), its applications and runs. */
+function writerCells(d, kind) {
+  return `<td>${d.from.filter(f => !kind || f.kind === kind).map(f => `<span title="${esc(f.dataset)}">${esc(f.column)}</span> <small>(${esc(f.transform)}${f.masking ? ", masked" : ""}${f.kind === "indirect" ? ", indirect" : ""}${f.before_window ? ", before the window" : ""})</small>`).join("<br>")}</td>
+      <td>${d.applications.map(esc).join(", ")}</td><td>${d.runs.map(x => `<a href="#/run/${enc(x)}">${esc(x)}</a>`).join(" ")}</td>`;
 }
 
 async function impact(n, ds, col, query) {
   setTitle(`impact of ${col}`, ds);
   const p = windowQuery(new URLSearchParams(query || ""));
   const api = apiQuery(p, IMPACT_NAMES);
+  const forward = new URLSearchParams([["direction", "forward"], ["directOnly", "false"], ...windowOnly(p)]);
   view.innerHTML = `<h2 class="mono">Impact of ${datasetLink(ds)} <span>[${esc(col)}]</span></h2>
     <form class="controls" id="controls">
       ${windowFields(p)}
       <button id="apply" type="submit">show</button>
       <a id="csv" href="/api/impact.csv?dataset=${enc(ds)}&column=${enc(col)}&${api}" download>CSV</a>
-      <a href="${columnHref(ds, col, new URLSearchParams([["direction", "forward"], ["directOnly", "false"], ...windowOnly(p)]))}">forward graph</a>
+      <a href="${columnHref(ds, col, forward)}">forward graph</a>
     </form><div id="errors"></div><div id="impact-body"></div>`;
   $("controls").onsubmit = ev => {
     ev.preventDefault();
     const w = windowForm();
     if (w) location.hash = impactHref(ds, col, w);
   };
-  let r;
+  // the graph is the forward lineage in the same window and depth: the report's columns and the hops before the window
+  const graphQuery = apiQuery(new URLSearchParams([["direction", "forward"], ["directOnly", "false"], ...p]), LINEAGE_NAMES);
+  let r, data;
   try {
-    [r] = await Promise.all([getJSON(n, `/api/impact?dataset=${enc(ds)}&column=${enc(col)}&${api}`), loadGraphLibs()]);
+    [r, data] = await Promise.all([getJSON(n, `/api/impact?dataset=${enc(ds)}&column=${enc(col)}&${api}`),
+      getJSON(n, `/v3/namespaces/default/datasets/${enc(ds)}/columns/${enc(col)}/lineage?${graphQuery}`), loadGraphLibs()]);
   } catch (err) {
     if (!blameField(err)) {
       $("errors").innerHTML = errorBox(err, h => err.message.includes("has no column") ? impactHref(ds, h, p) : impactHref(h, col, p));
@@ -797,37 +912,38 @@ async function impact(n, ds, col, query) {
   }
   if (!n.live()) throw new Stale();
   setTitle(`impact of ${r.column}`, r.dataset);
+  // the report lists copies unmasked first; the table keeps the API's order within each status
   const by = s => r.downstream.filter(d => d.masking === s);
   const unmasked = by("unmasked"), partly = by("partly"), masked = by("masked");
-  const apps = new Set(r.downstream.flatMap(d => d.applications));
+  const apps = new Set([...r.downstream, ...r.influenced].flatMap(d => d.applications));
   const since = r.window ? r.window.since : r.since, until = r.window ? r.window.until : r.until;
-  const row = d => `<tr class="st-${d.masking}"><td>${d.hop}</td><td>${datasetLink(d.dataset)}</td>
-      <td><a href="${columnHref(d.dataset, d.column, "direction=backward&directOnly=true")}">${esc(d.column)}</a></td>
-      <td class="status">${esc(STATUS_WORDS[d.masking])}</td>
-      <td>${d.from.map(f => `${esc(f.column)} <small>(${esc(f.transform)}${f.masking ? ", masked" : ""}${f.kind === "indirect" ? ", indirect" : ""})</small>`).join("<br>")}</td>
-      <td>${d.applications.map(esc).join(", ")}</td><td>${d.runs.map(x => `<a href="#/run/${enc(x)}">${esc(x)}</a>`).join(" ")}</td></tr>`;
+  const copyRow = d => `<tr class="st-${d.masking}">${impactCells(d)}<td class="status">${esc(STATUS_WORDS[d.masking])}</td>${writerCells(d, "direct")}</tr>`;
+  const influencedRow = d => `<tr class="influenced">${impactCells(d)}<td class="via">${esc(d.via.join(", "))}</td>${writerCells(d)}</tr>`;
+  const leak = d => `<li class="mono" data-dataset="${esc(d.dataset)}" data-column="${esc(d.column)}">${datasetLink(d.dataset)} [${esc(d.column)}]</li>`;
   $("impact-body").innerHTML = `
-    <p id="impact-summary"><b>${plural(r.downstream.length, "derived column")}</b>:
+    <p id="impact-summary"><b id="n-copies">${plural(r.downstream.length, "copy")}</b> of it:
       <span class="alarm" id="n-unmasked">${unmasked.length} unmasked</span>,
       <span class="partly" id="n-partly">${partly.length} partly masked</span>,
       <span class="masked" id="n-masked">${masked.length} masked on every path</span>;
+      <span id="n-influenced">${plural(r.influenced.length, "column")} influenced only</span>;
       written by ${plural(apps.size, "application")}; ${plural(r.reads.length, "query")} read it
       · window ${since ? esc(when(since)) : "any time"} – ${until ? esc(when(until)) : "now"}</p>
     ${windowNote(r)}
-    ${unmasked.length ? `<div class="alarm-box" role="alert"><b>Unmasked copies:</b> ${unmasked.map(d => `<span class="mono">${esc(d.dataset)} [${esc(d.column)}]</span>`).join(", ")}</div>` : ""}
-    <table id="impact-table"><thead><tr><th>hop</th><th>dataset</th><th>column</th><th>status</th><th>from</th><th>applications</th><th>runs</th></tr></thead>
-    <tbody>${[...unmasked, ...partly, ...masked].map(row).join("")}</tbody></table>
+    ${unmasked.length ? `<div class="alarm-box" id="alarm" role="alert"><b>${plural(unmasked.length, "unmasked copy")}</b>: these columns hold its values in clear
+      <ul id="alarm-list">${unmasked.map(leak).join("")}</ul></div>` : ""}
+    <h3>Copies <span class="count">(${r.downstream.length}: unmasked first, then partly masked, then masked)</span></h3>
+    <table id="impact-table"><thead><tr><th>hop</th><th>dataset</th><th>column</th><th>status</th><th>copied from</th><th>applications</th><th>runs</th></tr></thead>
+    <tbody>${[...unmasked, ...partly, ...masked].map(copyRow).join("")}</tbody></table>
+    <h3>Influenced by it, not copies <span class="count">(${r.influenced.length})</span></h3>
+    <p class="help">It decided which rows, groups or branches these columns hold (a filter, a join or group key); they hold none of its values.</p>
+    <table id="influenced-table"><thead><tr><th>hop</th><th>dataset</th><th>column</th><th>via</th><th>from</th><th>applications</th><th>runs</th></tr></thead>
+    <tbody>${r.influenced.map(influencedRow).join("")}</tbody></table>
     <h3>Reads <span class="count">(${r.reads.length})</span></h3>
     <table id="reads"><thead><tr><th>when</th><th>application</th><th>action</th><th>status</th><th>into</th><th>transforms</th></tr></thead><tbody>
     ${r.reads.map(x => `<tr><td>${esc(when(x.captured_at))}</td><td>${esc(x.app_name)}</td><td>${esc(x.action)}</td><td>${esc(x.status)}</td>
       <td>${x.target_dataset ? datasetLink(x.target_dataset) : "(driver)"}</td><td>${esc((x.transforms || []).join(", "))}</td></tr>`).join("")}</tbody></table>
-    <h3>Graph</h3><p id="summary"></p>${graphFrame()}`;
-  const startNode = {dataset: r.dataset, column: r.column, depth: 0};
-  const nodes = [startNode, ...r.downstream.map(d => ({dataset: d.dataset, column: d.column, depth: d.hop}))];
-  const edges = r.downstream.flatMap(d => d.from.map(f => ({source: {dataset: f.dataset, column: f.column},
-    target: {dataset: d.dataset, column: d.column}, transform: f.transform, kind: f.kind, masking: f.masking, expression: f.expression})));
-  const status = Object.fromEntries(r.downstream.map(d => [nodeId(d), d.masking]));
-  draw({start: startNode, nodes, edges}, {status, query: new URLSearchParams([["direction", "forward"], ["directOnly", "false"], ...windowOnly(p)])});
+    <h3>Graph</h3>${legend("forward")}<p id="summary"></p>${graphFrame()}`;
+  draw(data, {query: forward});
 }
 
 async function overview(n, ds) {
@@ -951,8 +1067,7 @@ function showStatic(data) {
   setTitle(data.start.column, data.start.dataset);
   view.innerHTML = `<h2 class="mono">${esc(data.start.dataset)} [${esc(data.start.column)}]</h2>
     <p>${esc(data.direction)} lineage, written ${esc(data.written_at)} by lineage-listener html</p>
-    <div class="legend"><span>── direct</span><span>- - - indirect</span><span class="masked">green: masked</span>
-      <span>hover an edge for its expression</span></div><p id="summary"></p>${graphFrame()}`;
+    ${legend(data.direction)}${windowNote(data)}<p id="summary"></p>${graphFrame()}`;
   draw(data);
 }
 
