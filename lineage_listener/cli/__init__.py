@@ -41,11 +41,14 @@ COMMAND_MODULES = (
     "html",
     "classify",
     "check",
+    "diff",
+    "preview",
 )
 
 #: Commands that read a store: they first try to write what waits in its spool, and say
 #: on stderr when some still waits (their answer may miss it).
-READ_COMMANDS = frozenset({"sql", "upstream", "downstream", "impact", "provenance", "html", "classify", "check"})
+READ_COMMANDS = frozenset({"sql", "upstream", "downstream", "impact", "provenance", "html", "classify", "check",
+                           "diff", "preview"})
 
 
 #: Top-level modules of the optional extras -> the extra that installs them.

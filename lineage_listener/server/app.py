@@ -13,7 +13,7 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from lineage_listener import __version__
-from lineage_listener.server import api, collect, governance_api, views_api
+from lineage_listener.server import api, collect, diff_api, governance_api, views_api
 from lineage_listener.server import health as health_api
 from lineage_listener.server.state import ServerState
 from lineage_listener.server.writer import Settings
@@ -21,7 +21,8 @@ from lineage_listener.server.writer import Settings
 STATIC = Path(str(resources.files("lineage_listener.server").joinpath("static")))
 
 #: Every router of the server, in the order they are mounted (docs/reference/rest.md is generated from them).
-ROUTERS = (api.router, collect.router, views_api.router, health_api.router, governance_api.router)
+ROUTERS = (api.router, collect.router, views_api.router, health_api.router, governance_api.router,
+           diff_api.router)
 
 
 def create_app(store: str | Path, token: str | None = None, settings: Settings | None = None,

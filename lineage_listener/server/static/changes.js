@@ -1,0 +1,94 @@
+// lineage-listener UI: "what changed" pages over /api/diff/*. An application's runs, or the runs that wrote a
+// dataset, each compared with the run before; only the runs where the lineage changed are listed.
+//
+// Loaded before app.js: it registers its routes in window.LINEAGE_PAGES (app.js's router calls them with the
+// navigation, the path parts after "changes" and the query) and uses app.js's helpers when called.
+"use strict";
+(function () {
+  const LIMIT = 20;
+
+  function endText(e) {
+    if (!e.dataset) return "driver (read)";
+    return e.column === null || e.column === undefined ? e.dataset : `${e.dataset} [${e.column}]`;
+  }
+  function recordText(r) {
+    return `${r.transform} ${r.kind}${r.expression ? " " + r.expression : ""}${r.masking ? " [masked]" : ""}`;
+  }
+  function rows(change, items) {
+    return items.map(i => {
+      if (i.item === "dataset") return `<tr class="${change}"><td>${change}</td><td>dataset</td><td>${datasetLink(i.dataset)}</td><td></td><td></td></tr>`;
+      if (i.item === "column") return `<tr class="${change}"><td>${change}</td><td>column</td><td class="mono">${esc(endText(i))}</td><td></td><td></td></tr>`;
+      const what = i.before
+        ? `${esc(i.before.map(recordText).join("; "))} <b>→</b> ${esc(i.after.map(recordText).join("; "))}`
+        : esc(recordText(i));
+      return `<tr class="${change}"><td>${change}${i.fields ? ` <small>(${esc(i.fields.join(", "))})</small>` : ""}</td><td>edge</td>
+        <td class="mono">${esc(endText(i.target))}</td><td class="mono">${esc(endText(i.source))}</td><td class="mono">${what}</td></tr>`;
+    }).join("");
+  }
+  /** One diff (the /api/diff answer, or one change of a history) as a table of every change. */
+  function diffTable(d) {
+    return `<table class="diff"><thead><tr><th>change</th><th>item</th><th>target</th><th>source</th><th>edge</th></tr></thead><tbody>
+      ${rows("added", d.added)}${rows("removed", d.removed)}${rows("changed", d.changed)}</tbody></table>
+      ${d.labels.length ? `<p>labels newly reaching a column: ${d.labels.map(l => esc(`${l.label} → ${l.dataset} [${l.column}]`)).join(", ")}</p>` : ""}`;
+  }
+  function counts(c) {
+    return ["added", "removed", "changed"].map(k => `${c[k]} ${k}`).join(", ");
+  }
+  function changeList(h, label) {
+    if (!h.changes.length) return `<p id="no-changes">No change: every run kept the same lineage.</p>`;
+    return `<div id="change-list">${h.changes.map(c => `<section class="change" data-run="${esc(c.run_id)}">
+      <h3>${esc(when(c.started_at))} · ${label(c)} <a href="#/run/${enc(c.run_id)}">${esc(c.run_id)}</a>
+        <small>against <a href="#/run/${enc(c.previous_run_id)}">${esc(c.previous_run_id)}</a> (${esc(when(c.previous_started_at))})</small></h3>
+      <p class="count">${counts(c.counts)} · ${plural(c.runs_kept, "run")} kept this lineage</p>${diffTable(c)}</section>`).join("")}</div>
+      ${h.more ? `<p class="pager"><a id="more-changes" href="${location.hash.split("?")[0]}?limit=${h.changes.length + LIMIT}">older changes →</a></p>` : ""}`;
+  }
+  function limitOf(q) { return Math.min(500, Math.max(1, parseInt(q.get("limit") || String(LIMIT), 10) || LIMIT)); }
+
+  async function index(n) {
+    setTitle("what changed");
+    const apps = await getJSON(n, "/api/diff/apps");
+    view.innerHTML = `<h2>What changed</h2>
+      <p class="help">An application's runs, or the runs that wrote a dataset, each compared with the run before.</p>
+      <form id="changes-dataset-form"><label>dataset <input id="changes-dataset" type="search" placeholder="spark_catalog.db.table or a path" size="50"></label>
+        <button type="submit">what changed</button></form>
+      <h3>Applications <span class="count">(${apps.length})</span></h3>
+      <table id="changes-apps"><thead><tr><th>application</th><th>runs</th><th>first run</th><th>last run</th></tr></thead><tbody>
+      ${apps.map(a => `<tr><td><a href="#/changes/app/${enc(a.app_name)}">${esc(a.app_name)}</a></td><td>${a.runs}</td>
+        <td>${esc(when(a.first_run_at))}</td><td>${esc(when(a.last_run_at))}</td></tr>`).join("")}</tbody></table>`;
+    $("changes-dataset-form").onsubmit = ev => {
+      ev.preventDefault();
+      location.hash = `#/changes/dataset/${enc($("changes-dataset").value.trim())}`;
+    };
+  }
+
+  async function appPage(n, name, q) {
+    setTitle(name, "what changed");
+    const h = await getJSON(n, `/api/diff/history?app=${enc(name)}&limit=${limitOf(q)}`);
+    view.innerHTML = `<h2>What changed in <span class="mono">${esc(name)}</span></h2>
+      <p id="changes-summary">${plural(h.runs, "run")} with lineage${h.first ? `, from ${esc(when(h.first.started_at))} to ${esc(when(h.last.started_at))}` : ""};
+        ${plural(h.changes.length, "change")}${h.more ? " shown" : ""}</p>${changeList(h, () => "run")}`;
+  }
+
+  async function datasetPage(n, name, q) {
+    setTitle(name, "what changed");
+    const h = await getJSON(n, `/api/diff/history?dataset=${enc(name)}&limit=${limitOf(q)}`);
+    view.innerHTML = `<h2>What changed in how <span class="mono">${datasetLink(h.dataset)}</span> is written</h2>
+      <p id="changes-summary">${plural(h.runs, "run")} wrote it: ${h.writers.map(w => `${esc(w.app_name || "(unnamed)")} (${w.runs})`).join(", ") || "none"};
+        ${plural(h.changes.length, "change")}${h.more ? " shown" : ""}</p>${changeList(h, c => esc(c.app_name || ""))}`;
+  }
+
+  async function changes(n, parts, q) {
+    if (parts[0] === "app" && parts.length > 1) return appPage(n, parts.slice(1).join("/"), q);
+    if (parts[0] === "dataset" && parts.length > 1) return datasetPage(n, parts.slice(1).join("/"), q);
+    return index(n);
+  }
+  window.LINEAGE_PAGES = Object.assign(window.LINEAGE_PAGES || {}, {changes});
+
+  // A dataset page links to its "what changed" page, next to its dataset graph link.
+  new MutationObserver(() => {
+    const link = document.getElementById("overview-link");
+    if (!link || document.getElementById("changes-link") || !/^#\/dataset\//.test(document.body.dataset.view || "")) return;
+    const name = decodeURIComponent(link.getAttribute("href").replace(/^#\/overview\//, ""));
+    link.insertAdjacentHTML("afterend", ` · <a id="changes-link" href="#/changes/dataset/${enc(name)}">what changed</a>`);
+  }).observe(document.body, {attributes: true, attributeFilter: ["data-view"]});
+})();
