@@ -40,7 +40,6 @@ sys.path.insert(0, str(REPO))
 import duckdb  # noqa: E402
 from confluent_kafka import Producer  # noqa: E402
 
-from lineage_listener.capture import run_end  # noqa: E402
 from lineage_listener.kafka.publish import KafkaWriter  # noqa: E402
 from lineage_listener.kafka.settings import KafkaSettings  # noqa: E402
 from lineage_listener.store.batch import Batch  # noqa: E402
@@ -131,7 +130,6 @@ def capture_templates(bootstrap: str, work: Path) -> list[Batch]:
             .write.mode("overwrite").parquet(str(work / f"out{i}"))
     handle.flush(120)
     lineage_listener.disable(spark)
-    run_end.write_pending()  # the run's end now, not at exit
     from confluent_kafka import Consumer
 
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex, "auto.offset.reset": "earliest"})
@@ -382,7 +380,6 @@ def latency_and_cost(broker: Broker, work: Path, actions: int, cost_actions: int
             wait(found, timeout=120, every=0.02)
             seen.append(time.perf_counter() - done)
         lineage_listener.disable(spark)
-        run_end.write_pending()
     finally:
         spark.stop()
         server.stop()

@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     edges = [edge_data(i, e) for i, e in result.edges()]
     d = against_capture(store, [e for _, e in result.edges()], f"preview of {args.file}", args.app) \
         if args.diff else None
-    report = checks.check_edges(store, policy, edges) if policy is not None else None
+    report = checks.check_edges(store, policy, edges, application=args.app or "preview") if policy is not None else None
     found = report["violations"] if report is not None else []
     if args.format == "json":
         print(to_json({"edges": edges, "diff": d.data() if d else None, "violations": found,
