@@ -24,7 +24,7 @@ from lineage_listener.govern.reach import CaptureBook, applications, reachable_d
 from lineage_listener.query.expand import Edge, Filters, Node, columns_of, nearest_captures
 from lineage_listener.query.names import Aliases
 from lineage_listener.query.store import LineageStore, UnknownNameError, resolve_column
-from lineage_listener.query.timewindow import window
+from lineage_listener.timewindow import window
 
 
 @dataclass

@@ -36,7 +36,7 @@ from lineage_listener.govern.reach import applications
 from lineage_listener.query.expand import FAILED_WRITES, Edge, Node
 from lineage_listener.query.names import Aliases
 from lineage_listener.query.store import LineageStore
-from lineage_listener.query.timewindow import utcnow, window
+from lineage_listener.timewindow import utcnow, window
 
 
 @dataclass

@@ -9,7 +9,7 @@ from lineage_listener.query.copies import copies, influenced
 from lineage_listener.query.graph import build_graph, origins, paths
 from lineage_listener.query.kept import keep
 from lineage_listener.query.store import LineageStore, UnknownNameError, open_store
-from lineage_listener.query.timewindow import parse_time
+from lineage_listener.timewindow import parse_time
 
 __all__ = ["open_store", "LineageStore", "UnknownNameError", "Edge", "Filters", "expand",
            "build_graph", "origins", "paths", "keep", "copies", "influenced", "parse_time"]
