@@ -9,7 +9,8 @@ from typing import Any
 
 import networkx as nx
 
-from lineage_listener.query.expand import FAILED_WRITES, Node
+from lineage_listener.query.expand import FAILED_WRITES
+from lineage_listener.query.types import Node
 from lineage_listener.query.copies import COPY, INFLUENCED
 from lineage_listener.query.graph import origins
 from lineage_listener.query.names import Aliases

@@ -12,7 +12,8 @@ import duckdb
 import networkx as nx
 
 from lineage_listener.lineage.column_path import lookups
-from lineage_listener.query.expand import Direction, Filters, Node, expand, nearest_captures
+from lineage_listener.query.expand import Filters, expand, nearest_captures
+from lineage_listener.query.types import Direction, Node
 from lineage_listener.query.expand import captures as edge_captures
 from lineage_listener.query.kept import keep
 from lineage_listener.query.names import Aliases, closest
