@@ -34,8 +34,7 @@ class BuildPyWithJar(build_py):
             target.unlink(missing_ok=True)  # not one left in build/ by an earlier build
             logging.getLogger(__name__).warning("%s=1: building a wheel without the bridge jar", WITHOUT_JAR)
             return
-        spec = importlib.util.spec_from_file_location("_bridge_jar", Path(__file__).parent / "lineage_listener"
-                                                      / "bridge" / "jar.py")
+        spec = importlib.util.spec_from_file_location("_bridge_jar", Path(__file__).parent / "lineage_listener" / "jar.py")
         jar = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = jar  # dataclasses look their module up
         spec.loader.exec_module(jar)

@@ -45,7 +45,7 @@ def test_cache_key_is_spark_version_and_source_hash(tmp_path: Path, monkeypatch:
 
 def test_concurrent_builds_leave_one_valid_jar(tmp_path: Path) -> None:
     env = {**os.environ, "LINEAGE_LISTENER_CACHE": str(tmp_path), "PYTHONPATH": str(REPO)}
-    code = "from lineage_listener.bridge.jar import bridge_jar; print(bridge_jar(rebuild=True))"
+    code = "from lineage_listener.jar import bridge_jar; print(bridge_jar(rebuild=True))"
     procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
              for _ in range(2)]
     outs = [p.communicate(timeout=120)[0].strip() for p in procs]

@@ -20,7 +20,7 @@ pytest.importorskip("lineage_listener.capture.pipeline")
 
 import pyspark  # noqa: E402
 
-from lineage_listener.bridge.jar import bridge_jar  # noqa: E402
+from lineage_listener.jar import bridge_jar  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SPARK_HOME = Path(pyspark.__file__).resolve().parent

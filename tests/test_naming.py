@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from lineage_listener.lineage.datasets import datasets_of, jdbc_name
-from lineage_listener.lineage.redact import redact_options, redact_url
+from lineage_listener.redact import redact_options, redact_url
 
 
 def test_jdbc_name_drops_credentials_and_parameters():

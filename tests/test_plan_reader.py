@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from lineage_listener.bridge.jar import BridgeBuildError, bridge_jar
+from lineage_listener.jar import BridgeBuildError, bridge_jar
 from lineage_listener.capture import facts, planreader
 from lineage_listener.capture.envelope import Reader
 from lineage_listener.lineage.query import lineage

@@ -123,7 +123,7 @@ def corpus(spark, people, depts, tmp_path_factory):
 
 
 def _split(sql: str) -> list:
-    from lineage_listener.govern.sqlfile import statements
+    from lineage_listener.preview.sqlfile import statements
 
     return statements(sql)
 

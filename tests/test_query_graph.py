@@ -9,7 +9,7 @@ import pytest
 from lineage_listener.cli import main as cli_main
 from lineage_listener.query import open_store
 from lineage_listener.query.reports import impact, provenance
-from lineage_listener.query.timewindow import parse_time
+from lineage_listener.timewindow import parse_time
 from lineage_listener.store.batch import Batch
 from lineage_listener.store.connection import StoreError, open_writable
 from lineage_listener.store.writer import write_batch

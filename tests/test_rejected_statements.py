@@ -84,7 +84,7 @@ def test_rejected_statements_in_process(lineage, spark, tmp_path, caplog, capfd)
 def test_rejected_statements_zero_code(tmp_path):
     """One spark-submit job, every error class, through the JVM bridge."""
     from tests.test_bridge_jobs import capture_args, run_job
-    from lineage_listener.bridge.jar import bridge_jar
+    from lineage_listener.jar import bridge_jar
 
     bridge_jar()
     script = tmp_path / "job.py"

@@ -21,7 +21,7 @@ import duckdb
 import pytest
 
 import lineage_listener
-from lineage_listener.lineage.redact import is_secret_key, logger, redact_options, redact_text, redact_url
+from lineage_listener.redact import is_secret_key, logger, redact_options, redact_text, redact_url
 from lineage_listener.store.batch import Batch
 from lineage_listener.store.writer import StoreWriter
 

@@ -51,3 +51,34 @@ def test_walker_imports_no_handlers_or_rules():
     graph = import_graph()
     walker = set(graph.successors("lineage_listener.lineage.walker"))
     assert not walker & {"lineage_listener.lineage.nodes", "lineage_listener.lineage.expressions"}
+
+
+#: The package's layers, lowest first: a module imports only from its own layer or lower ones
+#: (docs/development.md, "Layers"). Modules directly in the package are named by their file.
+LAYERS = (
+    ("redact", "timewindow", "jar", "plan"),  # shared helpers; Spark's plan classes and encodings
+    ("lineage",),                              # the walk: plan -> column edges
+    ("store",),                                # the DuckDB store: schema, batches, writers
+    ("query",),                                # questions over a store: graphs, copies, windows
+    ("govern",),                               # labels, policies, diffs over a store
+    ("openlineage", "datahub", "kafka"),       # formats and transports (labels travel in them)
+    ("capture",),                              # listener -> walk -> store or transport
+    ("bridge", "preview"),                     # the zero-code worker; SQL walked as capture walks it
+    ("server",),                               # REST and UI
+    ("cli", "__init__", "__main__"),           # the command line and the Python entry points
+)
+
+
+def layer_of(module: str) -> int:
+    parts = module.split(".")
+    room = parts[1] if len(parts) > 1 else "__init__"
+    for n, rooms in enumerate(LAYERS):
+        if room in rooms:
+            return n
+    raise AssertionError(f"{module} is in no layer: add its package to LAYERS and docs/development.md")
+
+
+def test_no_import_from_a_lower_layer_to_a_higher_one():
+    graph = import_graph()
+    upward = sorted(f"{a} -> {b}" for a, b in graph.edges() if layer_of(a) < layer_of(b))
+    assert upward == []

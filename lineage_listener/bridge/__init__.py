@@ -5,7 +5,7 @@ bridge jar on the driver and names its listener class; the listener starts a
 py4j gateway on 127.0.0.1 and launches ``python -m lineage_listener.bridge.worker``,
 which connects back and feeds the same capture pipeline ``enable()`` uses.
 
-- :mod:`lineage_listener.bridge.jar`: build and cache the bridge jar.
+- :mod:`lineage_listener.jar`: build and cache the bridge jar.
 - :mod:`lineage_listener.bridge.submit`: the ``spark-submit`` arguments.
 - :mod:`lineage_listener.bridge.worker`: the worker process.
 - :mod:`lineage_listener.bridge.heartbeat`: the worker's sign of life while it is busy.

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from lineage_listener.bridge import LISTENER_CLASS, STREAM_LISTENER_CLASS
-from lineage_listener.bridge.jar import bridge_jar
+from lineage_listener.jar import bridge_jar
 
 
 def package_root() -> Path:

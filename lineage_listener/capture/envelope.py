@@ -17,7 +17,7 @@ from lineage_listener.capture import (command_result, facts, inference, internal
                                       stages, statement, streams)
 from lineage_listener.plan.classes import MICRO_BATCH_LEAF, STREAM_SINK_WRITES, WRAPPER_COMMANDS, WRITE_COMMANDS
 from lineage_listener.plan.text import has_class
-from lineage_listener.lineage import redact
+from lineage_listener import redact
 
 log = redact.logger(__name__)
 

@@ -18,7 +18,7 @@ from py4j.protocol import Py4JError
 
 from lineage_listener.lineage.datasets import table_name
 from lineage_listener.plan.classes import EXPRESSION_FIELDS, NESTED_PLAN_FIELDS, READ_FROM_JVM, SOURCE_LEAVES
-from lineage_listener.lineage import redact
+from lineage_listener import redact
 
 log = redact.logger(__name__)
 

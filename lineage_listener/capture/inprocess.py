@@ -10,7 +10,7 @@ from lineage_listener.capture import planreader, sigterm, sinks, streams
 from lineage_listener.capture.listener import PlanListener
 from lineage_listener.capture.pipeline import Capture
 from lineage_listener.kafka import settings as kafka_settings
-from lineage_listener.lineage import redact
+from lineage_listener import redact
 
 log = redact.logger(__name__)
 

@@ -6,7 +6,7 @@ it to the capture thread, and never lets an exception escape into Spark.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
-from lineage_listener.lineage import redact
+from lineage_listener import redact
 
 if TYPE_CHECKING:  # pragma: no cover
     from lineage_listener.capture.pipeline import Capture

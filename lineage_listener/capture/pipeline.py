@@ -27,7 +27,7 @@ from lineage_listener.capture.records import Recorder
 from lineage_listener.store.batch import Batch
 from lineage_listener.store.remote import RemoteWriter
 from lineage_listener.store.writer import StoreWriter
-from lineage_listener.lineage import redact
+from lineage_listener import redact
 
 log = redact.logger(__name__)
 

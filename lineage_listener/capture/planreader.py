@@ -61,7 +61,7 @@ def install(jar: str | os.PathLike | None) -> None:
 
 def install_default(background: bool = True) -> None:
     """Find (or build, in a background thread: javac can take seconds) the bridge jar and install it."""
-    from lineage_listener.bridge import jar as bridge
+    from lineage_listener import jar as bridge
 
     def find() -> None:
         try:

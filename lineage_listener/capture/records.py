@@ -24,7 +24,7 @@ from lineage_listener.lineage.query import QueryLineage, lineage
 from lineage_listener.plan.classes import WRAPPER_COMMANDS
 from lineage_listener.plan.tree import parse
 from lineage_listener.store.batch import Batch
-from lineage_listener.lineage import redact
+from lineage_listener import redact
 
 log = redact.logger(__name__)
 

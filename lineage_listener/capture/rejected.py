@@ -14,7 +14,7 @@ from typing import Any
 
 from py4j.protocol import Py4JError
 
-from lineage_listener.lineage import redact
+from lineage_listener import redact
 
 log = redact.logger(__name__)
 

@@ -14,7 +14,7 @@ from types import FrameType
 from typing import Any
 
 from lineage_listener.capture import pipeline
-from lineage_listener.lineage import redact
+from lineage_listener import redact
 
 log = redact.logger(__name__)
 

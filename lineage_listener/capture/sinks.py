@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from lineage_listener.lineage import redact
+from lineage_listener import redact
 from lineage_listener.store.batch import Batch
 from lineage_listener.store.remote import RemoteWriter
 from lineage_listener.store.writer import StoreWriter

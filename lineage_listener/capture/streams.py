@@ -29,7 +29,7 @@ from typing import Any, Protocol
 from py4j.protocol import Py4JError
 
 from lineage_listener.capture import facts, planreader
-from lineage_listener.lineage import redact
+from lineage_listener import redact
 from lineage_listener.plan.classes import MICRO_BATCH_LEAF, STREAM_SINK_WRITES
 
 log = redact.logger(__name__)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from lineage_listener.bridge.jar import BridgeBuildError, bridge_jar
+from lineage_listener.jar import BridgeBuildError, bridge_jar
 from lineage_listener.cli import CliError
 
 

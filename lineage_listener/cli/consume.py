@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 
 from lineage_listener.cli import CliError, kafka_options
-from lineage_listener.server.writer import GroupWriter, Settings
+from lineage_listener.store.group import GroupWriter, Settings
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

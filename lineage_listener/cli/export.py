@@ -6,7 +6,7 @@ import sys
 
 from lineage_listener.cli import CliError
 from lineage_listener.cli.progress import progress_bar
-from lineage_listener.query.timewindow import parse_time
+from lineage_listener.timewindow import parse_time
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

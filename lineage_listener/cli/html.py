@@ -8,7 +8,7 @@ from importlib import resources
 
 from lineage_listener.cli.lineage_format import add_common, guard, open_for_cli, to_json
 from lineage_listener.query import payload
-from lineage_listener.query.timewindow import parse_time
+from lineage_listener.timewindow import parse_time
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from lineage_listener.cli import CliError
-from lineage_listener.lineage.redact import is_secret_key
+from lineage_listener.redact import is_secret_key
 
 
 def add(p: argparse.ArgumentParser, consumer: bool = True) -> None:

@@ -21,8 +21,8 @@ from lineage_listener.cli.lineage_format import guard, name, open_for_cli, to_js
 from lineage_listener.cli.render import table
 from lineage_listener.govern import checks, policy as policies
 from lineage_listener.govern.diff import against_capture
-from lineage_listener.govern.preview import Preview, edge_data, preview
-from lineage_listener.govern.session import SessionError
+from lineage_listener.preview.analyze import Preview, edge_data, preview
+from lineage_listener.preview.session import SessionError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from lineage_listener.bridge.jar import BridgeBuildError
+from lineage_listener.jar import BridgeBuildError
 from lineage_listener.bridge.submit import spark_submit_args
 from lineage_listener.cli import CliError
 

@@ -13,11 +13,10 @@ stop at masking, and policies over where labelled data goes.
   and their checks; :mod:`~lineage_listener.govern.webhook` and :mod:`~lineage_listener.govern.watch`:
   a lineage server checking every batch and telling a webhook.
 - :mod:`~lineage_listener.govern.diff` and :mod:`~lineage_listener.govern.history`: what changed
-  between two runs, windows or stores, and when an application's or a dataset's lineage changed;
-- :mod:`~lineage_listener.govern.preview`: the lineage of SQL before it runs, with the capture's own
-  reader and walker in a throwaway local session.
+  between two runs, windows or stores, and when an application's or a dataset's lineage changed.
 
-This layer reads stores through :mod:`lineage_listener.query`; only the CLI and the server build on it.
+This layer reads stores through :mod:`lineage_listener.query`; the exports (labels as OpenLineage tags,
+DataHub field tags), previews, the server and the CLI build on it.
 
 >>> from lineage_listener.govern.diff import diff
 >>> d = diff(open_store("lineage.duckdb"), app="daily_orders")     # doctest: +SKIP

@@ -21,10 +21,11 @@ from lineage_listener.govern.classfile import known_columns
 from lineage_listener.govern.labelstore import Declared, effective
 from lineage_listener.govern.propagate import Reached, path_rows, propagate
 from lineage_listener.govern.reach import CaptureBook, applications, reachable_datasets, walk
-from lineage_listener.query.expand import Edge, Filters, Node, columns_of, nearest_captures
+from lineage_listener.query.expand import Filters, columns_of, nearest_captures
+from lineage_listener.query.types import Edge, Node
 from lineage_listener.query.names import Aliases
 from lineage_listener.query.store import LineageStore, UnknownNameError, resolve_column
-from lineage_listener.query.timewindow import window
+from lineage_listener.timewindow import window
 
 
 @dataclass

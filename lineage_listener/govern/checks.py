@@ -32,11 +32,11 @@ from lineage_listener.govern.labelstore import Declared
 from lineage_listener.govern.patterns import any_matches, is_kind_of
 from lineage_listener.govern.policy import Policy, PolicyError, Rule
 from lineage_listener.govern.propagate import Reached, path_rows
-from lineage_listener.govern.reach import applications
-from lineage_listener.query.expand import FAILED_WRITES, Edge, Node
+from lineage_listener.query.expand import FAILED_WRITES
+from lineage_listener.query.types import Edge, Node
 from lineage_listener.query.names import Aliases
 from lineage_listener.query.store import LineageStore
-from lineage_listener.query.timewindow import utcnow, window
+from lineage_listener.timewindow import utcnow, window
 
 
 @dataclass

@@ -25,7 +25,7 @@ from datetime import datetime
 import duckdb
 
 from lineage_listener.query.names import Aliases
-from lineage_listener.query.timewindow import utcnow
+from lineage_listener.timewindow import utcnow
 from lineage_listener.store.batch import Batch
 
 log = logging.getLogger(__name__)

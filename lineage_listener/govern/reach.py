@@ -14,7 +14,8 @@ import duckdb
 import networkx as nx
 
 from lineage_listener.govern.propagate import Hop
-from lineage_listener.query.expand import Direction, Edge, Filters, Node, captures, expand
+from lineage_listener.query.expand import Filters, captures, expand
+from lineage_listener.query.types import Direction, Edge, Node
 from lineage_listener.query.lookups import indexed
 from lineage_listener.query.graph import build_graph
 from lineage_listener.query.names import Aliases

@@ -22,7 +22,7 @@ import duckdb
 from lineage_listener.query.expand import FAILED_WRITES
 from lineage_listener.query.names import Aliases, closest
 from lineage_listener.query.store import UnknownNameError
-from lineage_listener.query.timewindow import parse_time
+from lineage_listener.timewindow import parse_time
 from lineage_listener.store.edge_ids import EDGE_COLUMNS
 
 #: What a side's query returns: an edge, and the capture it was (last) seen in.

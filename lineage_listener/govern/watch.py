@@ -30,9 +30,9 @@ from lineage_listener.govern import classfile, labelstore
 from lineage_listener.govern.checks import check, unmatched
 from lineage_listener.govern.policy import Policy
 from lineage_listener.govern.webhook import Webhook
-from lineage_listener.query.expand import Node
+from lineage_listener.query.types import Node
 from lineage_listener.query.names import Aliases
-from lineage_listener.query.timewindow import utcnow
+from lineage_listener.timewindow import utcnow
 from lineage_listener.store.batch import COLUMNS, LABEL_TABLES, Batch
 
 log = logging.getLogger(__name__)

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from lineage_listener.lineage.redact import redact_text, redact_url
-from lineage_listener.query.timewindow import utcnow
+from lineage_listener.redact import redact_text, redact_url
+from lineage_listener.timewindow import utcnow
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from lineage_listener.lineage import redact
+from lineage_listener import redact
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from lineage_listener.kafka import messages
 from lineage_listener.kafka.settings import KafkaSettings, client_class
-from lineage_listener.lineage import redact
+from lineage_listener import redact
 from lineage_listener.store import spool
 from lineage_listener.store.batch import Batch
 

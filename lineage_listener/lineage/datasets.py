@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lineage_listener.lineage.redact import redact_options, redact_url
+from lineage_listener.redact import redact_options, redact_url
 
 DEFAULT_CATALOG = "spark_catalog"
 DEFAULT_DATABASE = "default"

@@ -16,7 +16,7 @@ from openlineage.client.event_v2 import RunEvent
 from openlineage.client.serde import Serde
 from openlineage.client.transport.http import ApiKeyTokenProvider, HttpConfig, HttpTransport, TokenProvider
 
-from lineage_listener.lineage.redact import redact_text
+from lineage_listener.redact import redact_text
 
 log = logging.getLogger(__name__)
 

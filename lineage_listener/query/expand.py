@@ -25,48 +25,20 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 import duckdb
 
 from lineage_listener.query import nested
 from lineage_listener.query.lookups import indexed
 from lineage_listener.query.names import Aliases
+from lineage_listener.query.types import Direction, Edge, Node
 
 log = logging.getLogger(__name__)
 
-Node = tuple[str, str]
-Direction = Literal["upstream", "downstream"]
 
 _COLUMNS = ("e.target_dataset, e.target_column, e.source_dataset, e.source_column, e.transform, e.kind, "
             "e.expression, e.masking, e.edge_id, h.*")
-
-
-@dataclass(frozen=True)
-class Edge:
-    """One lineage step found by the expansion, with canonical dataset names."""
-
-    source: Node
-    target: Node
-    hop: int                    # 1 = adjacent to the start column
-    transform: str
-    kind: str
-    expression: str | None
-    masking: bool
-    query_id: str               # the last capture's (in the window; else before it)
-    run_id: str
-    captured_at: datetime       # the last capture (in the window; else before it)
-    dataset_level: bool         # stored with a null target_column (applies to every column)
-    first_seen: datetime | None = None  # the first capture (in the window; else before it)
-    captures: int = 1           # how many captures (in the window; else before it)
-    edge_id: int | None = None  # the row of ``edges``; its captures: :func:`captures`
-    earliest: datetime | None = None    # the first capture not after the window's end
-    latest: datetime | None = None      # the last one (None: captured after the window only)
-    before_window: bool = False         # no capture in the window, only before it
-    outside: int = 0                    # captures outside the window (before or after it)
-    outside_first: datetime | None = None
-    outside_last: datetime | None = None
-    known: tuple[tuple[datetime, ...], ...] = ()  # its first and last capture times (all: one tuple)
 
 
 #: Queries whose write Spark rejected: their edges stay in the store (for audit) but name a

@@ -16,7 +16,7 @@ from typing import Any
 
 import networkx as nx
 
-from lineage_listener.query.expand import Edge, Node
+from lineage_listener.query.types import Edge, Node
 
 #: strongest first (docs/reference/semantics.md, "Transform types")
 TRANSFORM_RANK = {"aggregate": 0, "derived": 1, "rename": 2, "identity": 3}

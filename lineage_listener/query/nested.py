@@ -23,12 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from lineage_listener.lineage import column_path
+from lineage_listener.query.types import Direction, Edge, Node
 
-if TYPE_CHECKING:  # pragma: no cover
-    from lineage_listener.query.expand import Direction, Edge, Node
 
 #: Direct edges that copy a value unchanged: a struct copied whole carries its fields along.
 COPIES = ("identity", "rename")

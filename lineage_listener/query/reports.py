@@ -9,12 +9,13 @@ from typing import Any
 
 import networkx as nx
 
-from lineage_listener.query.expand import FAILED_WRITES, Node
+from lineage_listener.query.expand import FAILED_WRITES
+from lineage_listener.query.types import Node
 from lineage_listener.query.copies import COPY, INFLUENCED
 from lineage_listener.query.graph import origins
 from lineage_listener.query.names import Aliases
 from lineage_listener.query.store import LineageStore, TimeBound, resolve_column
-from lineage_listener.query.timewindow import window
+from lineage_listener.timewindow import window
 
 
 def _app_names(store: LineageStore, run_ids: set[str]) -> dict[str, str | None]:

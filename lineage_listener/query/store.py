@@ -12,11 +12,12 @@ import duckdb
 import networkx as nx
 
 from lineage_listener.lineage.column_path import lookups
-from lineage_listener.query.expand import Direction, Filters, Node, expand, nearest_captures
+from lineage_listener.query.expand import Filters, expand, nearest_captures
+from lineage_listener.query.types import Direction, Node
 from lineage_listener.query.expand import captures as edge_captures
 from lineage_listener.query.kept import keep
 from lineage_listener.query.names import Aliases, closest
-from lineage_listener.query.timewindow import window
+from lineage_listener.timewindow import window
 from lineage_listener.query.graph import build_graph
 from lineage_listener.store.connection import StoreError, open_readonly
 

@@ -11,7 +11,7 @@ from lineage_listener.query import payload
 from lineage_listener.query.names import Aliases, closest
 from lineage_listener.query.store import LineageStore, UnknownNameError
 from lineage_listener.query.streams import streams as stream_rows
-from lineage_listener.query.timewindow import parse_time
+from lineage_listener.timewindow import parse_time
 from lineage_listener.server.state import ServerState, state
 from lineage_listener.store.connection import StoreError
 

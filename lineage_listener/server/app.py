@@ -16,7 +16,7 @@ from lineage_listener import __version__
 from lineage_listener.server import api, collect, diff_api, governance_api, views_api
 from lineage_listener.server import health as health_api
 from lineage_listener.server.state import ServerState
-from lineage_listener.server.writer import Settings
+from lineage_listener.store.group import Settings
 
 STATIC = Path(str(resources.files("lineage_listener.server").joinpath("static")))
 

@@ -26,7 +26,7 @@ from lineage_listener.govern.webhook import Webhook
 from lineage_listener.query.store import UnknownNameError
 from lineage_listener.server.collect import _write
 from lineage_listener.server.state import ServerState, require_token, state
-from lineage_listener.server.writer import QueueFull
+from lineage_listener.store.group import QueueFull
 from lineage_listener.store.connection import StoreError
 
 router = APIRouter()

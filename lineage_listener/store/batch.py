@@ -1,6 +1,6 @@
 """A batch of rows for the store's tables, in column order; JSON-able for the spool.
 
-Every row is redacted as it is added (:func:`~lineage_listener.lineage.redact.redact_row`):
+Every row is redacted as it is added (:func:`~lineage_listener.redact.redact_row`):
 this is the one door into the store, the spool and anything sent on from a batch.
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from lineage_listener.lineage.redact import redact_row
+from lineage_listener.redact import redact_row
 
 #: Column order of each table's rows in a batch (matches schema.sql).
 COLUMNS: dict[str, tuple[str, ...]] = {

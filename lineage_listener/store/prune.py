@@ -26,7 +26,7 @@ from pathlib import Path
 
 import duckdb
 
-from lineage_listener.query.timewindow import parse_time, utcnow
+from lineage_listener.timewindow import parse_time, utcnow
 from lineage_listener.store.connection import StoreError, is_lock_error, open_writable
 
 _AGE = re.compile(r"^\s*\d+(\.\d+)?\s*[smhdw]\s*$", re.IGNORECASE)

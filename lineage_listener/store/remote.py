@@ -21,7 +21,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from lineage_listener.lineage import redact
+from lineage_listener import redact
 from lineage_listener.store import spool
 from lineage_listener.store.batch import Batch
 

@@ -30,7 +30,7 @@ from importlib import resources
 
 import duckdb
 
-from lineage_listener.lineage import redact
+from lineage_listener import redact
 from lineage_listener.store.captures import LIST_SETS
 from lineage_listener.store.edge_ids import EDGE_COLUMNS, EDGE_ID_SQL, SET_ID_SQL
 

@@ -33,7 +33,7 @@ from typing import Any
 
 import duckdb
 
-from lineage_listener.lineage import redact
+from lineage_listener import redact
 from lineage_listener.store.batch import Batch
 
 log = logging.getLogger(__name__)

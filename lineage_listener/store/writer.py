@@ -18,7 +18,7 @@ import duckdb
 from lineage_listener.store.batch import COLUMNS, KEYS, LABEL_TABLES, PSEUDO_TABLES, Batch
 from lineage_listener.store import captures, labels, retarget, spool
 from lineage_listener.store.connection import StoreNeedsAction, is_config_conflict, is_lock_error, open_writable
-from lineage_listener.lineage import redact
+from lineage_listener import redact
 
 log = redact.logger(__name__)
 

@@ -19,7 +19,7 @@ MERGE INTO dim t USING stage s ON t.id = s.id
 
 
 def test_merge_job_under_spark_sql_with_the_bridge(tmp_path: Path) -> None:
-    from lineage_listener.bridge.jar import bridge_jar
+    from lineage_listener.jar import bridge_jar
 
     bridge_jar()
     jars = jar_set(JAR_SET)

@@ -5,7 +5,7 @@ A wheel carries ``lineage_listener/bridge/lib/lineage-bridge.jar``, compiled whe
 wheel was built (``setup.py``), for Java 8+ bytecode so it loads on Spark 3.5 and 4.x;
 then no JDK is needed. An sdist or a checkout builds it on first use with ``javac``.
 
->>> from lineage_listener.bridge.jar import bridge_jar
+>>> from lineage_listener.jar import bridge_jar
 >>> bridge_jar()                                   # doctest: +SKIP
 PosixPath('/home/me/.cache/lineage-listener/lineage-bridge-spark4.3.0-1a2b3c4d5e6f.jar')
 
@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 #: Bump when the way the jar is built changes (it is part of the cache key).
 BUILD_VERSION = "2"
-_PACKAGE_DIR = Path(__file__).resolve().parent
+_PACKAGE_DIR = Path(__file__).resolve().parent / "bridge"  # its Java sources and the shipped jar
 
 
 class BridgeBuildError(Exception):

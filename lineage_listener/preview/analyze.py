@@ -10,7 +10,7 @@ A CTAS defines its table, empty, once walked.
 
 The datasets a statement reads are defined when Spark asks for them: a table the store knows
 becomes an empty table of the throwaway warehouse with the recorded columns and types
-(:mod:`~lineage_listener.govern.standins`); a path that does not exist here is stood in for
+(:mod:`~lineage_listener.preview.standins`); a path that does not exist here is stood in for
 by a file in the throwaway folder, named back to the recorded path when the plan is walked:
 empty with the recorded schema (parquet, orc), one line naming the recorded columns (csv,
 json: Spark reads them as strings), else an empty folder (enough for a read that gives its
@@ -36,13 +36,13 @@ from pathlib import Path
 from typing import Any
 
 from lineage_listener.capture.envelope import Reader
-from lineage_listener.govern import session as local
+from lineage_listener.preview import session as local
 from lineage_listener.govern.sides import Edge
-from lineage_listener.govern.sqlfile import Statement, qualified, replace_path, statements
-from lineage_listener.govern.standins import checked_schema, ddl_name, relocate, schema_json
+from lineage_listener.preview.sqlfile import Statement, qualified, replace_path, statements
+from lineage_listener.preview.standins import checked_schema, ddl_name, relocate, schema_json
 from lineage_listener.lineage import column_path
 from lineage_listener.lineage.query import lineage
-from lineage_listener.lineage.redact import redact_row, redact_text
+from lineage_listener.redact import redact_row, redact_text
 from lineage_listener.plan.classes import WRITE_COMMANDS
 from lineage_listener.plan.tree import parse
 from lineage_listener.query.names import closest
