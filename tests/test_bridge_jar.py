@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lineage_listener.bridge import LISTENER_CLASS
-from lineage_listener.bridge import jar as jarmod
+from lineage_listener import jar as jarmod
 from lineage_listener.bridge.submit import spark_conf
 from lineage_listener.cli import main as cli_main
 
