@@ -85,15 +85,21 @@ def classified(table: Any) -> dict[str, Any]:
     """What a table keeps of labels (capture/classification.py): its ``lineage.classification.<column>``
     properties (``classification``) and, when its schema mentions one, the schema (``classified_schema``)."""
     out: dict[str, Any] = {}
+    # PySpark turns some JVM errors into its own exceptions (not Py4JError): any failure here only
+    # means no labels from this table, never a lost query.
     try:
         labelled = {k: v for k, v in scala_map(table.properties()).items() if k.startswith("lineage.classification.")}
         if labelled:
             out["classification"] = labelled
+    except Exception:  # noqa: BLE001
+        log.debug("table properties not readable", exc_info=True)
+    try:
         schema = str(table.schema().json())
-        if "classification" in schema:
-            out["classified_schema"] = schema
-    except Py4JError:
-        pass
+    except Exception:  # noqa: BLE001 - Spark 4.1's Table.schema() raises for a table with columns() only
+        log.debug("table schema not readable", exc_info=True)
+        return out
+    if "classification" in schema:
+        out["classified_schema"] = schema
     return out
 
 
