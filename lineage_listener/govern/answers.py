@@ -20,8 +20,9 @@ from lineage_listener.govern import labelstore
 from lineage_listener.govern.classfile import known_columns
 from lineage_listener.govern.labelstore import Declared, effective
 from lineage_listener.govern.propagate import Reached, path_rows, propagate
-from lineage_listener.govern.reach import CaptureBook, applications, reachable_datasets, walk
-from lineage_listener.query.expand import Filters, columns_of, nearest_captures
+from lineage_listener.govern.reach import (CaptureBook, applications, key_graph, on_paths, reachable_datasets,
+                                          walk)
+from lineage_listener.query.expand import Among, Filters, column_key, columns_of, nearest_captures
 from lineage_listener.query.types import Edge, Node
 from lineage_listener.query.names import Aliases
 from lineage_listener.query.store import LineageStore, UnknownNameError, resolve_column
@@ -87,11 +88,28 @@ def run(con: duckdb.DuckDBPyConnection, starts: Iterable[Node] | None = None, si
         g = walk(con, seeds, "downstream", filters, aliases, extra)
     elif extra:
         g = walk(con, list(starts), "upstream", filters, aliases, extra)
-    else:
-        # From the declared columns upstream of the question (at the level of datasets) down to it,
-        # through those datasets only: the paths a label can take there, and nothing else.
+    elif not influence:
+        # From the declared columns upstream of the question (its copies travel along direct edges
+        # only) down to it, through those columns only: the paths a label can take, nothing else.
         starts = list(starts)
-        above = reachable_datasets(con, {n[0] for n in starts}, aliases, "upstream", direct_only=not influence)
+        above = reachable_datasets(con, {n[0] for n in starts}, aliases, "upstream", direct_only=True)
+        seeds = [n for n, items in decl.items() if n[0] in above and any(d.value for d in items)]
+        if seeds:
+            key = lambda n: (n[0], column_key(n[1]))  # noqa: E731
+            kept = on_paths(key_graph(con, above, aliases, starts), map(key, seeds), map(key, starts))
+            keys: dict[str, set[str]] = {}
+            for dataset, k in kept:
+                for name in aliases.names(dataset):
+                    keys.setdefault(name, set()).add(k)
+            g = walk(con, [n for n in seeds if key(n) in kept], "downstream", filters, aliases,
+                     within=lambda n: key(n) in kept, among=Among(con, keys, aliases, filters))
+        else:
+            g = nx.DiGraph()
+        g.add_nodes_from(starts)
+    else:
+        # As above at the level of datasets: an indirect edge of a dataset reaches all its columns.
+        starts = list(starts)
+        above = reachable_datasets(con, {n[0] for n in starts}, aliases, "upstream", direct_only=False)
         seeds = [n for n, items in decl.items() if n[0] in above and any(d.value for d in items)]
         g = walk(con, seeds, "downstream", filters, aliases, within=lambda node: node[0] in above)
         g.add_nodes_from(starts)

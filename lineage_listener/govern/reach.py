@@ -14,7 +14,7 @@ import duckdb
 import networkx as nx
 
 from lineage_listener.govern.propagate import Hop
-from lineage_listener.query.expand import Filters, captures, expand
+from lineage_listener.query.expand import COLUMN_KEY_SQL, Among, Filters, captures, column_key, expand
 from lineage_listener.query.types import Direction, Edge, Node
 from lineage_listener.query.lookups import indexed
 from lineage_listener.query.graph import build_graph
@@ -23,10 +23,11 @@ from lineage_listener.query.names import Aliases
 
 def walk(con: duckdb.DuckDBPyConnection, starts: Iterable[Node], direction: Direction,
          filters: Filters = Filters(), aliases: Aliases | None = None, extra: Iterable[Edge] = (),
-         within: Callable[[Node], bool] | None = None) -> nx.DiGraph:
+         within: Callable[[Node], bool] | None = None, among: Among | None = None) -> nx.DiGraph:
     """The graph of every edge reachable from ``starts`` in ``direction`` (within ``filters``),
     with ``extra`` edges (not in the store: a preview's) joined in and walked on from. ``within``:
-    walk on only from the columns it accepts (the rest of the store cannot matter to the question)."""
+    walk on only from the columns it accepts (the rest of the store cannot matter to the question);
+    ``among``: the edges among them, read beforehand (no query a hop)."""
     aliases = aliases or Aliases(con)
     starts = sorted(set(starts))
     far = (lambda e: e.target) if direction == "downstream" else (lambda e: e.source)
@@ -37,7 +38,7 @@ def walk(con: duckdb.DuckDBPyConnection, starts: Iterable[Node], direction: Dire
         found = []
         if frontier:  # every hop at once, or one at a time when ``within`` prunes
             found = expand(con, frontier, direction, filters=filters, aliases=aliases,
-                           depth=None if within is None else 1)
+                           depth=None if within is None else 1, among=among)
             if within is not None:
                 found = [e for e in found if within(far(e))]
             seen |= {e.source for e in found} | {e.target for e in found} if within is None else set()
@@ -76,6 +77,54 @@ def reachable_datasets(con: duckdb.DuckDBPyConnection, datasets: Iterable[str], 
         seen |= new
         frontier = sorted(new)
     return seen
+
+
+def key_graph(con: duckdb.DuckDBPyConnection, datasets: Iterable[str], aliases: Aliases,
+              keep: Iterable[Node] = ()) -> nx.DiGraph:
+    """The direct edges between ``datasets`` (canonical names), at any time, as a graph of
+    ``(dataset, column key)`` nodes (:func:`~lineage_listener.query.expand.column_key`: a struct column
+    stands for its fields); an edge stored with a null target column leads to every key of its
+    target the graph (or ``keep``, nodes put in it) has. Read in one query, no capture.
+
+    A path of lineage steps between those datasets is a path of this graph, key by key: the
+    paths a label can take are among the keys of its paths."""
+    names = sorted({n for d in datasets for n in aliases.names(d)})
+    key = COLUMN_KEY_SQL.format
+    rows = con.execute(
+        f"""SELECT DISTINCT source_dataset, {key("source_column")}, target_dataset,
+                   CASE WHEN target_column IS NOT NULL THEN {key("target_column")} END
+            FROM {indexed("edges", "target_dataset", "SELECT unnest($n)")} e
+            WHERE kind = 'direct' AND source_column IS NOT NULL AND source_dataset IN (SELECT unnest($n))""",
+        {"n": names}).fetchall()
+    aliases.resolve(name for r in rows for name in (r[0], r[2]))
+    g = nx.DiGraph()
+    g.add_nodes_from((d, column_key(c)) for d, c in keep)
+    wide = []
+    for s_ds, s_key, t_ds, t_key in rows:
+        if t_key is None:
+            wide.append(((aliases.canonical(s_ds), s_key), aliases.canonical(t_ds)))
+        else:
+            g.add_edge((aliases.canonical(s_ds), s_key), (aliases.canonical(t_ds), t_key))
+    if wide:
+        keys: dict[str, list[Node]] = {}
+        for node in g.nodes:
+            keys.setdefault(node[0], []).append(node)
+        for source, target in wide:
+            g.add_edges_from((source, node) for node in keys.get(target, []))
+    return g
+
+
+def on_paths(g: nx.DiGraph, sources: Iterable[Node], targets: Iterable[Node]) -> set[Node]:
+    """The nodes of ``g`` on some path from one of ``sources`` to one of ``targets`` (ends included).
+
+    >>> g = nx.DiGraph([("a", "b"), ("b", "c"), ("b", "d"), ("e", "c")])
+    >>> sorted(on_paths(g, ["a"], ["c"]))
+    ['a', 'b', 'c']
+    """
+    sources, targets = [n for n in sources if n in g], [n for n in targets if n in g]
+    below = set(sources).union(*(nx.descendants(g, n) for n in sources))
+    above = set(targets).union(*(nx.ancestors(g, n) for n in targets))
+    return below & above
 
 
 class CaptureBook:

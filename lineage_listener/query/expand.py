@@ -116,13 +116,20 @@ def _hop_sql(direction: Direction, filters: Filters) -> tuple[str, dict]:
     else:
         near, near_col, far, far_col = "source_dataset", "source_column", "target_dataset", "target_column"
         match_col = f"(e.{near}, e.{near_col}) IN (SELECT d, c FROM f)"
-    sql = f"""
-        WITH f AS (SELECT unnest($d) AS d, unnest($c) AS c),
-        e AS MATERIALIZED (
-            SELECT * FROM {indexed("edges", near, "SELECT d FROM f")} e
-            WHERE {match_col}
-              AND e.{far} IS NOT NULL {"AND e." + far_col + " IS NOT NULL" if direction == "upstream" else ""}
-              {on_edge}),
+    found = f"""
+        SELECT * FROM {indexed("edges", near, "SELECT d FROM f")} e
+        WHERE {match_col}
+          AND e.{far} IS NOT NULL {"AND e." + far_col + " IS NOT NULL" if direction == "upstream" else ""}
+          {on_edge}"""
+    return _with_stats("WITH f AS (SELECT unnest($d) AS d, unnest($c) AS c)", found, filters), params
+
+
+def _with_stats(head: str, found: str, filters: Filters) -> str:
+    """The query of the edges ``found`` selects (``head``: the ``WITH`` it reads), each with the
+    aggregates of its captures (:func:`_stats_sql`); an edge without a usable capture is left out."""
+    return f"""
+        {head},
+        e AS MATERIALIZED ({found}),
         h AS (
             SELECT x.edge_id AS hid, {_stats_sql(filters)}
             FROM (SELECT edge_id, unnest(sets) AS set_id FROM e) x
@@ -130,7 +137,55 @@ def _hop_sql(direction: Direction, filters: Filters) -> tuple[str, dict]:
             WHERE {filters.live()}
             GROUP BY x.edge_id)
         SELECT {_COLUMNS} FROM e JOIN h ON h.hid = e.edge_id"""
-    return sql, params
+
+
+def column_key(column: str) -> str:
+    """A stored column name up to its first dot, without backticks: one key for a struct column and
+    its fields (and possibly for other top-level columns: a coarse key, for supersets). The SQL of
+    the same: :data:`COLUMN_KEY_SQL`.
+
+    >>> column_key("s.a.b"), column_key("`s.x`.y"), column_key("amount")
+    ('s', 's', 'amount')
+    """
+    return column.split(".", 1)[0].replace("`", "")
+
+
+#: :func:`column_key` of a SQL expression.
+COLUMN_KEY_SQL = "replace(split_part({}, '.', 1), '`', '')"
+
+
+class Among:
+    """The downstream hops among some columns (by :func:`column_key`), with their captures' aggregates,
+    read in one query: the rows :func:`expand` fetches hop by hop, served from memory. ``keys``: per
+    dataset name (every name of it, aliases included), the keys of its columns; an edge is read when
+    both ends are among them (or, stored with a null target column, its target dataset is).
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, keys: dict[str, set[str]], aliases: Aliases,
+                 filters: Filters = Filters()) -> None:
+        on_edge, _, params = filters.sql()
+        pairs = sorted((d, k) for d, ks in keys.items() for k in ks)
+        key = COLUMN_KEY_SQL.format
+        found = f"""
+            SELECT * FROM {indexed("edges", "source_dataset", "SELECT DISTINCT d FROM f")} e
+            WHERE (e.source_dataset, {key("e.source_column")}) IN (SELECT d, k FROM f)
+              AND ((e.target_dataset, {key("e.target_column")}) IN (SELECT d, k FROM f)
+                   OR (e.target_column IS NULL AND e.target_dataset IN (SELECT d FROM f)))
+              {on_edge}"""
+        sql = _with_stats("WITH f AS (SELECT unnest($d) AS d, unnest($k) AS k)", found, filters)
+        cur = con.execute(sql, {**params, "d": [d for d, _ in pairs], "k": [k for _, k in pairs]})
+        names = [d[0] for d in cur.description]
+        self.rows: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for r in cur.fetchall():
+            row = dict(zip(names, r))
+            self.rows.setdefault((row["source_dataset"], row["source_column"]), []).append(row)
+        aliases.resolve(name for (name, _), found in self.rows.items() for r in found
+                        for name in (name, r["target_dataset"]))
+
+    def __call__(self, frontier: list[Node], aliases: Aliases) -> list[dict[str, Any]]:
+        """The rows of the edges out of ``frontier`` (canonical names)."""
+        return [r for dataset, column in frontier for name in sorted(aliases.names(dataset))
+                for r in self.rows.get((name, column), ())]
 
 
 def captures(con: duckdb.DuckDBPyConnection, edge_ids: list[int], filters: Filters = Filters()
@@ -182,20 +237,22 @@ def nearest_captures(con: duckdb.DuckDBPyConnection, asked: list[tuple[tuple[int
 
 def expand(con: duckdb.DuckDBPyConnection, start: Node | list[Node], direction: Direction,
            depth: int | None = None, filters: Filters = Filters(),
-           aliases: Aliases | None = None) -> list[Edge]:
+           aliases: Aliases | None = None, among: Among | None = None) -> list[Edge]:
     """All edges reachable from ``start`` (a canonical node, or a list of them) within ``depth`` hops.
 
     Cycles terminate: every node is expanded once, at its smallest hop count. A walk goes on
     through edges captured not after the window's end; upstream, the start's own writes must
     lie in the window (the hops before them may be older: see :mod:`lineage_listener.query.kept`).
 
+    ``among``: the hops read beforehand (downstream, within ``filters``), instead of a query a hop.
+
     >>> edges = expand(con, ("spark_catalog.db.report", "total"), "upstream", depth=10)  # doctest: +SKIP
     """
     aliases = aliases or Aliases(con)
     sql, params = _hop_sql(direction, filters)
 
-    def fetch(nodes: list[Node]) -> list[tuple]:
-        return _fetch(con, sql, params, nodes, aliases)
+    def fetch(nodes: list[Node]) -> list[dict[str, Any]]:
+        return among(nodes, aliases) if among is not None else _fetch(con, sql, params, nodes, aliases)
     frontier: list[Node] = sorted(set(start)) if isinstance(start, list) else [start]
     seen: set[Node] = set(frontier)
     found: list[Edge] = []
