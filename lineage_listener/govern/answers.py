@@ -9,7 +9,7 @@ declared or propagated, and why (the path of edges back to the labelled column).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -20,7 +20,7 @@ from lineage_listener.govern import labelstore
 from lineage_listener.govern.classfile import known_columns
 from lineage_listener.govern.labelstore import Declared, effective
 from lineage_listener.govern.propagate import Reached, path_rows, propagate
-from lineage_listener.govern.reach import (CaptureBook, applications, key_graph, on_paths, reachable_datasets,
+from lineage_listener.govern.reach import (CaptureBook, key_graph, on_paths, reachable_datasets,
                                           walk)
 from lineage_listener.query.expand import Among, Filters, column_key, columns_of, nearest_captures
 from lineage_listener.query.types import Edge, Node
@@ -41,7 +41,6 @@ class Propagation:
     masking: frozenset[str]
     since: datetime | None = None
     until: datetime | None = None
-    apps: dict[str, str | None] = field(default_factory=dict)
 
     def carried(self, node: Node) -> dict[str, Reached | Declared]:
         """The labels ``node`` carries: declared (true) ones and propagated copies."""
@@ -57,14 +56,7 @@ class Propagation:
 
     def hops(self, reached: Reached) -> list[dict]:
         """The path's hops as data, each with its query, run, application and capture times."""
-        rows = self.book.pin(reached.hops)
-        missing = {h["run_id"] for h in rows} - set(self.apps)
-        if missing:
-            self.apps.update(dict.fromkeys(missing))
-            self.apps.update(applications(self.book.con, missing))
-        for h in rows:
-            h["application"] = self.apps.get(h["run_id"])
-        return rows
+        return self.book.pin(reached.hops)
 
 
 def run(con: duckdb.DuckDBPyConnection, starts: Iterable[Node] | None = None, since: datetime | None = None,
@@ -178,7 +170,7 @@ def column_labels(store: LineageStore, dataset: str | None = None, column: str |
             nodes = columns(con, aliases, dataset, column)
             p = run(con, nodes, lo, hi, masking, influence, aliases=aliases)
         wanted = set(nodes)
-        p.book.load(h.edge_id for found in p.reached.values() for n, r in found.items() if n in wanted for h in r.hops)
+        p.book.load(h for found in p.reached.values() for n, r in found.items() if n in wanted for h in r.hops)
         rows = [column_row(p, n, propagated) for n in nodes]
         return {"columns": [r for r in rows if _has_any(r) or dataset is not None]}
 

@@ -14,7 +14,7 @@ import duckdb
 import networkx as nx
 
 from lineage_listener.govern.propagate import Hop
-from lineage_listener.query.expand import COLUMN_KEY_SQL, Among, Filters, captures, column_key, expand
+from lineage_listener.query.expand import COLUMN_KEY_SQL, Among, Filters, captures_at, column_key, expand
 from lineage_listener.query.types import Direction, Edge, Node
 from lineage_listener.query.lookups import indexed
 from lineage_listener.query.graph import build_graph
@@ -97,14 +97,12 @@ def key_graph(con: duckdb.DuckDBPyConnection, datasets: Iterable[str], aliases: 
             WHERE kind = 'direct' AND source_column IS NOT NULL AND source_dataset IN (SELECT unnest($n))""",
         {"n": names}).fetchall()
     aliases.resolve(name for r in rows for name in (r[0], r[2]))
+    canonical = {name: aliases.canonical(name) for r in rows for name in (r[0], r[2])}
+    edges = [((canonical[s_ds], s_key), (canonical[t_ds], t_key)) for s_ds, s_key, t_ds, t_key in rows]
     g = nx.DiGraph()
     g.add_nodes_from((d, column_key(c)) for d, c in keep)
-    wide = []
-    for s_ds, s_key, t_ds, t_key in rows:
-        if t_key is None:
-            wide.append(((aliases.canonical(s_ds), s_key), aliases.canonical(t_ds)))
-        else:
-            g.add_edge((aliases.canonical(s_ds), s_key), (aliases.canonical(t_ds), t_key))
+    g.add_edges_from(e for e in edges if e[1][1] is not None)
+    wide = [(source, target[0]) for source, target in edges if target[1] is None]
     if wide:
         keys: dict[str, list[Node]] = {}
         for node in g.nodes:
@@ -129,36 +127,44 @@ def on_paths(g: nx.DiGraph, sources: Iterable[Node], targets: Iterable[Node]) ->
 
 class CaptureBook:
     """The captures of the edges on the paths shown: the query and run that made the capture
-    each hop uses (read in one query for the edges :meth:`load` names)."""
+    each hop uses (read in one query for the hops :meth:`load` names), and their applications."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, until: datetime | None = None) -> None:
         self.con = con
         self._filters = Filters(until=until)
-        self._rows: dict[int, list[tuple[str | None, str | None, datetime]]] = {}
+        self._pins: dict[tuple[int, datetime], tuple[str, str | None] | None] = {}
+        self.apps: dict[str, str | None] = {}
 
-    def load(self, edge_ids: Iterable[int | None]) -> None:
-        """Read every capture (query, run, time) of ``edge_ids`` not read yet, in one query."""
-        todo = sorted({e for e in edge_ids if e is not None and e not in self._rows})
+    def load(self, hops: Iterable[Hop]) -> None:
+        """Read the capture of every hop not read yet, and the applications of their runs, in one
+        query each."""
+        hops = list(hops)
+        todo = sorted({(h.edge_id, h.captured_at) for h in hops
+                       if h.edge_id is not None and h.captured_at is not None} - set(self._pins))
         if todo:
-            found = captures(self.con, todo, self._filters)
-            for eid in todo:
-                self._rows[eid] = found.get(eid, [])
+            found = captures_at(self.con, todo, self._filters)
+            self._pins.update({k: found.get(k) for k in todo})
+        runs = {r for h in hops for r in (h.run_id, self._run(h))} - set(self.apps) - {None}
+        if runs:
+            self.apps.update(dict.fromkeys(runs))
+            self.apps.update(applications(self.con, runs))
+
+    def _run(self, h: Hop) -> str | None:
+        pin = self._pins.get((h.edge_id, h.captured_at))
+        return pin[1] if pin else None
 
     def pin(self, hops: Iterable[Hop]) -> list[dict]:
-        """Each hop as plain data, with the query and run of the capture the path goes through."""
+        """Each hop as plain data, with the query, run and application of the capture the path
+        goes through."""
         hops = list(hops)
-        self.load(h.edge_id for h in hops)
+        self.load(hops)
         out = []
         for h in hops:
-            query_id, run_id = h.query_id, h.run_id
-            for q, r, t in self._rows.get(h.edge_id, []) if h.edge_id is not None else []:
-                if t == h.captured_at and q is not None:
-                    query_id, run_id = q, r
-                    break
+            query_id, run_id = self._pins.get((h.edge_id, h.captured_at)) or (h.query_id, h.run_id)
             out.append({"source": list(h.source), "target": list(h.target), "transform": h.transform,
                         "kind": h.kind, "expression": h.expression, "masking": h.masking, "query_id": query_id,
                         "run_id": run_id, "captured_at": h.captured_at, "first_seen": h.first_seen,
-                        "last_seen": h.last_seen})
+                        "last_seen": h.last_seen, "application": self.apps.get(run_id)})
         return out
 
 

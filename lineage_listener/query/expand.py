@@ -22,7 +22,7 @@ directions of travel.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -204,6 +204,26 @@ def captures(con: duckdb.DuckDBPyConnection, edge_ids: list[int], filters: Filte
                 ORDER BY c.captured_at, c.query_id""", {**params, "ids": sorted(set(edge_ids))}).fetchall():
         out.setdefault(eid, []).append((query_id, run_id, captured_at))
     return out
+
+
+def captures_at(con: duckdb.DuckDBPyConnection, asked: Iterable[tuple[int, datetime]], filters: Filters = Filters()
+                ) -> dict[tuple[int, datetime], tuple[str, str | None]]:
+    """The query and run of the capture of each ``(edge_id, time)`` asked, within ``filters``, in one
+    query: the capture a path uses (the first by query id when several share the time; captures
+    without a query, summaries left by prune, do not answer)."""
+    asked = sorted(set(asked))
+    if not asked:
+        return {}
+    _, on_capture, params = filters.sql()
+    rows = con.execute(f"""
+        WITH q AS (SELECT unnest($e) AS edge_id, unnest($t) AS t),
+        x AS (SELECT q.edge_id, q.t, unnest(e.sets) AS set_id FROM q JOIN edges e ON e.edge_id = q.edge_id)
+        SELECT x.edge_id, x.t, min(c.query_id), arg_min(c.run_id, c.query_id)
+        FROM x JOIN {indexed("edge_captures", "set_id", "SELECT set_id FROM x")} c
+             ON c.set_id = x.set_id AND c.captured_at = x.t
+        WHERE c.query_id IS NOT NULL {on_capture}
+        GROUP BY x.edge_id, x.t""", {**params, "e": [e for e, _ in asked], "t": [t for _, t in asked]}).fetchall()
+    return {(eid, t): (query_id, run_id) for eid, t, query_id, run_id in rows}
 
 
 def nearest_captures(con: duckdb.DuckDBPyConnection, asked: list[tuple[tuple[int, ...], datetime, str]],
