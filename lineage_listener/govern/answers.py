@@ -20,8 +20,7 @@ from lineage_listener.govern import labelstore
 from lineage_listener.govern.classfile import known_columns
 from lineage_listener.govern.labelstore import Declared, effective
 from lineage_listener.govern.propagate import Reached, path_rows, propagate
-from lineage_listener.govern.reach import (CaptureBook, key_graph, on_paths, reachable_datasets,
-                                          walk)
+from lineage_listener.govern.reach import CaptureBook, between, key_edges, reachable_datasets, walk
 from lineage_listener.query.expand import Among, Filters, column_key, columns_of, nearest_captures
 from lineage_listener.query.types import Edge, Node
 from lineage_listener.query.names import Aliases
@@ -88,7 +87,7 @@ def run(con: duckdb.DuckDBPyConnection, starts: Iterable[Node] | None = None, si
         seeds = [n for n, items in decl.items() if n[0] in above and any(d.value for d in items)]
         if seeds:
             key = lambda n: (n[0], column_key(n[1]))  # noqa: E731
-            kept = on_paths(key_graph(con, above, aliases, starts), map(key, seeds), map(key, starts))
+            kept = between(key_edges(con, above, aliases), map(key, seeds), map(key, starts))
             keys: dict[str, set[str]] = {}
             for dataset, k in kept:
                 for name in aliases.names(dataset):

@@ -79,15 +79,12 @@ def reachable_datasets(con: duckdb.DuckDBPyConnection, datasets: Iterable[str], 
     return seen
 
 
-def key_graph(con: duckdb.DuckDBPyConnection, datasets: Iterable[str], aliases: Aliases,
-              keep: Iterable[Node] = ()) -> nx.DiGraph:
-    """The direct edges between ``datasets`` (canonical names), at any time, as a graph of
-    ``(dataset, column key)`` nodes (:func:`~lineage_listener.query.expand.column_key`: a struct column
-    stands for its fields); an edge stored with a null target column leads to every key of its
-    target the graph (or ``keep``, nodes put in it) has. Read in one query, no capture.
-
-    A path of lineage steps between those datasets is a path of this graph, key by key: the
-    paths a label can take are among the keys of its paths."""
+def key_edges(con: duckdb.DuckDBPyConnection, datasets: Iterable[str], aliases: Aliases
+              ) -> list[tuple[Node, tuple[str, str | None]]]:
+    """The direct edges between ``datasets`` (canonical names), at any time, as ``(source, target)``
+    pairs of ``(dataset, column key)`` (:func:`~lineage_listener.query.expand.column_key`: a struct
+    column stands for its fields; a target key None: an edge stored with a null target column, to
+    every column of its dataset). Read in one query, no capture."""
     names = sorted({n for d in datasets for n in aliases.names(d)})
     key = COLUMN_KEY_SQL.format
     rows = con.execute(
@@ -98,31 +95,51 @@ def key_graph(con: duckdb.DuckDBPyConnection, datasets: Iterable[str], aliases: 
         {"n": names}).fetchall()
     aliases.resolve(name for r in rows for name in (r[0], r[2]))
     canonical = {name: aliases.canonical(name) for r in rows for name in (r[0], r[2])}
-    edges = [((canonical[s_ds], s_key), (canonical[t_ds], t_key)) for s_ds, s_key, t_ds, t_key in rows]
-    g = nx.DiGraph()
-    g.add_nodes_from((d, column_key(c)) for d, c in keep)
-    g.add_edges_from(e for e in edges if e[1][1] is not None)
-    wide = [(source, target[0]) for source, target in edges if target[1] is None]
-    if wide:
-        keys: dict[str, list[Node]] = {}
-        for node in g.nodes:
-            keys.setdefault(node[0], []).append(node)
-        for source, target in wide:
-            g.add_edges_from((source, node) for node in keys.get(target, []))
-    return g
+    return [((canonical[s_ds], s_key), (canonical[t_ds], t_key)) for s_ds, s_key, t_ds, t_key in rows]
 
 
-def on_paths(g: nx.DiGraph, sources: Iterable[Node], targets: Iterable[Node]) -> set[Node]:
-    """The nodes of ``g`` on some path from one of ``sources`` to one of ``targets`` (ends included).
+def between(edges: Iterable[tuple[Node, tuple[str, str | None]]], sources: Iterable[Node],
+            targets: Iterable[Node]) -> set[Node]:
+    """The nodes on some path of ``edges`` (:func:`key_edges`) from one of ``sources`` to one of
+    ``targets``, ends included; an edge to ``(dataset, None)`` leads to every node of that dataset.
 
-    >>> g = nx.DiGraph([("a", "b"), ("b", "c"), ("b", "d"), ("e", "c")])
-    >>> sorted(on_paths(g, ["a"], ["c"]))
-    ['a', 'b', 'c']
+    >>> sorted(between([(("a", "x"), ("b", "x")), (("b", "x"), ("c", "x")), (("b", "x"), ("d", "x")),
+    ...                 (("e", "x"), ("c", None))], [("a", "x")], [("c", "x")]))
+    [('a', 'x'), ('b', 'x'), ('c', 'x')]
+    >>> sorted(between([(("a", "x"), ("c", None))], [("a", "x")], [("c", "y")]))
+    [('a', 'x'), ('c', 'y')]
     """
-    sources, targets = [n for n in sources if n in g], [n for n in targets if n in g]
-    below = set(sources).union(*(nx.descendants(g, n) for n in sources))
-    above = set(targets).union(*(nx.ancestors(g, n) for n in targets))
-    return below & above
+    succ: dict[Node, set[Node]] = {}
+    pred: dict[Node, set[Node]] = {}
+    wide: dict[str, set[Node]] = {}   # target dataset -> sources of its edges with a null target column
+    for source, target in edges:
+        if target[1] is None:
+            wide.setdefault(target[0], set()).add(source)
+        else:
+            succ.setdefault(source, set()).add(target)
+            pred.setdefault(target, set()).add(source)
+    above = _closure(targets, lambda n: pred.get(n, set()) | wide.get(n[0], set()))
+    wide_out: dict[Node, set[str]] = {}
+    for dataset, found in wide.items():
+        for source in found:
+            wide_out.setdefault(source, set()).add(dataset)
+    by_dataset: dict[str, set[Node]] = {}
+    for node in above:
+        by_dataset.setdefault(node[0], set()).add(node)
+    below = _closure(sources, lambda n: succ.get(n, set()).union(
+        *(by_dataset.get(d, set()) for d in wide_out.get(n, ()))))
+    return above & below
+
+
+def _closure(starts: Iterable[Node], step: Callable[[Node], set[Node]]) -> set[Node]:
+    seen = set(starts)
+    todo = list(seen)
+    while todo:
+        for n in step(todo.pop()):
+            if n not in seen:
+                seen.add(n)
+                todo.append(n)
+    return seen
 
 
 class CaptureBook:

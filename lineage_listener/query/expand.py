@@ -85,9 +85,9 @@ class Filters:
 KNOWN_CAPTURES = 12
 
 
-def _stats_sql(filters: Filters) -> str:
+def _stats_sql(filters: Filters, known: int = KNOWN_CAPTURES) -> str:
     """Per edge (``x.edge_id``) aggregates of its captures ``c`` not after the window's end (the
-    bounds of a path's times, with the first and last :data:`KNOWN_CAPTURES` times, and the last
+    bounds of a path's times, with the first and last ``known`` times, and the last
     one's query and run: in the window when any is), how many of them lie in the window and the
     first of those, and how many captures lie outside it."""
     def when(cond: str) -> str:
@@ -96,8 +96,8 @@ def _stats_sql(filters: Filters) -> str:
     out = (f"min(c.captured_at){usable} AS ok_first, max(c.captured_at){usable} AS ok_last, "
            f"sum(c.captures){usable} AS ok_n, arg_max(c.query_id, c.captured_at){usable} AS ok_query, "
            f"arg_max(c.run_id, c.captured_at){usable} AS ok_run, "
-           f"min(c.captured_at, {KNOWN_CAPTURES}){usable} AS ok_lows, "
-           f"max(c.captured_at, {KNOWN_CAPTURES}){usable} AS ok_highs")
+           f"min(c.captured_at, {known}){usable} AS ok_lows, "
+           f"max(c.captured_at, {known}){usable} AS ok_highs, {known} AS ok_known")
     if not filters.windowed:
         return out
     window = " AND ".join(filter(None, ["c.captured_at >= $since" if filters.since is not None else "",
@@ -124,14 +124,14 @@ def _hop_sql(direction: Direction, filters: Filters) -> tuple[str, dict]:
     return _with_stats("WITH f AS (SELECT unnest($d) AS d, unnest($c) AS c)", found, filters), params
 
 
-def _with_stats(head: str, found: str, filters: Filters) -> str:
+def _with_stats(head: str, found: str, filters: Filters, known: int = KNOWN_CAPTURES) -> str:
     """The query of the edges ``found`` selects (``head``: the ``WITH`` it reads), each with the
     aggregates of its captures (:func:`_stats_sql`); an edge without a usable capture is left out."""
     return f"""
         {head},
         e AS MATERIALIZED ({found}),
         h AS (
-            SELECT x.edge_id AS hid, {_stats_sql(filters)}
+            SELECT x.edge_id AS hid, {_stats_sql(filters, known)}
             FROM (SELECT edge_id, unnest(sets) AS set_id FROM e) x
             JOIN edge_captures c ON c.set_id = x.set_id
             WHERE {filters.live()}
@@ -154,6 +154,11 @@ def column_key(column: str) -> str:
 COLUMN_KEY_SQL = "replace(split_part({}, '.', 1), '`', '')"
 
 
+#: How many first and last capture times :class:`Among` reads per edge: a few edges, their times
+#: all known for the daily jobs of two months (no exact lookup then while paths are timed).
+AMONG_KNOWN = 64
+
+
 class Among:
     """The downstream hops among some columns (by :func:`column_key`), with their captures' aggregates,
     read in one query: the rows :func:`expand` fetches hop by hop, served from memory. ``keys``: per
@@ -172,7 +177,7 @@ class Among:
               AND ((e.target_dataset, {key("e.target_column")}) IN (SELECT d, k FROM f)
                    OR (e.target_column IS NULL AND e.target_dataset IN (SELECT d FROM f)))
               {on_edge}"""
-        sql = _with_stats("WITH f AS (SELECT unnest($d) AS d, unnest($k) AS k)", found, filters)
+        sql = _with_stats("WITH f AS (SELECT unnest($d) AS d, unnest($k) AS k)", found, filters, AMONG_KNOWN)
         cur = con.execute(sql, {**params, "d": [d for d, _ in pairs], "k": [k for _, k in pairs]})
         names = [d[0] for d in cur.description]
         self.rows: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -308,7 +313,7 @@ def _times(r: dict[str, Any]) -> dict[str, Any]:
     """An edge's capture fields from its aggregates: in the window, else before it (``before_window``).
 
     The last capture not after the window's end is the window's last one when the window has any."""
-    known = _known(r["ok_lows"], r["ok_highs"])
+    known = _known(r["ok_lows"], r["ok_highs"], r["ok_known"])
     last = {"earliest": r["ok_first"], "latest": r["ok_last"], "known": known, "query_id": r["ok_query"],
             "run_id": r["ok_run"], "captured_at": r["ok_last"]}
     if "in_n" not in r:   # no window: every capture is in it
@@ -323,16 +328,17 @@ def _times(r: dict[str, Any]) -> dict[str, Any]:
             "captures": 0}  # captured after the window only: no path can use it
 
 
-def _known(lows: list[datetime] | None, highs: list[datetime] | None) -> tuple[tuple[datetime, ...], ...]:
+def _known(lows: list[datetime] | None, highs: list[datetime] | None, limit: int = KNOWN_CAPTURES
+           ) -> tuple[tuple[datetime, ...], ...]:
     """``(lows, highs)``: an edge's first and last capture times, oldest first; one tuple of them all
-    when it has fewer than :data:`KNOWN_CAPTURES`.
+    when it has fewer than ``limit`` (the most read of each).
 
     >>> _known([3, 1], [3, 1])
     ((1, 3),)
     """
     if not lows:
         return ()
-    if len(lows) < KNOWN_CAPTURES:
+    if len(lows) < limit:
         return (tuple(sorted(lows)),)
     return tuple(sorted(lows)), tuple(sorted(highs))
 
