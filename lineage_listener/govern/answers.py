@@ -20,8 +20,8 @@ from lineage_listener.govern import labelstore
 from lineage_listener.govern.classfile import known_columns
 from lineage_listener.govern.labelstore import Declared, effective
 from lineage_listener.govern.propagate import Reached, path_rows, propagate
-from lineage_listener.govern.reach import CaptureBook, between, key_edges, reachable_datasets, walk
-from lineage_listener.query.expand import Among, Filters, column_key, columns_of, nearest_captures
+from lineage_listener.govern.reach import CaptureBook, copies_to, reachable_datasets, walk
+from lineage_listener.query.expand import Filters, columns_of, nearest_captures
 from lineage_listener.query.types import Edge, Node
 from lineage_listener.query.names import Aliases
 from lineage_listener.query.store import LineageStore, UnknownNameError, resolve_column
@@ -65,6 +65,7 @@ def run(con: duckdb.DuckDBPyConnection, starts: Iterable[Node] | None = None, si
     declared columns upstream of them), or downstream of every declared column when ``starts`` is
     None. ``extra``: edges not in the store (a preview) walked as if captured."""
     aliases = aliases or Aliases(con)
+    starts = None if starts is None else list(starts)
     decl = labelstore.declared(con, aliases)
     names = labelstore.masking_functions(con) | frozenset(m.lower() for m in masking)
     extra = list(extra)
@@ -78,35 +79,23 @@ def run(con: duckdb.DuckDBPyConnection, starts: Iterable[Node] | None = None, si
         seeds = [n for n, items in decl.items() if any(d.value for d in items)]
         g = walk(con, seeds, "downstream", filters, aliases, extra)
     elif extra:
-        g = walk(con, list(starts), "upstream", filters, aliases, extra)
+        g = walk(con, starts, "upstream", filters, aliases, extra)
     elif not influence:
         # From the declared columns upstream of the question (its copies travel along direct edges
-        # only) down to it, through those columns only: the paths a label can take, nothing else.
-        starts = list(starts)
+        # only) down to it, through the columns on those paths only.
         above = reachable_datasets(con, {n[0] for n in starts}, aliases, "upstream", direct_only=True)
         seeds = [n for n, items in decl.items() if n[0] in above and any(d.value for d in items)]
-        if seeds:
-            key = lambda n: (n[0], column_key(n[1]))  # noqa: E731
-            kept = between(key_edges(con, above, aliases), map(key, seeds), map(key, starts))
-            keys: dict[str, set[str]] = {}
-            for dataset, k in kept:
-                for name in aliases.names(dataset):
-                    keys.setdefault(name, set()).add(k)
-            g = walk(con, [n for n in seeds if key(n) in kept], "downstream", filters, aliases,
-                     within=lambda n: key(n) in kept, among=Among(con, keys, aliases, filters))
-        else:
-            g = nx.DiGraph()
-        g.add_nodes_from(starts)
+        g = copies_to(con, starts, seeds, above, filters, aliases)
     else:
-        # As above at the level of datasets: an indirect edge of a dataset reaches all its columns.
-        starts = list(starts)
+        # With influence, through the datasets upstream (an indirect edge reaches a whole dataset).
         above = reachable_datasets(con, {n[0] for n in starts}, aliases, "upstream", direct_only=False)
         seeds = [n for n, items in decl.items() if n[0] in above and any(d.value for d in items)]
         g = walk(con, seeds, "downstream", filters, aliases, within=lambda node: node[0] in above)
         g.add_nodes_from(starts)
     on_graph = {n: items for n, items in decl.items() if n in g}
     eff = {n: {label: d.value for label, d in effective(items).items()} for n, items in on_graph.items()}
-    reached = propagate(g, eff, names, lambda asked: nearest_captures(con, asked, filters), since, until)
+    reached = propagate(g, eff, names, lambda asked: nearest_captures(con, asked, filters), since, until,
+                        at=None if starts is None else starts)
     return Propagation(g, on_graph, reached, CaptureBook(con, until), aliases, names, since, until)
 
 

@@ -131,6 +131,28 @@ def between(edges: Iterable[tuple[Node, tuple[str, str | None]]], sources: Itera
     return above & below
 
 
+def copies_to(con: duckdb.DuckDBPyConnection, starts: list[Node], seeds: list[Node], datasets: set[str],
+              filters: Filters, aliases: Aliases) -> nx.DiGraph:
+    """The graph of the direct edges on paths from ``seeds`` to ``starts`` within ``datasets`` (the
+    starts' upstream datasets), ``starts`` in it: the columns on such paths are picked at the level
+    of column keys (:func:`key_edges`, :func:`between`), the edges among them read with their
+    captures in one query (:class:`~lineage_listener.query.expand.Among`) and walked in memory."""
+    def key(n: Node) -> Node:
+        return n[0], column_key(n[1])
+    kept = between(key_edges(con, datasets, aliases), map(key, seeds), map(key, starts)) if seeds else set()
+    keys: dict[str, set[str]] = {}
+    for dataset, k in kept:
+        for name in aliases.names(dataset):
+            keys.setdefault(name, set()).add(k)
+    if kept:
+        g = walk(con, [n for n in seeds if key(n) in kept], "downstream", filters, aliases,
+                 within=lambda n: key(n) in kept, among=Among(con, keys, aliases, filters))
+    else:
+        g = nx.DiGraph()
+    g.add_nodes_from(starts)
+    return g
+
+
 def _closure(starts: Iterable[Node], step: Callable[[Node], set[Node]]) -> set[Node]:
     seen = set(starts)
     todo = list(seen)
