@@ -110,21 +110,23 @@ def test_the_closure_of_datasets_labels_start_from_reads_edges_by_index(store, t
     assert plan["edges"] == {"Index Scan"}, plan
 
 
-def test_the_edges_between_the_upstream_datasets_are_read_by_index(store, tmp_path):
-    from lineage_listener.govern.reach import between, key_edges
+def test_the_key_edges_upstream_are_read_by_index(store, tmp_path):
+    from lineage_listener.govern.reach import between, upstream_key_edges
     from lineage_listener.query.names import Aliases
 
     con = open_readonly(store)
     try:
         found: list = []
-        plan = scans(con, lambda: found.extend(key_edges(con, [f"spark_catalog.db.t{i}" for i in range(3)],
-                                                         Aliases(con))), tmp_path / "plan.json")
+        plan = scans(con, lambda: found.append(upstream_key_edges(con, ["spark_catalog.db.t2"], Aliases(con))),
+                     tmp_path / "plan.json")   # the last hop: from t1 to t0
     finally:
         con.close()
     t = [f"spark_catalog.db.t{i}" for i in range(3)]
-    assert sorted(set(found)) == [((t[0], "a"), (t[1], "a")), ((t[0], "a"), (t[1], "h")),
+    datasets, edges = found[0]
+    assert datasets == set(t)
+    assert sorted(set(edges)) == [((t[0], "a"), (t[1], "a")), ((t[0], "a"), (t[1], "h")),
                                   ((t[1], "a"), (t[2], "a")), ((t[1], "a"), (t[2], "h"))]
-    assert between(found, [(t[0], "a")], [(t[2], "h")]) == {(t[0], "a"), (t[1], "a"), (t[2], "h")}
+    assert between(edges, [(t[0], "a")], [(t[2], "h")]) == {(t[0], "a"), (t[1], "a"), (t[2], "h")}
     assert plan["edges"] == {"Index Scan"}, plan
 
 

@@ -62,45 +62,56 @@ def reachable_datasets(con: duckdb.DuckDBPyConnection, datasets: Iterable[str], 
     datasets and at any time, so a superset of where labels can go (or come from).
 
     One query per hop, an index lookup of ``edges`` by the near end; no capture is read."""
+    return _hops(con, datasets, aliases, direction, direct_only)[0]
+
+
+KeyEdge = tuple[Node, tuple[str, str | None]]
+
+
+def upstream_key_edges(con: duckdb.DuckDBPyConnection, datasets: Iterable[str], aliases: Aliases
+                       ) -> tuple[set[str], list[KeyEdge]]:
+    """The datasets upstream of ``datasets`` over direct edges (:func:`reachable_datasets`), and
+    those edges, at any time, as ``(source, target)`` pairs of ``(canonical dataset, column key)``
+    (:func:`~lineage_listener.query.expand.column_key`: a struct column stands for its fields; a
+    target key None: an edge stored with a null target column, to every column of its dataset).
+
+    >>> found, edges = upstream_key_edges(con, ["spark_catalog.db.report"], Aliases(con))  # doctest: +SKIP
+    """
+    key = COLUMN_KEY_SQL.format
+    seen, rows = _hops(con, datasets, aliases, "upstream", True,
+                       f", {key('source_column')}, target_dataset, "
+                       f"CASE WHEN target_column IS NOT NULL THEN {key('target_column')} END")
+    edges = [((aliases.canonical(s_ds), s_key), (aliases.canonical(t_ds), t_key))
+             for s_ds, s_key, t_ds, t_key in rows if s_key is not None]
+    return seen, edges
+
+
+def _hops(con: duckdb.DuckDBPyConnection, datasets: Iterable[str], aliases: Aliases, direction: Direction,
+          direct_only: bool, columns: str = "") -> tuple[set[str], list[tuple]]:
+    """The datasets ``direction`` of ``datasets``, them included, and the distinct rows (far end,
+    then ``columns``: more SQL of ``edges``) of the edges that lead there, names resolved."""
     near, far = ("source_dataset", "target_dataset") if direction == "downstream" \
         else ("target_dataset", "source_dataset")
     seen = {aliases.canonical(d) for d in datasets}
     frontier = sorted(seen)
     kind = "AND kind = 'direct'" if direct_only else ""
+    found: list[tuple] = []
     while frontier:
         names = sorted({n for d in frontier for n in aliases.names(d)})
-        rows = [r[0] for r in con.execute(
-            f"""SELECT DISTINCT {far} FROM {indexed("edges", near, "SELECT unnest($n)")} e
-                WHERE {far} IS NOT NULL {kind}""", {"n": names}).fetchall()]
-        aliases.resolve(rows)
-        new = {aliases.canonical(r) for r in rows} - seen
+        rows = con.execute(
+            f"""SELECT DISTINCT {far}{columns} FROM {indexed("edges", near, "SELECT unnest($n)")} e
+                WHERE {far} IS NOT NULL {kind}""", {"n": names}).fetchall()
+        aliases.resolve(r[0] for r in rows)
+        found += rows
+        new = {aliases.canonical(r[0]) for r in rows} - seen
         seen |= new
         frontier = sorted(new)
-    return seen
+    return seen, found
 
 
-def key_edges(con: duckdb.DuckDBPyConnection, datasets: Iterable[str], aliases: Aliases
-              ) -> list[tuple[Node, tuple[str, str | None]]]:
-    """The direct edges between ``datasets`` (canonical names), at any time, as ``(source, target)``
-    pairs of ``(dataset, column key)`` (:func:`~lineage_listener.query.expand.column_key`: a struct
-    column stands for its fields; a target key None: an edge stored with a null target column, to
-    every column of its dataset). Read in one query, no capture."""
-    names = sorted({n for d in datasets for n in aliases.names(d)})
-    key = COLUMN_KEY_SQL.format
-    rows = con.execute(
-        f"""SELECT DISTINCT source_dataset, {key("source_column")}, target_dataset,
-                   CASE WHEN target_column IS NOT NULL THEN {key("target_column")} END
-            FROM {indexed("edges", "target_dataset", "SELECT unnest($n)")} e
-            WHERE kind = 'direct' AND source_column IS NOT NULL AND source_dataset IN (SELECT unnest($n))""",
-        {"n": names}).fetchall()
-    aliases.resolve(name for r in rows for name in (r[0], r[2]))
-    canonical = {name: aliases.canonical(name) for r in rows for name in (r[0], r[2])}
-    return [((canonical[s_ds], s_key), (canonical[t_ds], t_key)) for s_ds, s_key, t_ds, t_key in rows]
-
-
-def between(edges: Iterable[tuple[Node, tuple[str, str | None]]], sources: Iterable[Node],
+def between(edges: Iterable[KeyEdge], sources: Iterable[Node],
             targets: Iterable[Node]) -> set[Node]:
-    """The nodes on some path of ``edges`` (:func:`key_edges`) from one of ``sources`` to one of
+    """The nodes on some path of ``edges`` (:func:`upstream_key_edges`) from one of ``sources`` to one of
     ``targets``, ends included; an edge to ``(dataset, None)`` leads to every node of that dataset.
 
     >>> sorted(between([(("a", "x"), ("b", "x")), (("b", "x"), ("c", "x")), (("b", "x"), ("d", "x")),
@@ -131,15 +142,15 @@ def between(edges: Iterable[tuple[Node, tuple[str, str | None]]], sources: Itera
     return above & below
 
 
-def copies_to(con: duckdb.DuckDBPyConnection, starts: list[Node], seeds: list[Node], datasets: set[str],
+def copies_to(con: duckdb.DuckDBPyConnection, starts: list[Node], seeds: list[Node], edges: list[KeyEdge],
               filters: Filters, aliases: Aliases) -> nx.DiGraph:
-    """The graph of the direct edges on paths from ``seeds`` to ``starts`` within ``datasets`` (the
-    starts' upstream datasets), ``starts`` in it: the columns on such paths are picked at the level
-    of column keys (:func:`key_edges`, :func:`between`), the edges among them read with their
-    captures in one query (:class:`~lineage_listener.query.expand.Among`) and walked in memory."""
+    """The graph of the direct edges on paths from ``seeds`` to ``starts``, ``starts`` in it: the
+    columns on such paths are picked at the level of column keys (``edges``:
+    :func:`upstream_key_edges` of the starts; :func:`between`), the edges among them read with
+    their captures in one query (:class:`~lineage_listener.query.expand.Among`) and walked in memory."""
     def key(n: Node) -> Node:
         return n[0], column_key(n[1])
-    kept = between(key_edges(con, datasets, aliases), map(key, seeds), map(key, starts)) if seeds else set()
+    kept = between(edges, map(key, seeds), map(key, starts)) if seeds else set()
     keys: dict[str, set[str]] = {}
     for dataset, k in kept:
         for name in aliases.names(dataset):
