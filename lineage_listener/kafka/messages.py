@@ -25,13 +25,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from lineage_listener.store.batch import COLUMNS, Batch
+from lineage_listener.store.batch import COLUMNS, QUERY_ID_AT, Batch
+from lineage_listener.store.rows import TABLES
 
 #: Tables whose rows belong to one query, and where their query id is.
-_QUERY_ID_AT = {"queries": 0, "column_lineage": 0, "capture_errors": 2, "streams": 0, "retarget": 0,
-                "query_started": 0, "openlineage_sent": 0}
+_QUERY_ID_AT = {table: at for table, at in QUERY_ID_AT.items() if at is not None}
 #: Where the run id is in a query's own rows (``runs``: its key).
-_RUN_ID_AT = {"queries": 1, "column_lineage": 1, "capture_errors": 1, "streams": 4}
+_RUN_ID_AT = {table: COLUMNS[table].index("run_id") for table in _QUERY_ID_AT if "run_id" in COLUMNS[table]}
 #: Where a query's rows name datasets.
 _DATASETS_AT = {"queries": (9,), "column_lineage": (2, 4), "streams": (5,), "retarget": (1, 2)}
 #: The facet schema of the rows our own consumer reads back (the standard part is OpenLineage's).
@@ -134,7 +134,7 @@ def batch_of_rows(facet: dict[str, Any]) -> Batch:
 
     >>> batch_of_rows({"query_started": {"columns": ["started_at", "query_id"], "rows": [[None, "q"]]},
     ...                "no_such_table": {"columns": ["x"], "rows": [[1]]}}).rows["query_started"]
-    [('q', None)]
+    [QueryStarted(query_id='q', started_at=None)]
     """
     batch = Batch()
     for table, spec in facet.items():
@@ -143,7 +143,7 @@ def batch_of_rows(facet: dict[str, Any]) -> Batch:
         names = list(spec["columns"])
         for row in spec["rows"]:
             values = dict(zip(names, row))
-            batch.add(table, tuple(values.get(c) for c in COLUMNS[table]))
+            batch.add(TABLES[table]._make(values.get(c) for c in COLUMNS[table]))
     return batch
 
 

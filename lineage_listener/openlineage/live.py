@@ -67,7 +67,7 @@ class Emitter:
                 log.warning("lineage-listener: OpenLineage endpoint %s reachable again", self.endpoint)
                 self._backoff = 0.0
             del self._waiting[qid]
-            delivered.add("openlineage_sent", send.sent_row(qid, self.url))
+            delivered.add(send.sent_row(qid, self.url))
             self.sent += 1
         return delivered if len(delivered) else None
 
