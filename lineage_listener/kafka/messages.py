@@ -12,8 +12,9 @@ error of no query) goes in an event of the application run itself.
 The message key is the Spark application (``runs.run_id``): one application's events stay in
 order on one partition.
 
+>>> from lineage_listener.store.rows import row_of
 >>> b = Batch()
->>> b.add("runs", ("app-1", "app-1", "job", "4.0", None, None, None, "2026-01-01 10:00:00"))
+>>> b.add(row_of("runs", ("app-1", "app-1", "job", "4.0", None, None, None, "2026-01-01 10:00:00")))
 >>> [(p.key, p.query_id, len(p.batch)) for p in split(b)]
 [('app-1', None, 1)]
 """
@@ -52,11 +53,12 @@ class Part:
 def split(batch: Batch) -> list[Part]:
     """One part per query in order of appearance, then one per run for rows of no query.
 
+    >>> from lineage_listener.store.rows import row_of
     >>> b = Batch()
-    >>> b.add("runs", ("a", "a", None, None, None, None, None, None))
-    >>> b.add("queries", ("a:1", "a", "save", None, None, "succeeded", None, 1, "2026-01-01 10:00:00", "t"))
-    >>> b.add("datasets", ("t", "table", None, None, None, None, None))
-    >>> b.add("datasets", ("u", "table", None, None, None, None, None))
+    >>> b.add(row_of("runs", ("a", "a")))
+    >>> b.add(row_of("queries", ("a:1", "a", "save", None, None, "succeeded", None, 1, "2026-01-01 10:00:00", "t")))
+    >>> b.add(row_of("datasets", ("t", "table", None, None, None, None, None)))
+    >>> b.add(row_of("datasets", ("u", "table", None, None, None, None, None)))
     >>> [(p.key, p.query_id, {t: len(r) for t, r in p.batch.rows.items() if r}) for p in split(b)]
     [('a', 'a:1', {'runs': 1, 'queries': 1, 'datasets': 1}), ('a', None, {'runs': 1, 'datasets': 1})]
     """
@@ -120,7 +122,8 @@ def _only_run(batch: Batch) -> str | None:
 def rows_facet(batch: Batch) -> dict[str, Any]:
     """``{table: {"columns": [...], "rows": [[...], ...]}}`` for the tables with rows (JSON-able).
 
-    >>> b = Batch(); b.add("query_started", ("q", None))
+    >>> from lineage_listener.store.rows import QueryStarted
+    >>> b = Batch(); b.add(QueryStarted(query_id="q", started_at=None))
     >>> rows_facet(b)
     {'query_started': {'columns': ['query_id', 'started_at'], 'rows': [['q', None]]}}
     """

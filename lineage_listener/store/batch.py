@@ -33,17 +33,14 @@ class Batch:
 
     rows: dict[str, list[tuple[Any, ...]]] = field(default_factory=lambda: {t: [] for t in TABLES})
 
-    def add(self, row: tuple[Any, ...], values: tuple[Any, ...] | None = None) -> None:
-        """Add a typed row (:mod:`~lineage_listener.store.rows`), redacted. ``add(table, values)``
-        (a table's name and positional values, missing trailing ones null) is the short form tests use.
+    def add(self, row: tuple[Any, ...]) -> None:
+        """Add a typed row (:mod:`~lineage_listener.store.rows`), redacted.
 
         >>> from lineage_listener.store.rows import QueryStarted
-        >>> b = Batch(); b.add(QueryStarted(query_id="q", started_at=None)); b.add("query_started", ("p",))
+        >>> b = Batch(); b.add(QueryStarted(query_id="q", started_at="2026-01-01 10:00:00"))
         >>> b.rows["query_started"]
-        [QueryStarted(query_id='q', started_at=None), QueryStarted(query_id='p', started_at=None)]
+        [QueryStarted(query_id='q', started_at='2026-01-01 10:00:00')]
         """
-        if values is not None:
-            row = row_of(row, values)  # type: ignore[arg-type]
         redacted = redact_row(row)
         self.rows[row.TABLE].append(row if redacted == row else row._make(redacted))  # type: ignore[attr-defined]
 

@@ -39,7 +39,7 @@ import duckdb
 from lineage_listener.store import spool
 from lineage_listener.store.batch import Batch
 from lineage_listener.store.connection import StoreNeedsAction, connect_writable, open_readonly
-from lineage_listener.store.writer import commit_batch, write_batch
+from lineage_listener.store.write import commit_batch, write_batch
 
 log = logging.getLogger(__name__)
 

@@ -6,8 +6,7 @@ writer's column-wise inserts take it as it is. Class attributes say how it is wr
 
 - ``TABLE``: the name of its rows in a batch (and in a spool file), the store table it fills;
 - ``KEY``: the primary key of a table written as an upsert (empty: rows are appended);
-- ``MERGE``: on a key already in the store, the ``DO UPDATE SET`` clause (the rules:
-  docs/reference/store.md);
+- ``MERGE``: on a key already in the store, the ``DO UPDATE SET`` clause;
 - ``SHARED``: rows every query of a batch may share (kept in each part of ``Batch.by_query``).
 
 ``Retarget``, ``QueryStarted`` and ``RunReopened`` are instructions to the writer, not tables;
@@ -63,10 +62,11 @@ class RunRow(NamedTuple):
     TABLE = "runs"
     KEY = ("run_id",)
     SHARED = True
-    # never clear a known value with null; the earliest start, the latest end
+    # never clear a known value with null; the first start stays, a given end replaces the known one
     MERGE = ("app_id=excluded.app_id, app_name=coalesce(excluded.app_name, runs.app_name), "
              "spark_version=coalesce(excluded.spark_version, runs.spark_version), "
-             "spark_user=coalesce(excluded.spark_user, runs.spark_user), master=coalesce(excluded.master, runs.master), "
+             "spark_user=coalesce(excluded.spark_user, runs.spark_user), "
+             "master=coalesce(excluded.master, runs.master), "
              "started_at=coalesce(runs.started_at, excluded.started_at), "
              "ended_at=coalesce(excluded.ended_at, runs.ended_at)")
 
