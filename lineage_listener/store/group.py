@@ -1,8 +1,9 @@
 """The server's one store writer: a bounded queue, one thread, group commits; reads from the same database.
 
 Every POSTed batch is queued; one thread takes whatever is waiting (up to ``group_rows`` rows)
-and writes it in ONE transaction, each batch through ``write_batch`` as before (deduped, so a
-replay adds nothing, also within a group), then commits once. Each request is answered when
+and writes it in ONE transaction the writer owns, each batch through
+:func:`~lineage_listener.store.write.write_batch` (deduped, so a replay adds nothing, also within
+a group), then commits once. Each request is answered when
 its group has committed (200, ``new_edges`` its own), so N waiting jobs cost one commit rather
 than N opens, commits and closes. A group that fails is rolled back and its batches written
 one by one: a batch that fails alone on a healthy store is refused (422) and sinks no other.
