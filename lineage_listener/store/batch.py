@@ -10,12 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lineage_listener.redact import redact_row
-from lineage_listener.store.rows import INSTRUCTIONS, LABEL_ROWS, TABLES, row_of
+from lineage_listener.store.rows import LABEL_ROWS, TABLES, row_of
 
 #: Column order of each table's rows in a batch: the row types' fields (:mod:`~lineage_listener.store.rows`).
 COLUMNS: dict[str, tuple[str, ...]] = {table: cls._fields for table, cls in TABLES.items()}
-#: Entries that are instructions to the writer, not tables.
-PSEUDO_TABLES = frozenset(cls.TABLE for cls in INSTRUCTIONS)
 #: Entries written by :func:`~lineage_listener.store.labels.write_labels`.
 LABEL_TABLES = frozenset(cls.TABLE for cls in LABEL_ROWS)
 #: Tables whose rows every query of a batch may share (upserts): kept in each part of :meth:`Batch.by_query`.
