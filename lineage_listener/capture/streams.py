@@ -29,6 +29,7 @@ from lineage_listener.capture import facts, planreader
 from lineage_listener.capture.jvm import jvm_call_failed, seq
 from lineage_listener.capture.readers.streaming import sink_fact, source_facts
 from lineage_listener import redact
+from lineage_listener.lineage.datasets import RelationFact
 from lineage_listener.plan.classes import MICRO_BATCH_LEAF, STREAM_SINK_WRITES
 
 log = redact.logger(__name__)
@@ -162,8 +163,8 @@ class StreamPlan:
     root: str
     plan_json: str
     items: Any
-    leaves: dict[int, dict[str, Any]]
-    target: dict[str, Any] | None
+    leaves: dict[int, RelationFact]
+    target: RelationFact | None
     query_items: Any  # the plan under the sink: what a foreachBatch LogicalRDD holds
     output_ids: tuple[int, ...] = ()
     fallback: str | None = None  # why the compact reader was not used (recorded), else None
@@ -235,13 +236,13 @@ def read_plan(query: Any, progress: Progress, scope: str | None) -> StreamPlan:
 
 
 def foreach_batch_leaves(items: Any, registry: StreamRegistry, sessions: list[Any],
-                         scope: str | None) -> dict[int, dict[str, Any]]:
+                         scope: str | None) -> dict[int, RelationFact]:
     """Facts for the ``LogicalRDD`` leaves of a batch plan that are a stream's micro-batch
     (``foreachBatch``): the stream's plan and sources, keyed like any leaf."""
     rdd_ids = _rdd_leaf_ids(items)
     if not rdd_ids:
         return {}
-    out: dict[int, dict[str, Any]] = {}
+    out: dict[int, RelationFact] = {}
     for ids in rdd_ids:
         plan = registry.get(ids)
         if plan is None:  # its stream's first progress event is not read yet: the runs started
