@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from lineage_listener.capture.facts import dicts
+from lineage_listener.plan.scan import dicts
 from lineage_listener.lineage import column_path
 from lineage_listener.store.rows import LabelRow
 
