@@ -2,7 +2,7 @@
 
 Every plan is read both ways from the same live JVM plan: the decoded items must be equal
 (field by field, but for the products the reader trims, ``compact.KEEP``), the facts the
-reader reads with the plan equal to those the py4j readers of ``capture/facts.py`` give, and
+reader reads with the plan equal to those the py4j fact readers (``capture/readers/``) give, and
 the walker's edges identical, for the plan-fixture shapes, the SQL of the accuracy tests,
 wide ``withColumn``/``select`` plans, and every TPC-DS query.
 """

@@ -1,15 +1,14 @@
-"""Structured Streaming capture: a ``StreamingQueryListener`` and the facts of a stream's plan.
+"""Structured Streaming capture: a ``StreamingQueryListener`` and a stream's plan, read once per run.
 
 A micro-batch never reaches a ``QueryExecutionListener``. Spark posts a progress
 event after each one; :class:`StreamListener` (the py4j side of PySpark's
 ``PythonStreamingQueryListener``) queues it and returns. On the capture thread,
-:func:`read_stream` reads the stream's analyzed plan once per stream run: the
+:func:`read_plan` reads the stream's analyzed plan once per stream run: the
 ``StreamExecution.logicalPlan`` every ``IncrementalExecution`` (``lastExecution``)
 is built from, whose leaves are the sources themselves (a micro-batch's own plan
 lists that batch's files, or an empty ``LocalRelation`` when a source had no new
-data). Sources are named as a batch read of the same path, table or topic names
-them; the sink is the target (``file:`` path, table, ``kafka://servers/topic``,
-``memory:<query name>``; console and foreach: none).
+data). Its sources and sink are read by :mod:`lineage_listener.capture.readers.streaming`,
+named as a batch read or write of the same path, table or topic is.
 
 ``foreachBatch``: Spark hands the function a ``LogicalRDD`` whose attributes are the
 stream plan's outputs; :class:`StreamRegistry` maps them back to that plan so the
@@ -19,8 +18,6 @@ run is taken when it starts, and its plan read then if needed.
 """
 from __future__ import annotations
 
-import json
-import re
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -29,13 +26,13 @@ from typing import Any, Protocol
 from py4j.protocol import Py4JError
 
 from lineage_listener.capture import facts, planreader
+from lineage_listener.capture.jvm import jvm_call_failed, seq
+from lineage_listener.capture.readers.streaming import sink_fact, source_facts
 from lineage_listener import redact
+from lineage_listener.lineage.datasets import RelationFact
 from lineage_listener.plan.classes import MICRO_BATCH_LEAF, STREAM_SINK_WRITES
 
 log = redact.logger(__name__)
-
-#: ``FileSink[file:/x]``, ``FileStreamSource[file:/x]``, ``DeltaSink[s3a://b/t]``: a path in brackets.
-_BRACKETED = re.compile(r"^\w+\[(?P<uri>[^\]\s,]+)\]$")
 
 
 class StreamEvents(Protocol):
@@ -155,142 +152,6 @@ def progress_of(event: Any, now: datetime) -> Progress:
                     int(p.batchId()), at, duration)
 
 
-# -- facts of a stream's plan ----------------------------------------------------------
-
-
-def _first_id(plan: Any) -> int | None:
-    try:
-        return int(plan.output().head().exprId().id())
-    except Py4JError:
-        return None
-
-
-def _leaves(plan: Any) -> list[Any]:
-    return facts._seq(plan.collectLeaves())
-
-
-def source_facts(execution: Any, scope: str | None) -> dict[int, dict[str, Any]]:
-    """Facts of every source leaf of a stream's plan, keyed by its first output's exprId.
-
-    Read from the analyzed plan (``StreamingRelation`` holds the ``DataSource``:
-    format, options, table) and the running plan (a file source prints its
-    qualified root path), so names match a batch read of the same data.
-    """
-    out: dict[int, dict[str, Any]] = {}
-    running: dict[int, Any] = {}
-    for leaf in _leaves(execution.logicalPlan()):
-        eid = _first_id(leaf)
-        if eid is not None:
-            running[eid] = leaf
-    try:
-        analyzed = execution.analyzedPlan()
-    except Py4JError:
-        analyzed = None
-    for leaf in _leaves(analyzed) if analyzed is not None else []:
-        eid = _first_id(leaf)
-        if eid is None:
-            continue
-        try:
-            fact = _source_fact(leaf, running.get(eid), scope)
-        except Py4JError as exc:
-            log.debug("could not read a streaming source: %s", exc)
-            continue
-        if fact is not None:
-            out[eid] = fact
-    return out
-
-
-def _source_fact(leaf: Any, running: Any, scope: str | None) -> dict[str, Any] | None:
-    name = str(leaf.nodeName())
-    if name == "StreamingRelation":
-        ds = leaf.dataSource()
-        table = facts._opt(ds.catalogTable())
-        fmt = str(ds.className())
-        fact: dict[str, Any] = facts.catalog_table(table) if table is not None else {}
-        fact["format"] = fact.get("format") or fmt.rsplit(".", 1)[-1].lower()
-        fact["options"] = facts.scala_map(ds.options())
-        if "table" not in fact:
-            uri = _bracketed(running.source()) if running is not None and "source" in dir(running) else None
-            paths = [uri] if uri else [facts.qualify(str(p)) for p in facts._seq(ds.paths())]
-            fact["paths"] = paths or [facts.qualify(fact["options"].get("path", "?"))]
-        return fact
-    if name == "StreamingRelationV2":
-        options = facts.scala_map(leaf.extraOptions())
-        source = str(leaf.sourceName())
-        ident, catalog = facts._opt(leaf.identifier()), facts._opt(leaf.catalog())
-        if ident is not None:
-            ns = list(ident.namespace())
-            return {"table": {"catalog": str(catalog.name()) if catalog is not None else None,
-                              "database": ".".join(ns) or None, "table": str(ident.name())},
-                    "format": source, "options": options}
-        if source == "kafka":
-            return {"kafka": facts.kafka_names(options, reading=True), "format": "kafka", "options": options}
-        columns = [str(a.name()) for a in facts._seq(leaf.output())]
-        return {"node": source, "format": source, "columns": columns, "scope": scope,
-                "content": json.dumps(options, sort_keys=True)}
-    return None
-
-
-def _bracketed(obj: Any) -> str | None:
-    try:
-        m = _BRACKETED.match(str(obj.toString()))
-    except Py4JError:
-        return None
-    return facts.qualify(m.group("uri")) if m else None  # 3.5 prints a file sink's path as given
-
-
-def sink_fact(execution: Any, root: Any, name: str | None) -> dict[str, Any] | None:
-    """The sink as a target fact; None for sinks that store nothing (console, foreach)."""
-    root_name = str(root.nodeName())
-    if root_name == "WriteToMicroBatchDataSourceV1":
-        table = facts._opt(root.catalogTable())
-        sink = root.sink()
-        uri = _bracketed(sink)
-        if table is not None:
-            fact = facts.catalog_table(table)
-            if uri:
-                fact.setdefault("location", uri)
-            return fact
-        if uri:
-            kind = str(sink.getClass().getSimpleName())
-            fmt = "delta" if kind.startswith("Delta") else _file_format(root)
-            return {"paths": [uri], "format": fmt, "options": facts.scala_map(root.writeOptions())}
-        return None  # ForeachBatchSink, foreach, custom V1 sinks without a location
-    if root_name == "WriteToMicroBatchDataSource":
-        relation = facts._opt(root.relation())
-        table = root.table()
-        if relation is None and str(table.getClass().getSimpleName()) == "DataSourceV2Relation":
-            relation, table = table, table.table()  # 4.x: the table field holds the relation
-        if relation is not None and facts._opt(relation.identifier()) is not None:
-            return facts.relation(relation, "DataSourceV2Relation")
-        try:
-            table = execution.sink()
-        except Py4JError:
-            pass
-        kind = str(table.getClass().getSimpleName())
-        options = facts.scala_map(root.writeOptions())
-        if kind == "MemorySink":
-            return {"named": f"memory:{name or '?'}", "kind": "memory", "format": "memory"}
-        if kind.startswith("Kafka"):
-            return {"kafka": facts.kafka_names(options, reading=False), "format": "kafka", "options": options}
-        return None  # console, foreach writer, noop
-    return None
-
-
-def _file_format(root: Any) -> str | None:
-    sink = root.sink()
-    try:
-        return str(sink.fileFormat().shortName())
-    except Py4JError:  # 3.5: a private field
-        pass
-    try:
-        f = sink.getClass().getDeclaredField("fileFormat")
-        f.setAccessible(True)
-        return str(f.get(sink).shortName())
-    except Py4JError:
-        return None
-
-
 # -- the registry for foreachBatch ------------------------------------------------------
 
 
@@ -302,8 +163,8 @@ class StreamPlan:
     root: str
     plan_json: str
     items: Any
-    leaves: dict[int, dict[str, Any]]
-    target: dict[str, Any] | None
+    leaves: dict[int, RelationFact]
+    target: RelationFact | None
     query_items: Any  # the plan under the sink: what a foreachBatch LogicalRDD holds
     output_ids: tuple[int, ...] = ()
     fallback: str | None = None  # why the compact reader was not used (recorded), else None
@@ -364,24 +225,24 @@ def read_plan(query: Any, progress: Progress, scope: str | None) -> StreamPlan:
     if target is not None:
         try:
             target["schema"] = str(child.schema().json())
-        except Py4JError:
+        except jvm_call_failed():
             pass
     try:
-        output_ids = tuple(int(a.exprId().id()) for a in facts._seq(child.output()))
-    except Py4JError:
+        output_ids = tuple(int(a.exprId().id()) for a in seq(child.output()))
+    except jvm_call_failed():
         output_ids = ()
     query_items = items[1:] if root in STREAM_SINK_WRITES else items
     return StreamPlan(progress, root, plan_json, items, leaves, target, query_items, output_ids, fallback)
 
 
 def foreach_batch_leaves(items: Any, registry: StreamRegistry, sessions: list[Any],
-                         scope: str | None) -> dict[int, dict[str, Any]]:
+                         scope: str | None) -> dict[int, RelationFact]:
     """Facts for the ``LogicalRDD`` leaves of a batch plan that are a stream's micro-batch
     (``foreachBatch``): the stream's plan and sources, keyed like any leaf."""
     rdd_ids = _rdd_leaf_ids(items)
     if not rdd_ids:
         return {}
-    out: dict[int, dict[str, Any]] = {}
+    out: dict[int, RelationFact] = {}
     for ids in rdd_ids:
         plan = registry.get(ids)
         if plan is None:  # its stream's first progress event is not read yet: the runs started
@@ -435,5 +296,5 @@ def _read_queries(registry: StreamRegistry, queries: list[Any], scope: str | Non
             progress = Progress(str(q.id().toString()), str(q.runId().toString()), str(name) if name else None,
                                 -1, now, None)
             registry.add(read_plan(q, progress, scope))
-        except (Py4JError, ValueError) as exc:
+        except (*jvm_call_failed(), ValueError) as exc:
             log.debug("could not read a stream's plan: %s", exc)

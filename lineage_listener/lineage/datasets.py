@@ -1,8 +1,10 @@
 """Canonical dataset names (``docs/reference/datasets.md``) from the facts read about a leaf or target.
 
-A *relation fact* is the plain dict ``capture.facts`` reads from the JVM:
-``{"table": {"catalog", "database", "table"} | None, "paths": [...], "format": str,
-"options": {...}, "location": str | None, "jdbc": {"url", "table"} | None, "view": bool}``.
+A *relation fact* is the plain dict the capture's fact readers (``capture/readers/``, and the
+bridge jar's ``Facts`` for the common leaves) read from the JVM about one source leaf or one
+write target. :class:`RelationFact` lists every key, in this one place; a fact holds only the
+keys that apply, and :func:`datasets_of` names it by the first of ``table``, ``kafka``,
+``named``, ``jdbc``, ``paths`` present, else as local data.
 
 >>> dataset_of({"table": {"catalog": None, "database": "sales", "table": "orders"}}).name
 'spark_catalog.sales.orders'
@@ -15,9 +17,85 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from lineage_listener.redact import redact_options, redact_url
+
+class TableIdent(TypedDict):
+    """A catalog table's identity; ``None`` parts take Spark's defaults (:func:`table_name`)."""
+
+    catalog: str | None
+    database: str | None
+    table: str
+
+
+class JdbcTable(TypedDict):
+    """A JDBC table: the connection URL (credentials are redacted when named) and table or query."""
+
+    url: str
+    table: str | None
+
+
+class RelationFact(TypedDict, total=False):
+    """What the capture reads about one source leaf or write target (every key optional).
+
+    Naming (what :func:`datasets_of` reads):
+
+    - ``table``: a catalog table or view (:class:`TableIdent`);
+    - ``view``: True when ``table`` is a view (``kind`` view);
+    - ``kafka``: ``kafka://<bootstrap servers>/<topic>`` names, one per topic read or written;
+    - ``named``: a ready name (a stream's memory sink: ``memory:<query name>``), with ``kind``;
+    - ``kind``: the dataset kind of a ``named`` fact;
+    - ``jdbc``: a JDBC table (:class:`JdbcTable`);
+    - ``paths``: qualified root paths (``file:/x``, ``s3a://b/x``) of a path read or write;
+    - ``node``, ``columns``, ``scope``, ``content``: in-memory data without a name (a stream
+      source such as ``rate``): named ``local:`` from its node, columns, scope and content;
+    - ``format``: the source format (``parquet``, ``delta``, ``iceberg``, ``jdbc``, ``kafka``...);
+    - ``location``: a table's storage location;
+    - ``options``: the reader's or writer's options (redacted when stored); ``delta.version`` and
+      ``iceberg.snapshot-id`` give the version a read is pinned to.
+
+    Labels (``capture/classification.py``):
+
+    - ``classification``: a table's ``lineage.classification.<column>`` properties;
+    - ``classified_schema``: its schema JSON when that mentions a classification.
+
+    Write targets only:
+
+    - ``schema``: the written schema (JSON of a ``StructType``);
+    - ``output_columns``: the user's column names of ``CREATE VIEW v (x, y)``;
+    - ``mode``: the save mode of a file write (``Append``, ``Overwrite``...).
+
+    A ``foreachBatch`` micro-batch (``lineage/streaming.py``):
+
+    - ``stream_plan``: the stream's plan items under its sink;
+    - ``stream_leaves``: the stream's leaf facts, by exprId;
+    - ``stream``: the stream's ``{"id", "name"}``.
+    """
+
+    table: TableIdent
+    view: bool
+    kafka: list[str]
+    named: str
+    kind: str
+    jdbc: JdbcTable
+    paths: list[str]
+    node: str
+    columns: list[str]
+    scope: str | None
+    content: str
+    format: str | None
+    location: str | None
+    options: dict[str, str]
+    classification: dict[str, str]
+    classified_schema: str
+    schema: str
+    output_columns: list[str]
+    mode: str
+    stream_plan: Any
+    stream_leaves: dict[int, Any]
+    stream: dict[str, str | None]
+
 
 DEFAULT_CATALOG = "spark_catalog"
 DEFAULT_DATABASE = "default"

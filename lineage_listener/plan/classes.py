@@ -1,9 +1,11 @@
 """Families of Spark plan classes, each listed once (walker, fact readers and writers share them)."""
 from __future__ import annotations
 
+#: DataSource V2 leaves (a ``DataSourceV2ScanRelation`` wraps the ``DataSourceV2Relation`` it scans).
+V2_LEAVES = frozenset({"DataSourceV2Relation", "DataSourceV2ScanRelation"})
+
 #: Leaves that read a data source the capture names from the JVM (tables, files, DSv2).
-SOURCE_LEAVES = frozenset({"LogicalRelation", "HiveTableRelation", "DataSourceV2Relation",
-                           "DataSourceV2ScanRelation"})
+SOURCE_LEAVES = frozenset({"LogicalRelation", "HiveTableRelation"}) | V2_LEAVES
 
 #: Every leaf the walker treats as a dataset (the source leaves plus in-memory and streaming ones).
 LEAVES = tuple(sorted(SOURCE_LEAVES)) + (
@@ -23,9 +25,27 @@ WRITE_COMMANDS = frozenset({
     "WriteToMicroBatchDataSource", "WriteToMicroBatchDataSourceV1",  # a stream's sink (capture/streams.py)
 })
 
+#: Writes whose target is the catalog table they carry (``table`` or ``tableDesc``): V1 and Hive.
+CATALOG_TABLE_WRITES = frozenset({"CreateDataSourceTableAsSelectCommand", "CreateHiveTableAsSelectCommand",
+                                  "OptimizedCreateHiveTableAsSelectCommand", "InsertIntoHiveTable",
+                                  "SaveAsV1TableCommand"})
+
+#: DataSource V2 writes into an existing table (their ``table`` is a ``DataSourceV2Relation``).
+V2_WRITES = frozenset({"AppendData", "OverwriteByExpression", "OverwritePartitionsDynamic", "ReplaceData",
+                       "WriteDelta", "DeltaDynamicPartitionOverwriteCommand"})
+
+#: DataSource V2 commands that create (or replace) the table they write.
+V2_CREATE_WRITES = frozenset({"CreateTableAsSelect", "ReplaceTableAsSelect"})
+
+#: Delta's own MERGE / UPDATE / DELETE commands (their ``target`` plan holds the table).
+DELTA_ROW_LEVEL_COMMANDS = frozenset({"MergeIntoCommand", "UpdateCommand", "DeleteCommand"})
+
+#: Source leaves of a stream's analyzed plan: a V1 ``DataSource``, a V2 table or connector.
+STREAM_SOURCES = frozenset({"StreamingRelation", "StreamingRelationV2"})
+
 #: Row-level writes (MERGE / UPDATE / DELETE): the command itself is walked, not a query it carries
 #: (:mod:`lineage_listener.lineage.rowlevel`). Delta's commands, then DataSource V2's.
-ROW_LEVEL_COMMANDS = frozenset({"MergeIntoCommand", "UpdateCommand", "DeleteCommand", "ReplaceData", "WriteDelta"})
+ROW_LEVEL_COMMANDS = DELTA_ROW_LEVEL_COMMANDS | {"ReplaceData", "WriteDelta"}
 
 #: Commands whose plans are fields, not children (Delta's): where the capture finds their leaves.
 NESTED_PLAN_FIELDS: dict[str, tuple[str, ...]] = {

@@ -9,13 +9,13 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * Facts the plan JSON leaves out, read on the JVM in the plan reader's call: what
- * {@code lineage_listener/capture/facts.py} reads with a few py4j calls each, for the common
+ * Facts the plan JSON leaves out, read on the JVM in the plan reader's call: what the fact readers
+ * of {@code lineage_listener/capture/readers/} read with a few py4j calls each, for the common
  * leaves and write targets (catalog tables, files read or written by path).
  *
- * <p>The rules are those of {@code facts.py}, which stays the reference: a leaf or target this
- * class does not know (JDBC, Kafka, Delta, DataSource V2...) is left out, and the Python side reads
- * it from the JVM objects as before. Every fact is a plain map of strings, booleans, lists and maps.
+ * <p>The rules are those of the Python readers, which stay the reference ({@code catalog.py},
+ * {@code v1.py}, {@code files.py}): a leaf or target this class does not know (JDBC, Kafka, Delta,
+ * DataSource V2...) is left out, and the Python side reads it from the JVM objects. Every fact is a plain map of strings, booleans, lists and maps.
  * Reflection only, so one class file serves Spark 3.5 and 4.x.
  */
 final class Facts {

@@ -1,0 +1,90 @@
+"""Calls into the JVM through py4j: what a failed call raises, and Scala values as Python ones.
+
+A call into the JVM fails with py4j's :class:`~py4j.protocol.Py4JError`, or, in a process where
+PySpark started the ``SparkContext``, with one of PySpark's own exceptions: PySpark hooks py4j and
+turns the JVM errors it knows (``AnalysisException``, ``UnsupportedOperationException``...) into
+``pyspark.errors`` exceptions (Iceberg's ``Table.schema()`` on Spark 4.1 raises one). Readers of
+facts catch :func:`jvm_call_failed` and read such a failure as "no fact".
+
+>>> from py4j.protocol import Py4JError
+>>> try:
+...     raise Py4JError("gone")
+... except jvm_call_failed():
+...     print("no fact")
+no fact
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from py4j.protocol import Py4JError
+
+
+def jvm_call_failed() -> tuple[type[Exception], ...]:
+    """The exception types of a failed JVM call: py4j's, and PySpark's when PySpark is loaded.
+
+    PySpark's conversion exists only where PySpark is imported (it installs its py4j hook with the
+    ``SparkContext``), so the zero-code worker, which never imports PySpark, does not pay for
+    importing it. Evaluated where an exception is matched (``except jvm_call_failed():``).
+
+    >>> Py4JError in jvm_call_failed()
+    True
+    """
+    captured = sys.modules.get("pyspark.errors.exceptions.captured")
+    if captured is None:
+        return (Py4JError,)
+    return (Py4JError, captured.CapturedException)
+
+
+def opt(option: Any) -> Any:
+    """A Scala ``Option``'s value, or None (also when the call fails)."""
+    try:
+        return option.get() if option is not None and option.isDefined() else None
+    except jvm_call_failed():
+        return None
+
+
+def seq(value: Any) -> list[Any]:
+    """A Scala ``Seq`` as a list (empty when it cannot be read)."""
+    try:
+        return [value.apply(i) for i in range(value.length())]
+    except jvm_call_failed():
+        return []
+
+
+_SEP = "\u001e"
+
+
+def scala_map(m: Any) -> dict[str, str]:
+    """A Scala ``Map[String, String]`` (or java Map) as a dict, in one py4j call.
+
+    >>> scala_map(None)
+    {}
+    """
+    if m is None:
+        return {}
+    try:
+        text = str(m.mkString(_SEP))  # "k -> v<RS>k2 -> v2"
+        return dict(pair.split(" -> ", 1) for pair in text.split(_SEP) if " -> " in pair)
+    except jvm_call_failed():  # a java.util.Map (DSv2 options): py4j converts it
+        try:
+            return {str(k): str(v) for k, v in dict(m).items()}
+        except (*jvm_call_failed(), TypeError, ValueError):
+            return {}
+
+
+def private_field(obj: Any, name: str) -> Any:
+    """A private field of a JVM object (connectors keep their options there), or None."""
+    try:
+        f = obj.getClass().getDeclaredField(name)
+        f.setAccessible(True)
+        return f.get(obj)
+    except jvm_call_failed():
+        return None
+
+
+def simple_name(obj: Any) -> str:
+    """A JVM object's class name without its package (its superclass's for an anonymous class)."""
+    cls = obj.getClass()
+    return str(cls.getSimpleName()) or str(cls.getSuperclass().getSimpleName())
