@@ -11,9 +11,9 @@ from pathlib import Path
 from lineage_listener.govern import labelstore
 from lineage_listener.govern.answers import column_labels
 from lineage_listener.query import open_store
-from lineage_listener.store.batch import Batch
 from lineage_listener.store.connection import open_writable
-from lineage_listener.store.writer import write_batch
+from lineage_listener.store.rows import row_of
+from lineage_listener.store.write import commit_batch
 
 DB = "spark_catalog.db."
 
@@ -35,14 +35,14 @@ def store_of(tmp_path: Path, rows: list[tuple], labels: list[tuple[str, str, str
     path = tmp_path / "lineage.duckdb"
     batch = labelstore.set_batch(labels, "test")
     for r in rows:
-        batch.add("column_lineage", r)
+        batch.add(row_of("column_lineage", r))
     for name, location in datasets:
-        batch.add("datasets", (name, "table", "parquet", location, None, at(1), at(1)))
+        batch.add(row_of("datasets", (name, "table", "parquet", location, None, at(1), at(1))))
     for i, (name, column) in enumerate(columns):
-        batch.add("dataset_columns", (name, column, "string", True, at(1), at(1), i))
+        batch.add(row_of("dataset_columns", (name, column, "string", True, at(1), at(1), i)))
     con = open_writable(path)
     try:
-        write_batch(con, batch)
+        commit_batch(con, batch)
     finally:
         con.close()
     return path
