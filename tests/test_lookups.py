@@ -109,3 +109,50 @@ def test_the_closure_of_datasets_labels_start_from_reads_edges_by_index(store, t
         con.close()
     assert found == {"spark_catalog.db.t0", "spark_catalog.db.t1", "spark_catalog.db.t2"}
     assert plan["edges"] == {"Index Scan"}, plan
+
+
+def test_the_key_edges_upstream_are_read_by_index(store, tmp_path):
+    from lineage_listener.govern.reach import between, upstream_key_edges
+    from lineage_listener.query.names import Aliases
+
+    con = open_readonly(store)
+    try:
+        found: list = []
+        plan = scans(con, lambda: found.append(upstream_key_edges(con, ["spark_catalog.db.t2"], Aliases(con))),
+                     tmp_path / "plan.json")   # the last hop: from t1 to t0
+    finally:
+        con.close()
+    t = [f"spark_catalog.db.t{i}" for i in range(3)]
+    datasets, edges = found[0]
+    assert datasets == set(t)
+    assert sorted(set(edges)) == [((t[0], "a"), (t[1], "a")), ((t[0], "a"), (t[1], "h")),
+                                  ((t[1], "a"), (t[2], "a")), ((t[1], "a"), (t[2], "h"))]
+    assert between(edges, [(t[0], "a")], [(t[2], "h")]) == {(t[0], "a"), (t[1], "a"), (t[2], "h")}
+    assert plan["edges"] == {"Index Scan"}, plan
+
+
+def test_the_hops_among_chosen_columns_and_the_captures_paths_use_are_read_by_index(store, tmp_path):
+    from lineage_listener.query.expand import Among, captures_at
+    from lineage_listener.query.names import Aliases
+
+    con = open_readonly(store)
+    try:
+        aliases = Aliases(con)
+        keys = {"spark_catalog.db.t1": {"a"}, "spark_catalog.db.t2": {"a"}}
+        aliases.resolve(keys)     # the names are known: the query read last is Among's own
+        box: list = []
+        plan = scans(con, lambda: box.append(Among(con, keys, aliases, Filters(direct_only=True))),
+                     tmp_path / "plan.json")
+        rows = box[0]([("spark_catalog.db.t1", "a")], aliases)
+        when = T0 + timedelta(days=3, minutes=2)
+        pins: dict = {}
+        pinned = scans(con, lambda: pins.update(captures_at(con, [(rows[0]["edge_id"], when)])),
+                       tmp_path / "pins.json")
+    finally:
+        con.close()
+    assert [(r["target_dataset"], r["target_column"], r["ok_first"], r["ok_last"]) for r in rows] == [
+        ("spark_catalog.db.t2", "a", T0 + timedelta(minutes=2), T0 + timedelta(days=4, minutes=2))]
+    assert rows[0]["ok_lows"] and len(rows[0]["ok_lows"]) == 5       # every capture time known
+    assert pins == {(rows[0]["edge_id"], when): ("q2:3", "run3")}
+    assert plan["edges"] == {"Index Scan"} and plan["edge_captures"] == {"Index Scan"}, plan
+    assert pinned["edge_captures"] == {"Index Scan"}, pinned

@@ -9,7 +9,7 @@ declared or propagated, and why (the path of edges back to the labelled column).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -20,7 +20,7 @@ from lineage_listener.govern import labelstore
 from lineage_listener.govern.classfile import known_columns
 from lineage_listener.govern.labelstore import Declared, effective
 from lineage_listener.govern.propagate import Reached, path_rows, propagate
-from lineage_listener.govern.reach import CaptureBook, applications, reachable_datasets, walk
+from lineage_listener.govern.reach import CaptureBook, copies_to, reachable_datasets, upstream_key_edges, walk
 from lineage_listener.query.expand import Filters, columns_of, nearest_captures
 from lineage_listener.query.types import Edge, Node
 from lineage_listener.query.names import Aliases
@@ -40,7 +40,6 @@ class Propagation:
     masking: frozenset[str]
     since: datetime | None = None
     until: datetime | None = None
-    apps: dict[str, str | None] = field(default_factory=dict)
 
     def carried(self, node: Node) -> dict[str, Reached | Declared]:
         """The labels ``node`` carries: declared (true) ones and propagated copies."""
@@ -56,14 +55,7 @@ class Propagation:
 
     def hops(self, reached: Reached) -> list[dict]:
         """The path's hops as data, each with its query, run, application and capture times."""
-        rows = self.book.pin(reached.hops)
-        missing = {h["run_id"] for h in rows} - set(self.apps)
-        if missing:
-            self.apps.update(dict.fromkeys(missing))
-            self.apps.update(applications(self.book.con, missing))
-        for h in rows:
-            h["application"] = self.apps.get(h["run_id"])
-        return rows
+        return self.book.pin(reached.hops)
 
 
 def run(con: duckdb.DuckDBPyConnection, starts: Iterable[Node] | None = None, since: datetime | None = None,
@@ -73,6 +65,7 @@ def run(con: duckdb.DuckDBPyConnection, starts: Iterable[Node] | None = None, si
     declared columns upstream of them), or downstream of every declared column when ``starts`` is
     None. ``extra``: edges not in the store (a preview) walked as if captured."""
     aliases = aliases or Aliases(con)
+    starts = None if starts is None else list(starts)
     decl = labelstore.declared(con, aliases)
     names = labelstore.masking_functions(con) | frozenset(m.lower() for m in masking)
     extra = list(extra)
@@ -86,18 +79,23 @@ def run(con: duckdb.DuckDBPyConnection, starts: Iterable[Node] | None = None, si
         seeds = [n for n, items in decl.items() if any(d.value for d in items)]
         g = walk(con, seeds, "downstream", filters, aliases, extra)
     elif extra:
-        g = walk(con, list(starts), "upstream", filters, aliases, extra)
+        g = walk(con, starts, "upstream", filters, aliases, extra)
+    elif not influence:
+        # From the declared columns upstream of the question (its copies travel along direct edges
+        # only) down to it, through the columns on those paths only.
+        above, edges = upstream_key_edges(con, {n[0] for n in starts}, aliases)
+        seeds = [n for n, items in decl.items() if n[0] in above and any(d.value for d in items)]
+        g = copies_to(con, starts, seeds, edges, filters, aliases)
     else:
-        # From the declared columns upstream of the question (at the level of datasets) down to it,
-        # through those datasets only: the paths a label can take there, and nothing else.
-        starts = list(starts)
-        above = reachable_datasets(con, {n[0] for n in starts}, aliases, "upstream", direct_only=not influence)
+        # With influence, through the datasets upstream (an indirect edge reaches a whole dataset).
+        above = reachable_datasets(con, {n[0] for n in starts}, aliases, "upstream", direct_only=False)
         seeds = [n for n, items in decl.items() if n[0] in above and any(d.value for d in items)]
         g = walk(con, seeds, "downstream", filters, aliases, within=lambda node: node[0] in above)
         g.add_nodes_from(starts)
     on_graph = {n: items for n, items in decl.items() if n in g}
     eff = {n: {label: d.value for label, d in effective(items).items()} for n, items in on_graph.items()}
-    reached = propagate(g, eff, names, lambda asked: nearest_captures(con, asked, filters), since, until)
+    reached = propagate(g, eff, names, lambda asked: nearest_captures(con, asked, filters), since, until,
+                        at=None if starts is None else starts)
     return Propagation(g, on_graph, reached, CaptureBook(con, until), aliases, names, since, until)
 
 
@@ -160,7 +158,7 @@ def column_labels(store: LineageStore, dataset: str | None = None, column: str |
             nodes = columns(con, aliases, dataset, column)
             p = run(con, nodes, lo, hi, masking, influence, aliases=aliases)
         wanted = set(nodes)
-        p.book.load(h.edge_id for found in p.reached.values() for n, r in found.items() if n in wanted for h in r.hops)
+        p.book.load(h for found in p.reached.values() for n, r in found.items() if n in wanted for h in r.hops)
         rows = [column_row(p, n, propagated) for n in nodes]
         return {"columns": [r for r in rows if _has_any(r) or dataset is not None]}
 

@@ -126,11 +126,13 @@ def with_masking(g: nx.DiGraph, masking: Iterable[str]) -> nx.DiGraph:
 
 def propagate(g: nx.DiGraph, declared: Mapping[Node, Mapping[str, bool]], masking: Iterable[str] = (),
               lookup: Lookup | None = None, since: datetime | None = None, until: datetime | None = None,
-              labels: Iterable[str] | None = None) -> dict[str, dict[Node, Reached]]:
+              labels: Iterable[str] | None = None, at: Iterable[Node] | None = None
+              ) -> dict[str, dict[Node, Reached]]:
     """Per label, every column of ``g`` it reaches from its declared columns, at its best state
     (copy, else masked, else influenced) with the earliest path to it; declared columns are not
     included. ``declared``: per column, label -> value (the effective declarations); ``lookup``:
-    exact capture times (:func:`~lineage_listener.query.expand.nearest_captures`)."""
+    exact capture times (:func:`~lineage_listener.query.expand.nearest_captures`); ``at``: only
+    those columns (the paths of no other are traced)."""
     g = with_masking(g, masking)
     wanted = set(labels) if labels is not None else {lb for d in declared.values() for lb, v in d.items() if v}
     out: dict[str, dict[Node, Reached]] = {}
@@ -140,15 +142,15 @@ def propagate(g: nx.DiGraph, declared: Mapping[Node, Mapping[str, bool]], maskin
         if seeds:
             walked = g.subgraph(n for n in g.nodes if n not in stops) if stops else g
             k = keep(walked, sorted(seeds), "downstream", since, until, lookup, arrivals=True)
-            out[label] = _reached(k, label, seeds)
+            out[label] = _reached(k, label, seeds, None if at is None else set(at))
     return out
 
 
-def _reached(k: nx.DiGraph, label: str, seeds: set[Node]) -> dict[Node, Reached]:
+def _reached(k: nx.DiGraph, label: str, seeds: set[Node], at: set[Node] | None) -> dict[Node, Reached]:
     found: dict[Node, Reached] = {}
     for node, data in k.nodes(data=True):
         arrived = data.get("arrivals")
-        if node in seeds or not arrived:
+        if node in seeds or not arrived or (at is not None and node not in at):
             continue
         state = next(s for s in (CLEAR, MASKED, INFLUENCED) if s in arrived)
         hops = tuple(_hop(k, u, v, name, at) for u, v, name, at in path(k, node, state))

@@ -14,7 +14,7 @@ import duckdb
 import networkx as nx
 
 from lineage_listener.govern.propagate import Hop
-from lineage_listener.query.expand import Filters, captures, expand
+from lineage_listener.query.expand import COLUMN_KEY_SQL, Among, Filters, captures_at, column_key, expand
 from lineage_listener.query.types import Direction, Edge, Node
 from lineage_listener.query.lookups import indexed
 from lineage_listener.query.graph import build_graph
@@ -23,10 +23,11 @@ from lineage_listener.query.names import Aliases
 
 def walk(con: duckdb.DuckDBPyConnection, starts: Iterable[Node], direction: Direction,
          filters: Filters = Filters(), aliases: Aliases | None = None, extra: Iterable[Edge] = (),
-         within: Callable[[Node], bool] | None = None) -> nx.DiGraph:
+         within: Callable[[Node], bool] | None = None, among: Among | None = None) -> nx.DiGraph:
     """The graph of every edge reachable from ``starts`` in ``direction`` (within ``filters``),
     with ``extra`` edges (not in the store: a preview's) joined in and walked on from. ``within``:
-    walk on only from the columns it accepts (the rest of the store cannot matter to the question)."""
+    walk on only from the columns it accepts (the rest of the store cannot matter to the question);
+    ``among``: the edges among them, read beforehand (no query a hop)."""
     aliases = aliases or Aliases(con)
     starts = sorted(set(starts))
     far = (lambda e: e.target) if direction == "downstream" else (lambda e: e.source)
@@ -37,7 +38,7 @@ def walk(con: duckdb.DuckDBPyConnection, starts: Iterable[Node], direction: Dire
         found = []
         if frontier:  # every hop at once, or one at a time when ``within`` prunes
             found = expand(con, frontier, direction, filters=filters, aliases=aliases,
-                           depth=None if within is None else 1)
+                           depth=None if within is None else 1, among=among)
             if within is not None:
                 found = [e for e in found if within(far(e))]
             seen |= {e.source for e in found} | {e.target for e in found} if within is None else set()
@@ -61,55 +62,159 @@ def reachable_datasets(con: duckdb.DuckDBPyConnection, datasets: Iterable[str], 
     datasets and at any time, so a superset of where labels can go (or come from).
 
     One query per hop, an index lookup of ``edges`` by the near end; no capture is read."""
+    return _hops(con, datasets, aliases, direction, direct_only)[0]
+
+
+KeyEdge = tuple[Node, tuple[str, str | None]]
+
+
+def upstream_key_edges(con: duckdb.DuckDBPyConnection, datasets: Iterable[str], aliases: Aliases
+                       ) -> tuple[set[str], list[KeyEdge]]:
+    """The datasets upstream of ``datasets`` over direct edges (:func:`reachable_datasets`), and
+    those edges, at any time, as ``(source, target)`` pairs of ``(canonical dataset, column key)``
+    (:func:`~lineage_listener.query.expand.column_key`: a struct column stands for its fields; a
+    target key None: an edge stored with a null target column, to every column of its dataset).
+
+    >>> found, edges = upstream_key_edges(con, ["spark_catalog.db.report"], Aliases(con))  # doctest: +SKIP
+    """
+    key = COLUMN_KEY_SQL.format
+    seen, rows = _hops(con, datasets, aliases, "upstream", True,
+                       f", {key('source_column')}, target_dataset, "
+                       f"CASE WHEN target_column IS NOT NULL THEN {key('target_column')} END")
+    edges = [((aliases.canonical(s_ds), s_key), (aliases.canonical(t_ds), t_key))
+             for s_ds, s_key, t_ds, t_key in rows if s_key is not None]
+    return seen, edges
+
+
+def _hops(con: duckdb.DuckDBPyConnection, datasets: Iterable[str], aliases: Aliases, direction: Direction,
+          direct_only: bool, columns: str = "") -> tuple[set[str], list[tuple]]:
+    """The datasets ``direction`` of ``datasets``, them included, and the distinct rows (far end,
+    then ``columns``: more SQL of ``edges``) of the edges that lead there, names resolved."""
     near, far = ("source_dataset", "target_dataset") if direction == "downstream" \
         else ("target_dataset", "source_dataset")
     seen = {aliases.canonical(d) for d in datasets}
     frontier = sorted(seen)
     kind = "AND kind = 'direct'" if direct_only else ""
+    found: list[tuple] = []
     while frontier:
         names = sorted({n for d in frontier for n in aliases.names(d)})
-        rows = [r[0] for r in con.execute(
-            f"""SELECT DISTINCT {far} FROM {indexed("edges", near, "SELECT unnest($n)")} e
-                WHERE {far} IS NOT NULL {kind}""", {"n": names}).fetchall()]
-        aliases.resolve(rows)
-        new = {aliases.canonical(r) for r in rows} - seen
+        rows = con.execute(
+            f"""SELECT DISTINCT {far}{columns} FROM {indexed("edges", near, "SELECT unnest($n)")} e
+                WHERE {far} IS NOT NULL {kind}""", {"n": names}).fetchall()
+        aliases.resolve(r[0] for r in rows)
+        found += rows
+        new = {aliases.canonical(r[0]) for r in rows} - seen
         seen |= new
         frontier = sorted(new)
+    return seen, found
+
+
+def between(edges: Iterable[KeyEdge], sources: Iterable[Node],
+            targets: Iterable[Node]) -> set[Node]:
+    """The nodes on some path of ``edges`` (:func:`upstream_key_edges`) from one of ``sources`` to one of
+    ``targets``, ends included; an edge to ``(dataset, None)`` leads to every node of that dataset.
+
+    >>> sorted(between([(("a", "x"), ("b", "x")), (("b", "x"), ("c", "x")), (("b", "x"), ("d", "x")),
+    ...                 (("e", "x"), ("c", None))], [("a", "x")], [("c", "x")]))
+    [('a', 'x'), ('b', 'x'), ('c', 'x')]
+    >>> sorted(between([(("a", "x"), ("c", None))], [("a", "x")], [("c", "y")]))
+    [('a', 'x'), ('c', 'y')]
+    """
+    succ: dict[Node, set[Node]] = {}
+    pred: dict[Node, set[Node]] = {}
+    wide: dict[str, set[Node]] = {}   # target dataset -> sources of its edges with a null target column
+    for source, target in edges:
+        if target[1] is None:
+            wide.setdefault(target[0], set()).add(source)
+        else:
+            succ.setdefault(source, set()).add(target)
+            pred.setdefault(target, set()).add(source)
+    above = _closure(targets, lambda n: pred.get(n, set()) | wide.get(n[0], set()))
+    wide_out: dict[Node, set[str]] = {}
+    for dataset, found in wide.items():
+        for source in found:
+            wide_out.setdefault(source, set()).add(dataset)
+    by_dataset: dict[str, set[Node]] = {}
+    for node in above:
+        by_dataset.setdefault(node[0], set()).add(node)
+    below = _closure(sources, lambda n: succ.get(n, set()).union(
+        *(by_dataset.get(d, set()) for d in wide_out.get(n, ()))))
+    return above & below
+
+
+def copies_to(con: duckdb.DuckDBPyConnection, starts: list[Node], seeds: list[Node], edges: list[KeyEdge],
+              filters: Filters, aliases: Aliases) -> nx.DiGraph:
+    """The graph of the direct edges on paths from ``seeds`` to ``starts``, ``starts`` in it: the
+    columns on such paths are picked at the level of column keys (``edges``:
+    :func:`upstream_key_edges` of the starts; :func:`between`), the edges among them read with
+    their captures in one query (:class:`~lineage_listener.query.expand.Among`) and walked in memory."""
+    def key(n: Node) -> Node:
+        return n[0], column_key(n[1])
+    kept = between(edges, map(key, seeds), map(key, starts)) if seeds else set()
+    keys: dict[str, set[str]] = {}
+    for dataset, k in kept:
+        for name in aliases.names(dataset):
+            keys.setdefault(name, set()).add(k)
+    if kept:
+        g = walk(con, [n for n in seeds if key(n) in kept], "downstream", filters, aliases,
+                 within=lambda n: key(n) in kept, among=Among(con, keys, aliases, filters))
+    else:
+        g = nx.DiGraph()
+    g.add_nodes_from(starts)
+    return g
+
+
+def _closure(starts: Iterable[Node], step: Callable[[Node], set[Node]]) -> set[Node]:
+    seen = set(starts)
+    todo = list(seen)
+    while todo:
+        for n in step(todo.pop()):
+            if n not in seen:
+                seen.add(n)
+                todo.append(n)
     return seen
 
 
 class CaptureBook:
     """The captures of the edges on the paths shown: the query and run that made the capture
-    each hop uses (read in one query for the edges :meth:`load` names)."""
+    each hop uses (read in one query for the hops :meth:`load` names), and their applications."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, until: datetime | None = None) -> None:
         self.con = con
         self._filters = Filters(until=until)
-        self._rows: dict[int, list[tuple[str | None, str | None, datetime]]] = {}
+        self._pins: dict[tuple[int, datetime], tuple[str, str | None] | None] = {}
+        self.apps: dict[str, str | None] = {}
 
-    def load(self, edge_ids: Iterable[int | None]) -> None:
-        """Read every capture (query, run, time) of ``edge_ids`` not read yet, in one query."""
-        todo = sorted({e for e in edge_ids if e is not None and e not in self._rows})
+    def load(self, hops: Iterable[Hop]) -> None:
+        """Read the capture of every hop not read yet, and the applications of their runs, in one
+        query each."""
+        hops = list(hops)
+        todo = sorted({(h.edge_id, h.captured_at) for h in hops
+                       if h.edge_id is not None and h.captured_at is not None} - set(self._pins))
         if todo:
-            found = captures(self.con, todo, self._filters)
-            for eid in todo:
-                self._rows[eid] = found.get(eid, [])
+            found = captures_at(self.con, todo, self._filters)
+            self._pins.update({k: found.get(k) for k in todo})
+        runs = {r for h in hops for r in (h.run_id, self._run(h))} - set(self.apps) - {None}
+        if runs:
+            self.apps.update(dict.fromkeys(runs))
+            self.apps.update(applications(self.con, runs))
+
+    def _run(self, h: Hop) -> str | None:
+        pin = self._pins.get((h.edge_id, h.captured_at))
+        return pin[1] if pin else None
 
     def pin(self, hops: Iterable[Hop]) -> list[dict]:
-        """Each hop as plain data, with the query and run of the capture the path goes through."""
+        """Each hop as plain data, with the query, run and application of the capture the path
+        goes through."""
         hops = list(hops)
-        self.load(h.edge_id for h in hops)
+        self.load(hops)
         out = []
         for h in hops:
-            query_id, run_id = h.query_id, h.run_id
-            for q, r, t in self._rows.get(h.edge_id, []) if h.edge_id is not None else []:
-                if t == h.captured_at and q is not None:
-                    query_id, run_id = q, r
-                    break
+            query_id, run_id = self._pins.get((h.edge_id, h.captured_at)) or (h.query_id, h.run_id)
             out.append({"source": list(h.source), "target": list(h.target), "transform": h.transform,
                         "kind": h.kind, "expression": h.expression, "masking": h.masking, "query_id": query_id,
                         "run_id": run_id, "captured_at": h.captured_at, "first_seen": h.first_seen,
-                        "last_seen": h.last_seen})
+                        "last_seen": h.last_seen, "application": self.apps.get(run_id)})
         return out
 
 

@@ -22,7 +22,7 @@ directions of travel.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -85,9 +85,9 @@ class Filters:
 KNOWN_CAPTURES = 12
 
 
-def _stats_sql(filters: Filters) -> str:
+def _stats_sql(filters: Filters, known: int = KNOWN_CAPTURES) -> str:
     """Per edge (``x.edge_id``) aggregates of its captures ``c`` not after the window's end (the
-    bounds of a path's times, with the first and last :data:`KNOWN_CAPTURES` times, and the last
+    bounds of a path's times, with the first and last ``known`` times, and the last
     one's query and run: in the window when any is), how many of them lie in the window and the
     first of those, and how many captures lie outside it."""
     def when(cond: str) -> str:
@@ -96,8 +96,8 @@ def _stats_sql(filters: Filters) -> str:
     out = (f"min(c.captured_at){usable} AS ok_first, max(c.captured_at){usable} AS ok_last, "
            f"sum(c.captures){usable} AS ok_n, arg_max(c.query_id, c.captured_at){usable} AS ok_query, "
            f"arg_max(c.run_id, c.captured_at){usable} AS ok_run, "
-           f"min(c.captured_at, {KNOWN_CAPTURES}){usable} AS ok_lows, "
-           f"max(c.captured_at, {KNOWN_CAPTURES}){usable} AS ok_highs")
+           f"min(c.captured_at, {known}){usable} AS ok_lows, "
+           f"max(c.captured_at, {known}){usable} AS ok_highs, {known} AS ok_known")
     if not filters.windowed:
         return out
     window = " AND ".join(filter(None, ["c.captured_at >= $since" if filters.since is not None else "",
@@ -116,21 +116,81 @@ def _hop_sql(direction: Direction, filters: Filters) -> tuple[str, dict]:
     else:
         near, near_col, far, far_col = "source_dataset", "source_column", "target_dataset", "target_column"
         match_col = f"(e.{near}, e.{near_col}) IN (SELECT d, c FROM f)"
-    sql = f"""
-        WITH f AS (SELECT unnest($d) AS d, unnest($c) AS c),
-        e AS MATERIALIZED (
-            SELECT * FROM {indexed("edges", near, "SELECT d FROM f")} e
-            WHERE {match_col}
-              AND e.{far} IS NOT NULL {"AND e." + far_col + " IS NOT NULL" if direction == "upstream" else ""}
-              {on_edge}),
+    found = f"""
+        SELECT * FROM {indexed("edges", near, "SELECT d FROM f")} e
+        WHERE {match_col}
+          AND e.{far} IS NOT NULL {"AND e." + far_col + " IS NOT NULL" if direction == "upstream" else ""}
+          {on_edge}"""
+    return _with_stats("WITH f AS (SELECT unnest($d) AS d, unnest($c) AS c)", found, filters), params
+
+
+def _with_stats(head: str, found: str, filters: Filters, known: int = KNOWN_CAPTURES) -> str:
+    """The query of the edges ``found`` selects (``head``: the ``WITH`` it reads), each with the
+    aggregates of its captures (:func:`_stats_sql`); an edge without a usable capture is left out."""
+    return f"""
+        {head},
+        e AS MATERIALIZED ({found}),
         h AS (
-            SELECT x.edge_id AS hid, {_stats_sql(filters)}
+            SELECT x.edge_id AS hid, {_stats_sql(filters, known)}
             FROM (SELECT edge_id, unnest(sets) AS set_id FROM e) x
             JOIN edge_captures c ON c.set_id = x.set_id
             WHERE {filters.live()}
             GROUP BY x.edge_id)
         SELECT {_COLUMNS} FROM e JOIN h ON h.hid = e.edge_id"""
-    return sql, params
+
+
+def column_key(column: str) -> str:
+    """A stored column name up to its first dot, without backticks: one key for a struct column and
+    its fields (and possibly for other top-level columns: a coarse key, for supersets). The SQL of
+    the same: :data:`COLUMN_KEY_SQL`.
+
+    >>> column_key("s.a.b"), column_key("`s.x`.y"), column_key("amount")
+    ('s', 's', 'amount')
+    """
+    return column.split(".", 1)[0].replace("`", "")
+
+
+#: :func:`column_key` of a SQL expression.
+COLUMN_KEY_SQL = "replace(split_part({}, '.', 1), '`', '')"
+
+
+#: How many first and last capture times :class:`Among` reads per edge: a few edges, their times
+#: all known for the daily jobs of two months (no exact lookup then while paths are timed).
+AMONG_KNOWN = 64
+
+
+class Among:
+    """The downstream hops among some columns (by :func:`column_key`), with their captures' aggregates,
+    read in one query: the rows :func:`expand` fetches hop by hop, served from memory. ``keys``: per
+    dataset name (every name of it, aliases included), the keys of its columns; an edge is read when
+    both ends are among them (or, stored with a null target column, its target dataset is).
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, keys: dict[str, set[str]], aliases: Aliases,
+                 filters: Filters = Filters()) -> None:
+        on_edge, _, params = filters.sql()
+        pairs = sorted((d, k) for d, ks in keys.items() for k in ks)
+        key = COLUMN_KEY_SQL.format
+        found = f"""
+            SELECT * FROM {indexed("edges", "source_dataset", "SELECT DISTINCT d FROM f")} e
+            WHERE (e.source_dataset, {key("e.source_column")}) IN (SELECT d, k FROM f)
+              AND ((e.target_dataset, {key("e.target_column")}) IN (SELECT d, k FROM f)
+                   OR (e.target_column IS NULL AND e.target_dataset IN (SELECT d FROM f)))
+              {on_edge}"""
+        sql = _with_stats("WITH f AS (SELECT unnest($d) AS d, unnest($k) AS k)", found, filters, AMONG_KNOWN)
+        cur = con.execute(sql, {**params, "d": [d for d, _ in pairs], "k": [k for _, k in pairs]})
+        names = [d[0] for d in cur.description]
+        self.rows: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for r in cur.fetchall():
+            row = dict(zip(names, r))
+            self.rows.setdefault((row["source_dataset"], row["source_column"]), []).append(row)
+        aliases.resolve(name for (name, _), found in self.rows.items() for r in found
+                        for name in (name, r["target_dataset"]))
+
+    def __call__(self, frontier: list[Node], aliases: Aliases) -> list[dict[str, Any]]:
+        """The rows of the edges out of ``frontier`` (canonical names)."""
+        return [r for dataset, column in frontier for name in sorted(aliases.names(dataset))
+                for r in self.rows.get((name, column), ())]
 
 
 def captures(con: duckdb.DuckDBPyConnection, edge_ids: list[int], filters: Filters = Filters()
@@ -149,6 +209,26 @@ def captures(con: duckdb.DuckDBPyConnection, edge_ids: list[int], filters: Filte
                 ORDER BY c.captured_at, c.query_id""", {**params, "ids": sorted(set(edge_ids))}).fetchall():
         out.setdefault(eid, []).append((query_id, run_id, captured_at))
     return out
+
+
+def captures_at(con: duckdb.DuckDBPyConnection, asked: Iterable[tuple[int, datetime]], filters: Filters = Filters()
+                ) -> dict[tuple[int, datetime], tuple[str, str | None]]:
+    """The query and run of the capture of each ``(edge_id, time)`` asked, within ``filters``, in one
+    query: the capture a path uses (the first by query id when several share the time; captures
+    without a query, summaries left by prune, do not answer)."""
+    asked = sorted(set(asked))
+    if not asked:
+        return {}
+    _, on_capture, params = filters.sql()
+    rows = con.execute(f"""
+        WITH q AS (SELECT unnest($e) AS edge_id, unnest($t) AS t),
+        x AS (SELECT q.edge_id, q.t, unnest(e.sets) AS set_id FROM q JOIN edges e ON e.edge_id = q.edge_id)
+        SELECT x.edge_id, x.t, min(c.query_id), arg_min(c.run_id, c.query_id)
+        FROM x JOIN {indexed("edge_captures", "set_id", "SELECT set_id FROM x")} c
+             ON c.set_id = x.set_id AND c.captured_at = x.t
+        WHERE c.query_id IS NOT NULL {on_capture}
+        GROUP BY x.edge_id, x.t""", {**params, "e": [e for e, _ in asked], "t": [t for _, t in asked]}).fetchall()
+    return {(eid, t): (query_id, run_id) for eid, t, query_id, run_id in rows}
 
 
 def nearest_captures(con: duckdb.DuckDBPyConnection, asked: list[tuple[tuple[int, ...], datetime, str]],
@@ -182,20 +262,22 @@ def nearest_captures(con: duckdb.DuckDBPyConnection, asked: list[tuple[tuple[int
 
 def expand(con: duckdb.DuckDBPyConnection, start: Node | list[Node], direction: Direction,
            depth: int | None = None, filters: Filters = Filters(),
-           aliases: Aliases | None = None) -> list[Edge]:
+           aliases: Aliases | None = None, among: Among | None = None) -> list[Edge]:
     """All edges reachable from ``start`` (a canonical node, or a list of them) within ``depth`` hops.
 
     Cycles terminate: every node is expanded once, at its smallest hop count. A walk goes on
     through edges captured not after the window's end; upstream, the start's own writes must
     lie in the window (the hops before them may be older: see :mod:`lineage_listener.query.kept`).
 
+    ``among``: the hops read beforehand (downstream, within ``filters``), instead of a query a hop.
+
     >>> edges = expand(con, ("spark_catalog.db.report", "total"), "upstream", depth=10)  # doctest: +SKIP
     """
     aliases = aliases or Aliases(con)
     sql, params = _hop_sql(direction, filters)
 
-    def fetch(nodes: list[Node]) -> list[tuple]:
-        return _fetch(con, sql, params, nodes, aliases)
+    def fetch(nodes: list[Node]) -> list[dict[str, Any]]:
+        return among(nodes, aliases) if among is not None else _fetch(con, sql, params, nodes, aliases)
     frontier: list[Node] = sorted(set(start)) if isinstance(start, list) else [start]
     seen: set[Node] = set(frontier)
     found: list[Edge] = []
@@ -231,7 +313,7 @@ def _times(r: dict[str, Any]) -> dict[str, Any]:
     """An edge's capture fields from its aggregates: in the window, else before it (``before_window``).
 
     The last capture not after the window's end is the window's last one when the window has any."""
-    known = _known(r["ok_lows"], r["ok_highs"])
+    known = _known(r["ok_lows"], r["ok_highs"], r["ok_known"])
     last = {"earliest": r["ok_first"], "latest": r["ok_last"], "known": known, "query_id": r["ok_query"],
             "run_id": r["ok_run"], "captured_at": r["ok_last"]}
     if "in_n" not in r:   # no window: every capture is in it
@@ -246,16 +328,17 @@ def _times(r: dict[str, Any]) -> dict[str, Any]:
             "captures": 0}  # captured after the window only: no path can use it
 
 
-def _known(lows: list[datetime] | None, highs: list[datetime] | None) -> tuple[tuple[datetime, ...], ...]:
+def _known(lows: list[datetime] | None, highs: list[datetime] | None, limit: int = KNOWN_CAPTURES
+           ) -> tuple[tuple[datetime, ...], ...]:
     """``(lows, highs)``: an edge's first and last capture times, oldest first; one tuple of them all
-    when it has fewer than :data:`KNOWN_CAPTURES`.
+    when it has fewer than ``limit`` (the most read of each).
 
     >>> _known([3, 1], [3, 1])
     ((1, 3),)
     """
     if not lows:
         return ()
-    if len(lows) < KNOWN_CAPTURES:
+    if len(lows) < limit:
         return (tuple(sorted(lows)),)
     return tuple(sorted(lows)), tuple(sorted(highs))
 

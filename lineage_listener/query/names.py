@@ -43,15 +43,16 @@ class Aliases:
         variants = sorted({v for n in todo for v in (n, _strip(n), _strip(n) + "/")})
         # a storage location always holds a '/': only such names need the scan of every location
         paths = [v for v in variants if "/" in v]
+        by_location = """
+            UNION
+            SELECT dataset, location FROM datasets
+            WHERE kind = 'table' AND location IN (SELECT unnest($paths))""" if paths else ""
         rows = self._con.execute(
             f"""
             SELECT dataset, location FROM {indexed("datasets", "dataset", "SELECT unnest($names)")}
-            WHERE kind = 'table' AND location IS NOT NULL
-            UNION
-            SELECT dataset, location FROM datasets
-            WHERE kind = 'table' AND len($paths) > 0 AND location IN (SELECT unnest($paths))
+            WHERE kind = 'table' AND location IS NOT NULL {by_location}
             """,
-            {"names": variants, "paths": paths},
+            {"names": variants, **({"paths": paths} if paths else {})},
         ).fetchall()
         rows = sorted((dataset, _strip(location)) for dataset, location in rows)
         by_location: dict[str, str] = {}
