@@ -146,6 +146,7 @@ class Capture:
         """On the capture thread, before the first item: the recorder, the writer, the warm-up."""
         from lineage_listener.capture.records import Recorder
 
+        own_store = self._writer is None and not self._writer_args[0]
         if self._writer is None:
             url, token, lock_timeout = self._writer_args
             if url:
@@ -167,7 +168,7 @@ class Capture:
                 self._warm_up()
             except Exception as exc:  # noqa: BLE001 - a warm-up only saves time later
                 log.warning("lineage-listener: warm-up failed (%s); capture goes on", exc)
-        if isinstance(self._writer, _store_writer_class()) and self._queue.empty():
+        if own_store and self._queue.empty():
             self._writer.write(Batch(), wait=0.0)  # open the store and migrate its schema now, if free
 
     # -- listener-bus side (must be fast and never raise) ---------------------------
@@ -231,7 +232,7 @@ class Capture:
     def hurry(self) -> None:
         """The application is ending: wait for a busy store at most ``EXIT_LOCK_WAIT``, then spool."""
         self._hurried = True
-        if self._ready.is_set():  # else the capture thread applies it once the writer is built
+        if self._ready.is_set() and self._writer is not None:  # else the capture thread applies it once built
             self._writer.lock_timeout = min(self._writer.lock_timeout, EXIT_LOCK_WAIT)
 
     def close(self, timeout: float | None = 30.0) -> bool:
@@ -376,12 +377,6 @@ class Capture:
                     self._next_write = self._next_write_at()
                 self._pending.extend(extra)
         return ok
-
-
-def _store_writer_class() -> type:
-    from lineage_listener.store.writer import StoreWriter
-
-    return StoreWriter
 
 
 def _drain(items: "queue.SimpleQueue[Any]") -> None:
