@@ -95,6 +95,9 @@ def warm_up(session: Any) -> bool:
     read needs it; True if plans will be read with it.
 
     Spark's classes share one class loader, so the session finds the reader the plans will use.
+
+    >>> warm_up(spark._jsparkSession)                   # doctest: +SKIP
+    True
     """
     return enabled() and reader_for(session) is not None
 
