@@ -118,6 +118,7 @@ BENCH_STORE ?= /tmp/lineage-bench-10m.duckdb
 
 bench: install
 	$(BIN)/python bench/walker_bench.py
+	$(BIN)/python bench/trips.py
 	$(BIN)/python bench/bridge_overhead.py
 	$(BIN)/python bench/startup_bench.py --pairs 3
 	$(BIN)/python bench/capture_bench.py --quiet

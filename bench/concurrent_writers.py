@@ -24,6 +24,7 @@ import duckdb  # noqa: E402
 
 from lineage_listener.store import spool  # noqa: E402
 from lineage_listener.store.batch import Batch  # noqa: E402
+from lineage_listener.store.rows import row_of  # noqa: E402
 from lineage_listener.store.writer import StoreWriter  # noqa: E402
 
 
@@ -31,11 +32,11 @@ def batch(job: int, n: int, edges: int) -> Batch:
     b = Batch()
     qid = f"bench:{job}:{n}:{uuid.uuid4().hex[:6]}"
     now = "2026-01-01 00:00:00"
-    b.add("queries", (qid, "run", "save", "InsertIntoHadoopFsRelationCommand", None, "succeeded", None, 5, now,
-                      f"file:/out/{job}"))
+    b.add(row_of("queries", (qid, "run", "save", "InsertIntoHadoopFsRelationCommand", None, "succeeded", None, 5, now,
+                      f"file:/out/{job}")))
     for e in range(edges):
-        b.add("column_lineage", (qid, "run", f"file:/out/{job}", f"c{e}", "file:/in", f"c{e}", "identity",
-                                 "direct", f"c{e}", False, now))
+        b.add(row_of("column_lineage", (qid, "run", f"file:/out/{job}", f"c{e}", "file:/in", f"c{e}", "identity",
+                                 "direct", f"c{e}", False, now)))
     return b
 
 

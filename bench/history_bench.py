@@ -46,8 +46,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lineage_listener.query import open_store  # noqa: E402
 from lineage_listener.store.batch import Batch  # noqa: E402
+from lineage_listener.store.rows import row_of  # noqa: E402
 from lineage_listener.store.connection import open_writable  # noqa: E402
-from lineage_listener.store.writer import write_batch  # noqa: E402
+from lineage_listener.store.write import commit_batch  # noqa: E402
 
 LAYER_DBS = ("raw", "bronze", "staging", "clean", "conformed", "enriched", "silver", "joined", "agg", "gold",
              "marts", "reports", "exports", "serving", "extracts", "feeds")
@@ -292,29 +293,29 @@ def job_batch(world: World, job: Job, day: int, days: int) -> Batch:
     app = f"application_1700000000000_{day:03d}{job.jid:05d}"
     qid = f"{app}:3:{(hash((world.seed, day, job.jid)) & 0xffffffff):08x}"
     b = Batch()
-    b.add("runs", (app, app, f"etl_{job.target.rsplit('.', 1)[-1]}", "4.1.0", "etl", "yarn",
-                   iso(at - timedelta(minutes=5)), iso(at + timedelta(minutes=1))))
-    b.add("queries", (qid, app, "command", "InsertIntoHadoopFsRelationCommand", None, "succeeded", None, 240_000,
-                      now, job.target))
+    b.add(row_of("runs", (app, app, f"etl_{job.target.rsplit('.', 1)[-1]}", "4.1.0", "etl", "yarn",
+                   iso(at - timedelta(minutes=5)), iso(at + timedelta(minutes=1)))))
+    b.add(row_of("queries", (qid, app, "command", "InsertIntoHadoopFsRelationCommand", None, "succeeded", None, 240_000,
+                      now, job.target)))
     for ds in (job.primary, job.secondary, job.target):
         if ds is None:
             continue
         raw = ds.startswith("s3a:")
-        b.add("datasets", (ds, "path" if raw else "table", "csv" if raw else "parquet",
+        b.add(row_of("datasets", (ds, "path" if raw else "table", "csv" if raw else "parquet",
                            ds if raw else "s3a://warehouse/" + ds.split(".", 1)[1].replace(".", ".db/"), "{}",
-                           now, now))
+                           now, now)))
     for ds in (job.primary, job.secondary):
         if ds is not None:
             for i, k in enumerate(KEYS):
-                b.add("dataset_columns", (ds, k, "bigint", False, now, now, i + 1))
+                b.add(row_of("dataset_columns", (ds, k, "bigint", False, now, now, i + 1)))
             for i in range(world.width[ds]):
-                b.add("dataset_columns", (ds, f"c{i}", "string", True, now, now, len(KEYS) + i + 1))
+                b.add(row_of("dataset_columns", (ds, f"c{i}", "string", True, now, now, len(KEYS) + i + 1)))
     for i, k in enumerate(KEYS):
-        b.add("dataset_columns", (job.target, k, "bigint", False, now, now, i + 1))
+        b.add(row_of("dataset_columns", (job.target, k, "bigint", False, now, now, i + 1)))
     for i, c in enumerate(job.columns):
-        b.add("dataset_columns", (job.target, c.name, "string", True, now, now, len(KEYS) + i + 1))
+        b.add(row_of("dataset_columns", (job.target, c.name, "string", True, now, now, len(KEYS) + i + 1)))
     for r in job_rows(job, world.width, day, world.probe):
-        b.add("column_lineage", (qid, app, *r, now))
+        b.add(row_of("column_lineage", (qid, app, *r, now)))
     return b
 
 
@@ -501,7 +502,7 @@ def main(argv: list[str] | None = None) -> int:
                     batch.extend(job_batch(world, job, day, args.days))
                 built += time.perf_counter() - t1
                 rows += len(batch.rows["column_lineage"])
-                write_batch(con, batch)
+                commit_batch(con, batch)
             spent = time.perf_counter() - t0
             progress["build_seconds"] = progress.get("build_seconds", 0.0) + built
             progress["days_done"], progress["rows"] = day, progress["rows"] + rows

@@ -43,6 +43,7 @@ from confluent_kafka import Producer  # noqa: E402
 from lineage_listener.kafka.publish import KafkaWriter  # noqa: E402
 from lineage_listener.kafka.settings import KafkaSettings  # noqa: E402
 from lineage_listener.store.batch import Batch  # noqa: E402
+from lineage_listener.store.rows import row_of  # noqa: E402
 from tests.kafka_broker import Broker  # noqa: E402
 from tests.server_helpers import Server  # noqa: E402
 from tests.test_openlineage_runs import run_events  # noqa: E402
@@ -153,7 +154,7 @@ def renamed(template: Batch, app: str, n: int) -> Batch:
     old_app = template.rows["queries"][0][1]
     text = template.to_json().replace(old_app, f"{app}").replace(f'"{app}:', f'"{app}:{n}-')
     b = Batch.from_json(text)
-    b.add("capture_errors", (b.rows["queries"][0][8], app, b.rows["queries"][0][0], "bench", f"note {app} {n}"))
+    b.add(row_of("capture_errors", (b.rows["queries"][0][8], app, b.rows["queries"][0][0], "bench", f"note {app} {n}")))
     return b
 
 

@@ -38,18 +38,19 @@ def test_columns_are_stored_and_served_in_schema_order(spark, lineage, tmp_path)
 def test_a_store_without_ordinals_migrates_and_lists_old_columns_last(tmp_path):
     """A schema-4 store (no ``ordinal``) gains the column on first write; its old rows sort by name, last."""
     from lineage_listener.store.batch import Batch
+    from lineage_listener.store.rows import row_of
     from lineage_listener.store.writer import StoreWriter
 
     store = tmp_path / "old.duckdb"
     writer = StoreWriter(store)
     first = Batch()
-    first.add("dataset_columns", ("file:/d", "b", "int", True, "2026-01-01 00:00:00", "2026-01-01 00:00:00"))
+    first.add(row_of("dataset_columns", ("file:/d", "b", "int", True, "2026-01-01 00:00:00", "2026-01-01 00:00:00")))
     assert writer.write(first)
     with duckdb.connect(str(store)) as con:
         con.execute("ALTER TABLE dataset_columns DROP COLUMN ordinal")
         con.execute("UPDATE schema_version SET version = 4")
     later = Batch()
-    later.add("dataset_columns", ("file:/d", "z", "int", True, "2026-01-02 00:00:00", "2026-01-02 00:00:00", 1))
+    later.add(row_of("dataset_columns", ("file:/d", "z", "int", True, "2026-01-02 00:00:00", "2026-01-02 00:00:00", 1)))
     assert StoreWriter(store).write(later)
     with duckdb.connect(str(store), read_only=True) as con:
         rows = con.execute("SELECT column_name, ordinal FROM dataset_columns "

@@ -6,6 +6,7 @@ import duckdb
 
 from lineage_listener.govern import labelstore
 from lineage_listener.store.batch import Batch
+from lineage_listener.store.rows import row_of
 from lineage_listener.store.connection import open_writable
 from lineage_listener.store.schema import SCHEMA_VERSION
 from lineage_listener.store.writer import StoreWriter
@@ -34,7 +35,7 @@ def test_label_rows_survive_the_spool_and_a_replay_changes_nothing(tmp_path):
     store = tmp_path / "s.duckdb"
     batch = labelstore.file_batch("/repo/labels.yml", [("t", "email", "pii.email", True), ("t", "name", "pii", False)],
                                   ["tokenize"], by="ci")
-    batch.add("queries", ("q1", "r1", "save", "Cmd", None, "succeeded", None, 1, "2026-01-01T00:00:00", "t"))
+    batch.add(row_of("queries", ("q1", "r1", "save", "Cmd", None, "succeeded", None, 1, "2026-01-01T00:00:00", "t")))
     again = Batch.from_json(batch.to_json())  # what a spool file holds
     parts = again.by_query()
     assert sum(len(p.rows["column_labels"]) for p in parts) == 2  # kept with the first part, once

@@ -16,11 +16,12 @@ import pytest
 from lineage_listener.cli import main as cli_main
 from lineage_listener.query import open_store
 from lineage_listener.store.batch import Batch
+from lineage_listener.store.rows import row_of
 from lineage_listener.store.connection import open_readonly, open_writable
 from lineage_listener.store.doctor import examine
 from lineage_listener.store.prune import prune
 from lineage_listener.store.schema import SCHEMA_VERSION
-from lineage_listener.store.writer import write_batch
+from lineage_listener.store.write import commit_batch
 from tests.server_helpers import Server
 
 DAY1 = datetime(2026, 1, 1, 6, 0)
@@ -37,14 +38,14 @@ def job_batch(job: str, n: int, columns: list[str], source: str = "spark_catalog
     run, query, at = f"app-{job}-{n}", f"app-{job}-{n}:1:x", day(n).isoformat(sep=" ")
     target = f"spark_catalog.mart.{job}"
     b = Batch()
-    b.add("runs", (run, run, job, "4.3.0", "me", "local", at, at))
-    b.add("queries", (query, run, "save", "InsertIntoHadoopFsRelationCommand", None, "succeeded", None, 10, at,
-                      target))
+    b.add(row_of("runs", (run, run, job, "4.3.0", "me", "local", at, at)))
+    b.add(row_of("queries", (query, run, "save", "InsertIntoHadoopFsRelationCommand", None, "succeeded", None, 10, at,
+                      target)))
     for c in columns:
-        b.add("column_lineage", (query, run, target, c, source, c, "identity", "direct", c, False, at))
-    b.add("column_lineage", (query, run, target, None, source, "ts", "filter", "indirect", "ts > 0", False, at))
+        b.add(row_of("column_lineage", (query, run, target, c, source, c, "identity", "direct", c, False, at)))
+    b.add(row_of("column_lineage", (query, run, target, None, source, "ts", "filter", "indirect", "ts > 0", False, at)))
     for row in extra:
-        b.add("column_lineage", (query, run, target, *row, at))
+        b.add(row_of("column_lineage", (query, run, target, *row, at)))
     return b
 
 
@@ -52,7 +53,7 @@ def write(path: Path, *batches: Batch) -> None:
     con = open_writable(path)
     try:
         for b in batches:
-            write_batch(con, b)
+            commit_batch(con, b)
     finally:
         con.close()
 
@@ -206,7 +207,7 @@ def test_a_round_2_store_migrates_in_place(tmp_path):
         tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables "
                                             "WHERE table_type = 'BASE TABLE'").fetchall()}
         sets_before = con.execute("SELECT count(*) FROM edge_sets").fetchone()[0]
-        write_batch(con, job_batch("m", 6, ["a", "b"], extra=[(None, "spark_catalog.raw.events", "k", "join",
+        commit_batch(con, job_batch("m", 6, ["a", "b"], extra=[(None, "spark_catalog.raw.events", "k", "join",
                                                                "indirect", "k = k", False)]))
         sets_after = con.execute("SELECT count(*) FROM edge_sets").fetchone()[0]
     finally:

@@ -29,6 +29,7 @@ from lineage_listener.kafka.publish import KafkaWriter  # noqa: E402
 from lineage_listener.kafka.settings import KafkaSettings  # noqa: E402
 from lineage_listener.store.group import GroupWriter  # noqa: E402
 from lineage_listener.store.batch import Batch  # noqa: E402
+from lineage_listener.store.rows import row_of  # noqa: E402
 from lineage_listener.store.writer import StoreWriter  # noqa: E402
 from tests.kafka_broker import Broker  # noqa: E402
 from tests.test_openlineage import registry, validate  # noqa: E402,F401 - the spec's schemas, a fixture
@@ -194,17 +195,17 @@ def test_other_producers_events_are_ingested_as_the_http_endpoint_does(broker, t
 def batch_of(n: int, run: str = "app-1") -> Batch:
     """One query's rows as capture makes them (a run, a query, its datasets, columns and edges)."""
     b, at = Batch(), f"2026-03-01 10:00:{n % 60:02d}"
-    b.add("runs", (run, run, "job", "4.0", None, None, "2026-03-01 10:00:00", None))
-    b.add("queries", (f"{run}:{n}:q", run, "save", "InsertIntoHadoopFsRelationCommand", None, "succeeded", None,
-                      12, at, f"file:/out/{n % 5}"))
+    b.add(row_of("runs", (run, run, "job", "4.0", None, None, "2026-03-01 10:00:00", None)))
+    b.add(row_of("queries", (f"{run}:{n}:q", run, "save", "InsertIntoHadoopFsRelationCommand", None, "succeeded", None,
+                      12, at, f"file:/out/{n % 5}")))
     for ds in (f"file:/out/{n % 5}", f"file:/in/{n % 3}"):
-        b.add("datasets", (ds, "path", "parquet", ds, None, at, at))
+        b.add(row_of("datasets", (ds, "path", "parquet", ds, None, at, at)))
         for c in ("id", "name"):
-            b.add("dataset_columns", (ds, c, "string", True, at, at, 1 if c == "id" else 2))
+            b.add(row_of("dataset_columns", (ds, c, "string", True, at, at, 1 if c == "id" else 2)))
     for c in ("id", "name"):
-        b.add("column_lineage", (f"{run}:{n}:q", run, f"file:/out/{n % 5}", c, f"file:/in/{n % 3}", c, "identity",
-                                 "direct", c, False, at))
-    b.add("capture_errors", (at, run, f"{run}:{n}:q", "plan", f"note {n}"))  # appended rows: a double shows
+        b.add(row_of("column_lineage", (f"{run}:{n}:q", run, f"file:/out/{n % 5}", c, f"file:/in/{n % 3}", c, "identity",
+                                 "direct", c, False, at)))
+    b.add(row_of("capture_errors", (at, run, f"{run}:{n}:q", "plan", f"note {n}")))  # appended rows: a double shows
     return b
 
 

@@ -10,8 +10,9 @@ import pytest
 from lineage_listener.query import open_store
 from lineage_listener.query.reports import impact
 from lineage_listener.store.batch import Batch
+from lineage_listener.store.rows import row_of
 from lineage_listener.store.connection import open_writable
-from lineage_listener.store.writer import write_batch
+from lineage_listener.store.write import commit_batch
 
 S, A, B, C = ("spark_catalog.db.s", "x"), ("spark_catalog.db.a", "x"), ("spark_catalog.db.b", "x"), \
     ("spark_catalog.db.c", "x")
@@ -37,8 +38,8 @@ def store_of(tmp_path: Path, rows: list[tuple]) -> Path:
     try:
         batch = Batch()
         for r in rows:
-            batch.add("column_lineage", r)
-        write_batch(con, batch)
+            batch.add(row_of("column_lineage", r))
+        commit_batch(con, batch)
     finally:
         con.close()
     return path

@@ -12,8 +12,9 @@ import pytest
 
 from lineage_listener.query.expand import Filters, _hop_sql, captures, nearest_captures
 from lineage_listener.store.batch import Batch
+from lineage_listener.store.rows import row_of
 from lineage_listener.store.connection import open_readonly, open_writable
-from lineage_listener.store.writer import write_batch
+from lineage_listener.store.write import commit_batch
 
 T0 = datetime(2026, 1, 1)
 
@@ -33,8 +34,8 @@ def store(tmp_path_factory) -> Path:
                             (tgt, "h", src, "a", "derived", "direct", "sha2(a, 256)", True),
                             (tgt, None, src, "b", "filter", "indirect", "b > 0", False),
                             (None, None, src, "a", "identity", "direct", "a", False)):
-                    batch.add("column_lineage", (q, run, *row, when))
-        write_batch(con, batch)
+                    batch.add(row_of("column_lineage", (q, run, *row, when)))
+        commit_batch(con, batch)
     finally:
         con.close()
     return path

@@ -144,6 +144,7 @@ def test_disabling_one_session_keeps_the_run_of_another_open(spark: Any, tmp_pat
 def test_a_reopened_run_is_ended_by_the_end_written_with_it(tmp_path: Path) -> None:
     """``run_reopened`` clears an end before the batch's own ``runs`` rows: an end in the same batch holds."""
     from lineage_listener.store.batch import Batch
+    from lineage_listener.store.rows import row_of
     from lineage_listener.store.writer import StoreWriter
 
     writer = StoreWriter(tmp_path / "l.duckdb")
@@ -151,8 +152,8 @@ def test_a_reopened_run_is_ended_by_the_end_written_with_it(tmp_path: Path) -> N
     def run(ended: str | None, reopen: bool) -> Batch:
         b = Batch()
         if reopen:
-            b.add("run_reopened", ("app-1",))
-        b.add("runs", ("app-1", "app-1", "job", "4.0", "u", "local", "2026-01-01 10:00:00", ended))
+            b.add(row_of("run_reopened", ("app-1",)))
+        b.add(row_of("runs", ("app-1", "app-1", "job", "4.0", "u", "local", "2026-01-01 10:00:00", ended)))
         return b
 
     def ended() -> Any:
@@ -171,11 +172,12 @@ def test_a_read_only_connection_held_while_capture_writes_is_named(tmp_path: Pat
     """While capture is on, a read-only connection of the same process blocks its writes: one line says
     so and how to avoid it, the batch is spooled and written once the connection is closed."""
     from lineage_listener.store.batch import Batch
+    from lineage_listener.store.rows import row_of
     from lineage_listener.store.writer import StoreWriter
 
     writer = StoreWriter(tmp_path / "l.duckdb", lock_timeout=0.5)
     b = Batch()
-    b.add("runs", ("app-1", "app-1", "job", "4.0", "u", "local", "2026-01-01 10:00:00", None))
+    b.add(row_of("runs", ("app-1", "app-1", "job", "4.0", "u", "local", "2026-01-01 10:00:00", None)))
     assert writer.write(b)
     caplog.set_level(logging.WARNING, logger="lineage_listener")
     with duckdb.connect(str(writer.path), read_only=True):

@@ -12,6 +12,7 @@ import duckdb
 
 from lineage_listener.store import doctor, remote, spool
 from lineage_listener.store.batch import Batch
+from lineage_listener.store.rows import row_of
 from lineage_listener.store.remote import RemoteWriter
 from lineage_listener.store.writer import StoreWriter
 from tests.server_helpers import TOKEN, Server, free_port
@@ -23,14 +24,14 @@ AT = "2026-03-01 10:00:00"
 def batch(*queries: tuple[str, int], poison: str | None = None) -> Batch:
     """Queries ``(name, edges)`` writing ``db.<name>`` from ``db.src``; ``poison``: that one's time is no time."""
     b = Batch()
-    b.add("runs", ("run-1", "app", "poison", "4.3.0", None, "local[2]", AT, None))
+    b.add(row_of("runs", ("run-1", "app", "poison", "4.3.0", None, "local[2]", AT, None)))
     for name, edges in queries:
         at = "not a time" if name == poison else AT
-        b.add("queries", (name, "run-1", "save", "InsertIntoHadoopFsRelationCommand", None, "succeeded", None, 5,
-                          AT, f"db.{name}"))
+        b.add(row_of("queries", (name, "run-1", "save", "InsertIntoHadoopFsRelationCommand", None, "succeeded", None, 5,
+                          AT, f"db.{name}")))
         for i in range(edges):
-            b.add("column_lineage", (name, "run-1", f"db.{name}", f"c{i}", "db.src", f"c{i}", "identity", "direct",
-                                     f"c{i}", False, at))
+            b.add(row_of("column_lineage", (name, "run-1", f"db.{name}", f"c{i}", "db.src", f"c{i}", "identity", "direct",
+                                     f"c{i}", False, at)))
     return b
 
 

@@ -11,8 +11,9 @@ from lineage_listener.query import open_store
 from lineage_listener.query.reports import impact, provenance
 from lineage_listener.timewindow import parse_time
 from lineage_listener.store.batch import Batch
+from lineage_listener.store.rows import row_of
 from lineage_listener.store.connection import StoreError, open_writable
-from lineage_listener.store.writer import write_batch
+from lineage_listener.store.write import commit_batch
 
 T = datetime(2025, 3, 1, 12, 0)
 
@@ -25,8 +26,8 @@ def add_edges(con, rows) -> None:
     """``column_lineage`` rows through the store's write path (the view cannot take inserts)."""
     batch = Batch()
     for r in rows:
-        batch.add("column_lineage", tuple(v.isoformat(sep=" ") if isinstance(v, datetime) else v for v in r))
-    write_batch(con, batch)
+        batch.add(row_of("column_lineage", tuple(v.isoformat(sep=" ") if isinstance(v, datetime) else v for v in r)))
+    commit_batch(con, batch)
 
 
 @pytest.fixture()

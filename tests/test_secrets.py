@@ -23,6 +23,7 @@ import pytest
 import lineage_listener
 from lineage_listener.redact import is_secret_key, logger, redact_options, redact_text, redact_url
 from lineage_listener.store.batch import Batch
+from lineage_listener.store.rows import row_of
 from lineage_listener.store.writer import StoreWriter
 
 #: Every secret is unique, so a find names the input that leaked.
@@ -176,7 +177,7 @@ def test_names_drop_user_info_and_options_drop_values():
 
 def test_batches_redact_rows_on_entry_and_from_old_spool_files():
     b = Batch()
-    b.add("capture_errors", ("2026-01-01 00:00:00", "r", "q", "walk", "cannot open s3a://u:PW@b/x"))
+    b.add(row_of("capture_errors", ("2026-01-01 00:00:00", "r", "q", "walk", "cannot open s3a://u:PW@b/x")))
     assert b.rows["capture_errors"][0][4] == "cannot open s3a://***@b/x"
     old = '{"queries": [["q", "r", "save", null, "SELECT 1 -- jdbc:mysql://u:PW@h/d", "failed", ' \
           '"Password=PW", null, "2026-01-01 00:00:00", null]]}'

@@ -195,9 +195,10 @@ def test_many_drivers_one_server_across_a_restart(spark, people, demo_store, tmp
 def test_remote_writer_spools_when_the_server_is_down(tmp_path):
     writer = RemoteWriter(f"http://127.0.0.1:{free_port()}", TOKEN, lock_timeout=1)
     from lineage_listener.store.batch import Batch
+    from lineage_listener.store.rows import row_of
 
     b = Batch()
-    b.add("queries", ("q1", "r1", "save", "X", None, "succeeded", None, 1, "2026-01-01 00:00:00", "t"))
+    b.add(row_of("queries", ("q1", "r1", "save", "X", None, "succeeded", None, 1, "2026-01-01 00:00:00", "t")))
     assert writer.write(b) is False and len(writer.spooled()) == 1
     assert TOKEN not in writer.spooled()[0].read_text()
     for f in writer.spooled():

@@ -223,12 +223,13 @@ def test_a_job_writing_the_store_directly_gets_its_turn(tmp_path: Path) -> None:
 DIRECT_WRITE = """
 import sys
 from lineage_listener.store.batch import Batch
+from lineage_listener.store.rows import row_of
 from lineage_listener.store.writer import StoreWriter
 b = Batch()
-b.add("queries", ("direct", "run-d", "save", "X", None, "succeeded", None, 1, "2026-03-01 10:00:00", "db.direct"))
+b.add(row_of("queries", ("direct", "run-d", "save", "X", None, "succeeded", None, 1, "2026-03-01 10:00:00", "db.direct")))
 for i in range(7):
-    b.add("column_lineage", ("direct", "run-d", "db.direct", f"c{i}", "db.src", f"c{i}", "identity", "direct",
-                             f"c{i}", False, "2026-03-01 10:00:00"))
+    b.add(row_of("column_lineage", ("direct", "run-d", "db.direct", f"c{i}", "db.src", f"c{i}", "identity", "direct",
+                             f"c{i}", False, "2026-03-01 10:00:00")))
 w = StoreWriter(sys.argv[1], lock_timeout=60)
 print(w.write(b), w.new_edges)
 """

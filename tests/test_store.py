@@ -52,6 +52,7 @@ def test_edges_written_in_batches_survive_many_queries(lineage, spark, people):
 def test_replayed_batch_adds_no_edge_twice(lineage, spark, people, tmp_path):
     """A batch written twice (bridge replay, re-ingested spool) leaves one copy of each edge."""
     from lineage_listener.store.batch import Batch
+    from lineage_listener.store.rows import row_of
     from lineage_listener.store.writer import StoreWriter
 
     lineage.run("SELECT upper(name) AS u FROM people")
@@ -60,7 +61,7 @@ def test_replayed_batch_adds_no_edge_twice(lineage, spark, people, tmp_path):
     replay = Batch()
     for table, rows in tables.items():
         for r in rows:
-            replay.add(table, tuple(str(v) if hasattr(v, "isoformat") else v for v in r))
+            replay.add(row_of(table, tuple(str(v) if hasattr(v, "isoformat") else v for v in r)))
     copy = tmp_path / "copy.duckdb"
     writer = StoreWriter(copy)
     assert writer.write(replay) and writer.write(replay)
@@ -73,17 +74,18 @@ def test_a_batch_replayed_after_its_write_was_retargeted_adds_no_edge(tmp_path):
     """Edges are deduplicated per edge: a nested write's batch replayed after the
     wrapper renamed its target from the path to the table leaves one copy of each edge."""
     from lineage_listener.store.batch import Batch
+    from lineage_listener.store.rows import row_of
     from lineage_listener.store.writer import StoreWriter
 
     at, path, table = "2026-01-01 00:00:00", "file:/wh/t", "spark_catalog.db.t"
     inner = Batch()
-    inner.add("queries", ("q1", "app", "command", "InsertIntoHadoopFsRelationCommand", None, "succeeded", None, 5,
-                          at, path))
+    inner.add(row_of("queries", ("q1", "app", "command", "InsertIntoHadoopFsRelationCommand", None, "succeeded", None, 5,
+                          at, path)))
     for column in ("a", "b"):
-        inner.add("column_lineage", ("q1", "app", path, column, "file:/in", column, "identity", "direct", None,
-                                     False, at))
+        inner.add(row_of("column_lineage", ("q1", "app", path, column, "file:/in", column, "identity", "direct", None,
+                                     False, at)))
     wrapper = Batch()
-    wrapper.add("retarget", ("q1", table, path))
+    wrapper.add(row_of("retarget", ("q1", table, path)))
     writer = StoreWriter(tmp_path / "s.duckdb")
     assert writer.write(inner) and writer.new_edges == 2
     assert writer.write(wrapper) and writer.write(inner) and writer.write(wrapper)
@@ -97,15 +99,16 @@ def test_rows_of_one_key_in_one_batch_merge_as_in_separate_batches(tmp_path):
     hold within the batch (earliest first_seen, latest last_seen, a null never clears a value) exactly
     as when each query's rows come in a batch of their own."""
     from lineage_listener.store.batch import Batch
+    from lineage_listener.store.rows import row_of
     from lineage_listener.store.writer import StoreWriter
 
     t1, t2, t3 = "2026-01-01 00:00:01", "2026-01-01 00:00:02", "2026-01-01 00:00:03"
 
     def rows(at, fmt, app_name):
         b = Batch()
-        b.add("runs", ("app", "app", app_name, "4.0", "u", "local", t1, None))
-        b.add("datasets", ("file:/in", "path", fmt, None, None, at, at))
-        b.add("dataset_columns", ("file:/in", "a", "int", True, at, at, 0))
+        b.add(row_of("runs", ("app", "app", app_name, "4.0", "u", "local", t1, None)))
+        b.add(row_of("datasets", ("file:/in", "path", fmt, None, None, at, at)))
+        b.add(row_of("dataset_columns", ("file:/in", "a", "int", True, at, at, 0)))
         return b
     parts = [rows(t1, "csv", "job"), rows(t2, None, None), rows(t3, None, "job")]
     together, apart = Batch(), []

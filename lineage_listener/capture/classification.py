@@ -27,6 +27,7 @@ from typing import Any
 
 from lineage_listener.capture.facts import dicts
 from lineage_listener.lineage import column_path
+from lineage_listener.store.rows import LabelRow
 
 MARKER = "classification"
 PROPERTY = "lineage.classification."
@@ -119,7 +120,7 @@ def _attributes(items: Any) -> Iterable[dict]:
 
 def rows(items: Any, leaves: Mapping[int, Mapping[str, Any]], columns: Mapping[tuple[str, str], Any],
          by: str | None, now: str | None, target: tuple[str, Mapping[str, Any] | None] | None = None,
-         edges: Iterable[Any] = ()) -> list[tuple]:
+         edges: Iterable[Any] = ()) -> list[LabelRow]:
     """``column_labels`` rows for the labels Spark keeps on the columns a query reads and writes.
 
     ``columns``: the walk's ``(dataset, column) -> Attribute`` (leaf and target columns, by expr
@@ -160,5 +161,6 @@ def rows(items: Any, leaves: Mapping[int, Mapping[str, Any]], columns: Mapping[t
                 sources.setdefault(e.target_column, set()).add((e.source.dataset, e.source.name))
         found = {(d, c, lb): o for (d, c, lb), o in found.items()
                  if d != target[0] or not any((sd, sc, lb) in found for sd, sc in sources.get(c, ()))}
-    return [(dataset, column, label, True, "spark", origin, by, now)
+    return [LabelRow(dataset=dataset, column_name=column, label=label, value=True, source="spark", origin=origin,
+                     set_by=by, set_at=now)
             for (dataset, column, label), origin in sorted(found.items())]

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from lineage_listener.store.batch import Batch
+from lineage_listener.store.rows import CaptureErrorRow, QueryRow
 
 REASON = "capture queue full ({limit} actions waiting): lineage not read (raise enable(max_queue=...))"
 
@@ -36,7 +37,8 @@ def rows(item: Dropped, runs: dict[str, dict[str, Any]]) -> Batch:
     now = iso(item.at)
     duration_ms = item.duration_ns // 1_000_000 if item.duration_ns is not None else None
     batch = Batch()
-    batch.add("queries", (query_id, run_id, item.func_name, None, None, "lineage_error", reason,
-                          duration_ms, now, None))
-    batch.add("capture_errors", (now, run_id, query_id, "listener", reason))
+    batch.add(QueryRow(query_id=query_id, run_id=run_id, action=item.func_name, command=None, sql_text=None,
+                       status="lineage_error", error=reason, duration_ms=duration_ms, captured_at=now,
+                       target_dataset=None))
+    batch.add(CaptureErrorRow(captured_at=now, run_id=run_id, query_id=query_id, stage="listener", error=reason))
     return batch

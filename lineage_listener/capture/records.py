@@ -23,7 +23,10 @@ from lineage_listener.lineage.datasets import datasets_of
 from lineage_listener.lineage.query import QueryLineage, lineage
 from lineage_listener.plan.classes import WRAPPER_COMMANDS
 from lineage_listener.plan.tree import parse
+from lineage_listener.store import rows as store_rows
 from lineage_listener.store.batch import Batch
+from lineage_listener.store.rows import (CaptureErrorRow, DatasetColumnRow, DatasetRow, EdgeRow, Retarget,
+                                         RunReopened, RunRow, StreamRow)
 from lineage_listener import redact
 
 log = redact.logger(__name__)
@@ -38,7 +41,7 @@ def _dtype(data_type: object) -> str | None:
 
 
 def column_rows(columns: Mapping[tuple[str, str], Any], now: str | None,
-                only: str | None = None) -> list[tuple[Any, ...]]:
+                only: str | None = None) -> list[DatasetColumnRow]:
     """``dataset_columns`` rows, each with its 1-based position in its dataset's schema (the
     walk meets a dataset's columns in schema order, nested fields flattened in place).
 
@@ -53,8 +56,15 @@ def column_rows(columns: Mapping[tuple[str, str], Any], now: str | None,
     for (dataset, column), attr in columns.items():
         seen[dataset] = position = seen.get(dataset, 0) + 1
         if only is None or dataset == only:
-            rows.append((dataset, column, _dtype(attr.data_type), attr.nullable, now, now, position))
+            rows.append(DatasetColumnRow(dataset=dataset, column_name=column, data_type=_dtype(attr.data_type),
+                                         nullable=attr.nullable, first_seen=now, last_seen=now, ordinal=position))
     return rows
+
+
+def _error(now: str | None, run_id: str | None, query_id: str | None, stage: str,
+           error: str | None) -> CaptureErrorRow:
+    """A ``capture_errors`` row of a query."""
+    return CaptureErrorRow(captured_at=now, run_id=run_id, query_id=query_id, stage=stage, error=error)
 
 
 def query_id_of(env: Envelope) -> str:
@@ -89,9 +99,12 @@ class QueryRow:
     target_dataset: str | None
     qe_id: int | None = None
 
-    def row(self) -> tuple:
-        return (self.query_id, self.run_id, self.action, self.command, self.sql_text, self.status, self.error,
-                self.duration_ms, self.captured_at, self.target_dataset)
+    def row(self) -> store_rows.QueryRow:
+        """The ``queries`` row."""
+        return store_rows.QueryRow(query_id=self.query_id, run_id=self.run_id, action=self.action,
+                                   command=self.command, sql_text=self.sql_text, status=self.status,
+                                   error=self.error, duration_ms=self.duration_ms, captured_at=self.captured_at,
+                                   target_dataset=self.target_dataset)
 
 
 @dataclass(frozen=True)
@@ -126,12 +139,13 @@ class Recorder:
         self._streams: dict[str, StreamLineage] = {}  # stream run id -> its lineage
         self._open_runs: set[str] = set()  # runs this recorder has reopened (until it ends them)
 
-    def run_row(self, env: Envelope, ended: datetime | None = None) -> tuple:
+    def run_row(self, env: Envelope, ended: datetime | None = None) -> RunRow:
         r = env.run
         started = r.get("started_at_ms")
         started_at = datetime.fromtimestamp(started / 1000, tz=timezone.utc).replace(tzinfo=None) if started else None
-        return (r["app_id"], r["app_id"], r.get("app_name"), r.get("spark_version"), r.get("spark_user"),
-                r.get("master"), iso(started_at), iso(ended))
+        return RunRow(run_id=r["app_id"], app_id=r["app_id"], app_name=r.get("app_name"),
+                      spark_version=r.get("spark_version"), spark_user=r.get("spark_user"), master=r.get("master"),
+                      started_at=iso(started_at), ended_at=iso(ended))
 
     def _add_run(self, batch: Batch, env: Envelope) -> None:
         """The run's row; the first time this recorder sees the run, also reopen it: a capture
@@ -139,8 +153,8 @@ class Recorder:
         run_id = env.run["app_id"]
         if run_id not in self._open_runs:
             self._open_runs.add(run_id)
-            batch.add("run_reopened", (run_id,))
-        batch.add("runs", self.run_row(env))
+            batch.add(RunReopened(run_id=run_id))
+        batch.add(self.run_row(env))
 
     def record(self, env: Envelope) -> Batch:
         """Rows for one envelope (may be only an upgraded ``queries`` row)."""
@@ -153,7 +167,7 @@ class Recorder:
         now = iso(env.captured_at)
         if env.root in WRAPPER_COMMANDS and self._inner_of(env) is not None:
             if env.read_error:
-                batch.add("capture_errors", (now, run_id, query_id, "listener", env.read_error))
+                batch.add(_error(now, run_id, query_id, "listener", env.read_error))
             self._merge_wrapper(batch, env)
             return batch
         status = "failed" if env.error else "succeeded"
@@ -176,16 +190,16 @@ class Recorder:
                     self._lineage_errors.add(env.root or "?")
                     log.warning("lineage-listener: could not compute lineage of a %s plan: %s\n%s",
                                 env.root, exc, traceback.format_exc(limit=5))
-                batch.add("capture_errors", (now, run_id, query_id, "walk", error[:4000]))
+                batch.add(_error(now, run_id, query_id, "walk", error[:4000]))
         for problem in result.problems if result is not None else ():
-            batch.add("capture_errors", (now, run_id, query_id, "plan", problem))
+            batch.add(_error(now, run_id, query_id, "plan", problem))
         if env.read_error:
-            batch.add("capture_errors", (now, run_id, query_id, "listener", env.read_error))
+            batch.add(_error(now, run_id, query_id, "listener", env.read_error))
         target = result.target.name if result is not None and result.target is not None else None
         row = QueryRow(query_id, run_id, env.func_name, env.root, env.sql_text, status, error,
                        env.duration_ms, now, target, env.qe_id)
 
-        batch.add("queries", row.row())
+        batch.add(row.row())
         if target is not None:
             self._last_write[run_id] = row
             self._last_columns[run_id] = [r[1:4] for r in column_rows(result.columns, None, only=target)] \
@@ -195,7 +209,7 @@ class Recorder:
             if classification.present(env.plan_json, env.leaves, env.target):
                 for label in classification.rows(items, env.leaves, result.columns, env.run.get("spark_user"), now,
                                                  (target, env.target) if target else None, result.edges):
-                    batch.add("column_labels", label)
+                    batch.add(label)
         return batch
 
     def _lineage(self, env: Envelope) -> tuple[QueryLineage | None, str | None]:
@@ -242,30 +256,36 @@ class Recorder:
                 self._streams.clear()
             self._streams[progress.stream_run_id] = known
             if error and not env.read_error:
-                batch.add("capture_errors", (now, run_id, known.query_id, "walk", error[:4000]))
+                batch.add(_error(now, run_id, known.query_id, "walk", error[:4000]))
             if env.read_error:
-                batch.add("capture_errors", (now, run_id, known.query_id, "listener", env.read_error))
+                batch.add(_error(now, run_id, known.query_id, "listener", env.read_error))
             for problem in result.problems if result is not None else ():
-                batch.add("capture_errors", (now, run_id, known.query_id, "plan", problem))
+                batch.add(_error(now, run_id, known.query_id, "plan", problem))
             if result is not None:
                 self._add_lineage(batch, known.query_id, run_id, known.target, result, now)
-        batch.add("queries", (known.query_id, run_id, "stream", known.command, None, known.status, known.error,
-                              env.duration_ms, now, known.target))
-        batch.add("streams", (known.query_id, progress.stream_id, progress.stream_run_id, progress.name, run_id,
-                              known.target, known.lineage_hash, progress.batch_id, progress.batch_id,
-                              iso(progress.at), iso(progress.at), 1))
+        batch.add(store_rows.QueryRow(query_id=known.query_id, run_id=run_id, action="stream", command=known.command,
+                                      sql_text=None, status=known.status, error=known.error,
+                                      duration_ms=env.duration_ms, captured_at=now, target_dataset=known.target))
+        batch.add(StreamRow(query_id=known.query_id, stream_id=progress.stream_id,
+                            stream_run_id=progress.stream_run_id, name=progress.name, run_id=run_id,
+                            target_dataset=known.target, lineage_hash=known.lineage_hash,
+                            first_batch_id=progress.batch_id, last_batch_id=progress.batch_id,
+                            first_batch_at=iso(progress.at), last_batch_at=iso(progress.at), batch_count=1))
         return batch
 
     @staticmethod
     def _add_lineage(batch: Batch, query_id: str, run_id: str, target: str | None, result: QueryLineage,
                      now: str | None) -> None:
         for ds in result.datasets.values():
-            batch.add("datasets", (ds.name, ds.kind, ds.format, ds.location, ds.properties_json(), now, now))
+            batch.add(DatasetRow(dataset=ds.name, kind=ds.kind, format=ds.format, location=ds.location,
+                                 properties=ds.properties_json(), first_seen=now, last_seen=now))
         for row in column_rows(result.columns, now):
-            batch.add("dataset_columns", row)
+            batch.add(row)
         for e in result.edges:
-            batch.add("column_lineage", (query_id, run_id, target, e.target_column, e.source.dataset, e.source.name,
-                                         e.transform.value, e.kind, e.expression, e.masking, now))
+            batch.add(EdgeRow(query_id=query_id, run_id=run_id, target_dataset=target, target_column=e.target_column,
+                              source_dataset=e.source.dataset, source_column=e.source.name,
+                              transform=e.transform.value, kind=e.kind, expression=e.expression, masking=e.masking,
+                              captured_at=now))
 
     def folds(self, root: str, run_id: str, qe_id: int | None) -> bool:
         """Whether a ``root`` event of ``run_id`` with id ``qe_id`` folds into a recorded write."""
@@ -297,22 +317,24 @@ class Recorder:
                            target_dataset=target.name if target is not None else inner.target_dataset,
                            qe_id=env.qe_id)
         self._last_write[run_id] = upgraded
-        batch.add("queries", upgraded.row())
+        batch.add(upgraded.row())
         if target is not None and target.name != inner.target_dataset:
             # The inner write named the table by its path; the logical write targets the table.
             now = iso(env.captured_at)
             location = target.location or (inner.target_dataset if "://" in (inner.target_dataset or "")
                                            or (inner.target_dataset or "").startswith("file:") else None)
-            batch.add("datasets", (target.name, target.kind, target.format, location,
-                                   target.properties_json(), now, now))
+            batch.add(DatasetRow(dataset=target.name, kind=target.kind, format=target.format, location=location,
+                                 properties=target.properties_json(), first_seen=now, last_seen=now))
             for position, (column, dtype, nullable) in enumerate(self._last_columns.get(run_id, ()), 1):
-                batch.add("dataset_columns", (target.name, column, dtype, nullable, now, now, position))
-            batch.add("retarget", (inner.query_id, target.name, inner.target_dataset))
+                batch.add(DatasetColumnRow(dataset=target.name, column_name=column, data_type=dtype, nullable=nullable,
+                                           first_seen=now, last_seen=now, ordinal=position))
+            batch.add(Retarget(query_id=inner.query_id, target_dataset=target.name,
+                               previous_target=inner.target_dataset))
 
     def end_run(self, run: Mapping[str, Any], ended: datetime) -> Batch:
         """The run's end (``runs.ended_at``); a later action of the run reopens it."""
         batch = Batch()
         env = Envelope("end", ended, run)
-        batch.add("runs", self.run_row(env, ended))
+        batch.add(self.run_row(env, ended))
         self._open_runs.discard(str(run["app_id"]))
         return batch

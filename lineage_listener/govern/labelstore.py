@@ -27,6 +27,7 @@ import duckdb
 from lineage_listener.query.names import Aliases
 from lineage_listener.timewindow import utcnow
 from lineage_listener.store.batch import Batch
+from lineage_listener.store.rows import LabelFile, LabelRow, LabelUnset, MaskingFunctionRow
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +69,8 @@ def set_batch(labels: Iterable[tuple[str, str, str, bool]], by: str, source: str
     now = utcnow().isoformat()
     batch = Batch()
     for dataset, column, label, value in labels:
-        batch.add("column_labels", (dataset, column, label, bool(value), source, origin, by, now))
+        batch.add(LabelRow(dataset=dataset, column_name=column, label=label, value=bool(value), source=source,
+                           origin=origin, set_by=by, set_at=now))
     return batch
 
 
@@ -77,7 +79,8 @@ def unset_batch(labels: Iterable[tuple[str, str, str]], by: str, source: str = "
     now = utcnow().isoformat()
     batch = Batch()
     for dataset, column, label in labels:
-        batch.add("label_unset", (dataset, column, label, source, by, now))
+        batch.add(LabelUnset(dataset=dataset, column_name=column, label=label, source=source, changed_by=by,
+                             changed_at=now))
     return batch
 
 
@@ -86,9 +89,9 @@ def file_batch(origin: str, labels: Iterable[tuple[str, str, str, bool]], functi
     """A classifications file's whole declaration: what it declared before and no longer does goes."""
     batch = set_batch(labels, by, source="file", origin=origin)
     now = utcnow().isoformat()
-    batch.add("label_file", (origin, by, now))
+    batch.add(LabelFile(origin=origin, changed_by=by, changed_at=now))
     for name in sorted(set(functions)):
-        batch.add("masking_functions", (name, origin, now))
+        batch.add(MaskingFunctionRow(name=name, origin=origin, added_at=now))
     return batch
 
 

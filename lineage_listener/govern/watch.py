@@ -34,6 +34,7 @@ from lineage_listener.query.types import Node
 from lineage_listener.query.names import Aliases
 from lineage_listener.timewindow import utcnow
 from lineage_listener.store.batch import COLUMNS, LABEL_TABLES, Batch
+from lineage_listener.store.rows import ViolationRow
 
 log = logging.getLogger(__name__)
 
@@ -269,7 +270,7 @@ class PolicyWatch:
             return
         batch = Batch()
         for row in rows.values():
-            batch.add("policy_violations", tuple(_cell(row[c]) for c in _ROW))
+            batch.add(ViolationRow(**{c: _cell(row[c]) for c in ViolationRow._fields}))
         try:
             self._write(batch)
         except Exception as exc:  # noqa: BLE001 - a full queue: kept, written with the next change

@@ -9,8 +9,9 @@ what the earlier lacked. Anything else (a query's edges sent in two messages, an
 still ``running``) starts a new chunk.
 
 >>> from lineage_listener.store.batch import Batch
+>>> from lineage_listener.store.rows import row_of
 >>> def ds(seen):
-...     b = Batch(); b.add("datasets", ("t", "table", None, None, None, seen, seen)); return b
+...     b = Batch(); b.add(row_of("datasets", ("t", "table", None, None, None, seen, seen))); return b
 >>> c = Chunk()
 >>> c.take(ds("2026-01-01 10:00:00")), c.take(ds("2026-01-01 11:00:00")), c.batch.rows["datasets"]
 (True, True, [('t', 'table', None, None, None, '2026-01-01 10:00:00', '2026-01-01 11:00:00')])
@@ -22,7 +23,7 @@ from typing import Any
 from lineage_listener.store.batch import COLUMNS, KEYS, Batch
 
 #: (first_seen, last_seen) positions of the tables whose rows fold to the earliest and the latest.
-_SEEN = {"datasets": (5, 6), "dataset_columns": (4, 5)}
+_SEEN = {t: (COLUMNS[t].index("first_seen"), COLUMNS[t].index("last_seen")) for t in ("datasets", "dataset_columns")}
 #: queries columns the store keeps when a later row has them null (coalesce).
 _QUERY_KEPT = (COLUMNS["queries"].index("sql_text"), COLUMNS["queries"].index("duration_ms"),
                COLUMNS["queries"].index("target_dataset"))

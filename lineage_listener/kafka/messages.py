@@ -12,8 +12,9 @@ error of no query) goes in an event of the application run itself.
 The message key is the Spark application (``runs.run_id``): one application's events stay in
 order on one partition.
 
+>>> from lineage_listener.store.rows import row_of
 >>> b = Batch()
->>> b.add("runs", ("app-1", "app-1", "job", "4.0", None, None, None, "2026-01-01 10:00:00"))
+>>> b.add(row_of("runs", ("app-1", "app-1", "job", "4.0", None, None, None, "2026-01-01 10:00:00")))
 >>> [(p.key, p.query_id, len(p.batch)) for p in split(b)]
 [('app-1', None, 1)]
 """
@@ -25,13 +26,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from lineage_listener.store.batch import COLUMNS, Batch
+from lineage_listener.store.batch import COLUMNS, QUERY_ID_AT, Batch
+from lineage_listener.store.rows import TABLES
 
 #: Tables whose rows belong to one query, and where their query id is.
-_QUERY_ID_AT = {"queries": 0, "column_lineage": 0, "capture_errors": 2, "streams": 0, "retarget": 0,
-                "query_started": 0, "openlineage_sent": 0}
+_QUERY_ID_AT = {table: at for table, at in QUERY_ID_AT.items() if at is not None}
 #: Where the run id is in a query's own rows (``runs``: its key).
-_RUN_ID_AT = {"queries": 1, "column_lineage": 1, "capture_errors": 1, "streams": 4}
+_RUN_ID_AT = {table: COLUMNS[table].index("run_id") for table in _QUERY_ID_AT if "run_id" in COLUMNS[table]}
 #: Where a query's rows name datasets.
 _DATASETS_AT = {"queries": (9,), "column_lineage": (2, 4), "streams": (5,), "retarget": (1, 2)}
 #: The facet schema of the rows our own consumer reads back (the standard part is OpenLineage's).
@@ -52,11 +53,12 @@ class Part:
 def split(batch: Batch) -> list[Part]:
     """One part per query in order of appearance, then one per run for rows of no query.
 
+    >>> from lineage_listener.store.rows import row_of
     >>> b = Batch()
-    >>> b.add("runs", ("a", "a", None, None, None, None, None, None))
-    >>> b.add("queries", ("a:1", "a", "save", None, None, "succeeded", None, 1, "2026-01-01 10:00:00", "t"))
-    >>> b.add("datasets", ("t", "table", None, None, None, None, None))
-    >>> b.add("datasets", ("u", "table", None, None, None, None, None))
+    >>> b.add(row_of("runs", ("a", "a")))
+    >>> b.add(row_of("queries", ("a:1", "a", "save", None, None, "succeeded", None, 1, "2026-01-01 10:00:00", "t")))
+    >>> b.add(row_of("datasets", ("t", "table", None, None, None, None, None)))
+    >>> b.add(row_of("datasets", ("u", "table", None, None, None, None, None)))
     >>> [(p.key, p.query_id, {t: len(r) for t, r in p.batch.rows.items() if r}) for p in split(b)]
     [('a', 'a:1', {'runs': 1, 'queries': 1, 'datasets': 1}), ('a', None, {'runs': 1, 'datasets': 1})]
     """
@@ -120,7 +122,8 @@ def _only_run(batch: Batch) -> str | None:
 def rows_facet(batch: Batch) -> dict[str, Any]:
     """``{table: {"columns": [...], "rows": [[...], ...]}}`` for the tables with rows (JSON-able).
 
-    >>> b = Batch(); b.add("query_started", ("q", None))
+    >>> from lineage_listener.store.rows import QueryStarted
+    >>> b = Batch(); b.add(QueryStarted(query_id="q", started_at=None))
     >>> rows_facet(b)
     {'query_started': {'columns': ['query_id', 'started_at'], 'rows': [['q', None]]}}
     """
@@ -134,7 +137,7 @@ def batch_of_rows(facet: dict[str, Any]) -> Batch:
 
     >>> batch_of_rows({"query_started": {"columns": ["started_at", "query_id"], "rows": [[None, "q"]]},
     ...                "no_such_table": {"columns": ["x"], "rows": [[1]]}}).rows["query_started"]
-    [('q', None)]
+    [QueryStarted(query_id='q', started_at=None)]
     """
     batch = Batch()
     for table, spec in facet.items():
@@ -143,7 +146,7 @@ def batch_of_rows(facet: dict[str, Any]) -> Batch:
         names = list(spec["columns"])
         for row in spec["rows"]:
             values = dict(zip(names, row))
-            batch.add(table, tuple(values.get(c) for c in COLUMNS[table]))
+            batch.add(TABLES[table]._make(values.get(c) for c in COLUMNS[table]))
     return batch
 
 

@@ -34,6 +34,7 @@ from lineage_listener.kafka.settings import KafkaSettings, client_class
 from lineage_listener import redact
 from lineage_listener.store import spool
 from lineage_listener.store.batch import Batch
+from lineage_listener.store.rows import CaptureErrorRow
 
 log = redact.logger(__name__)
 
@@ -224,7 +225,7 @@ class KafkaWriter:
             log.warning("lineage-listener: %s", text)
             now = datetime.now(timezone.utc).replace(tzinfo=None).isoformat(sep=" ")
             for run_id in sorted(runs) or [None]:
-                self._notes.add("capture_errors", (now, run_id, None, "kafka", text))
+                self._notes.add(CaptureErrorRow(captured_at=now, run_id=run_id, query_id=None, stage="kafka", error=text))
         return True
 
     def _park(self, batch: Batch, reason: str) -> bool:

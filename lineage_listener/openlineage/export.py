@@ -68,7 +68,7 @@ def export(store: str | Path, out: str | None = None, url: str | None = None,
                 result.reasons.append(reason)
                 break
             for qid in seen - set(result.failed):
-                delivered.add("openlineage_sent", send.sent_row(qid, url))
+                delivered.add(send.sent_row(qid, url))
             result.undelivered = total - len(already) - len(delivered)
         result.queries = len(seen)
         result.skipped = len(already)

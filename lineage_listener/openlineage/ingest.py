@@ -20,6 +20,7 @@ from typing import IO, Any
 
 from lineage_listener.openlineage import facets, naming, validate
 from lineage_listener.store.batch import Batch
+from lineage_listener.store.rows import DatasetColumnRow, DatasetRow, EdgeRow, QueryRow, QueryStarted, RunRow
 
 #: Event types that end a run: its status, error and end time come from them.
 TERMINAL = ("COMPLETE", "FAIL", "ABORT")
@@ -145,20 +146,24 @@ def _rows(runs: Iterable[_Run]) -> Batch:
         ended = r.ended if r.status != "running" else None
         at = (ended or r.seen or datetime.now(timezone.utc).replace(tzinfo=None)).isoformat(sep=" ")
         duration = int((ended - r.started).total_seconds() * 1000) if r.started and ended else None
-        b.add("runs", (r.run_id, None, r.app_name, r.spark_version, None, None, None, None))
-        b.add("queries", (r.query_id, r.run_id, r.action, r.command, r.sql, r.status, r.error, duration, at,
-                          r.target))
+        b.add(RunRow(run_id=r.run_id, app_id=None, app_name=r.app_name, spark_version=r.spark_version,
+                     spark_user=None, master=None, started_at=None, ended_at=None))
+        b.add(QueryRow(query_id=r.query_id, run_id=r.run_id, action=r.action, command=r.command, sql_text=r.sql,
+                       status=r.status, error=r.error, duration_ms=duration, captured_at=at, target_dataset=r.target))
         # The store keeps the start (and computes the duration) whichever event comes first.
-        b.add("query_started", (r.query_id, r.started.isoformat(sep=" ") if r.started else None))
+        b.add(QueryStarted(query_id=r.query_id, started_at=r.started.isoformat(sep=" ") if r.started else None))
         for name, kind in r.datasets.items():
-            b.add("datasets", (name, kind, None, None, None, at, at))
+            b.add(DatasetRow(dataset=name, kind=kind, format=None, location=None, properties=None,
+                             first_seen=at, last_seen=at))
         positions: dict[str, int] = {}
         for (name, column), dtype in r.columns.items():  # in the schema facet's field order
             positions[name] = positions.get(name, 0) + 1
-            b.add("dataset_columns", (name, column, dtype, None, at, at, positions[name]))
+            b.add(DatasetColumnRow(dataset=name, column_name=column, data_type=dtype, nullable=None,
+                                   first_seen=at, last_seen=at, ordinal=positions[name]))
         for (target, *_), e in r.edges.items():
-            b.add("column_lineage", (r.query_id, r.run_id, target, e.target_column, e.source_dataset,
-                                     e.source_column, e.transform, e.kind, e.expression, e.masking, at))
+            b.add(EdgeRow(query_id=r.query_id, run_id=r.run_id, target_dataset=target, target_column=e.target_column,
+                          source_dataset=e.source_dataset, source_column=e.source_column, transform=e.transform,
+                          kind=e.kind, expression=e.expression, masking=e.masking, captured_at=at))
     return b
 
 

@@ -17,7 +17,7 @@ from lineage_listener.openlineage import events as ol_events
 from lineage_listener.openlineage import send
 from lineage_listener.store.batch import Batch
 from lineage_listener.store.schema import ensure_schema
-from lineage_listener.store.writer import write_batch
+from lineage_listener.store.write import commit_batch
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ class Emitter:
                 log.warning("lineage-listener: OpenLineage endpoint %s reachable again", self.endpoint)
                 self._backoff = 0.0
             del self._waiting[qid]
-            delivered.add("openlineage_sent", send.sent_row(qid, self.url))
+            delivered.add(send.sent_row(qid, self.url))
             self.sent += 1
         return delivered if len(delivered) else None
 
@@ -76,6 +76,6 @@ class Emitter:
         con = self._mem
         for table in ("edge_captures", "edge_sets", "edges", "dataset_columns", "datasets", "queries", "runs"):
             con.execute(f"DELETE FROM {table}")
-        write_batch(con, batch)
+        commit_batch(con, batch)
         ids = {r[0] for r in batch.rows["queries"]}
         return list(ol_events.events(con, self.options, only=ids))

@@ -17,6 +17,7 @@ from openlineage.client.serde import Serde
 from openlineage.client.transport.http import ApiKeyTokenProvider, HttpConfig, HttpTransport, TokenProvider
 
 from lineage_listener.redact import redact_text
+from lineage_listener.store.rows import SentRow
 
 log = logging.getLogger(__name__)
 
@@ -76,5 +77,7 @@ def post(transport: HttpTransport, event: RunEvent) -> str | None:
         return redact_text(str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__)
 
 
-def sent_row(query_id: str, url: str) -> tuple:
-    return (query_id, endpoint_id(url), datetime.now(timezone.utc).replace(tzinfo=None).isoformat(sep=" "))
+def sent_row(query_id: str, url: str) -> SentRow:
+    """An ``openlineage_sent`` row: ``query_id``'s events delivered to ``url`` now."""
+    return SentRow(query_id=query_id, endpoint=endpoint_id(url),
+                   sent_at=datetime.now(timezone.utc).replace(tzinfo=None).isoformat(sep=" "))

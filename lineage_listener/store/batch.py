@@ -10,69 +10,37 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lineage_listener.redact import redact_row
+from lineage_listener.store.rows import LABEL_ROWS, TABLES, row_of
 
-#: Column order of each table's rows in a batch (matches schema.sql).
-COLUMNS: dict[str, tuple[str, ...]] = {
-    "runs": ("run_id", "app_id", "app_name", "spark_version", "spark_user", "master", "started_at", "ended_at"),
-    "queries": ("query_id", "run_id", "action", "command", "sql_text", "status", "error", "duration_ms",
-                "captured_at", "target_dataset"),
-    "datasets": ("dataset", "kind", "format", "location", "properties", "first_seen", "last_seen"),
-    "dataset_columns": ("dataset", "column_name", "data_type", "nullable", "first_seen", "last_seen", "ordinal"),
-    "column_lineage": ("query_id", "run_id", "target_dataset", "target_column", "source_dataset",
-                       "source_column", "transform", "kind", "expression", "masking", "captured_at"),
-    "capture_errors": ("captured_at", "run_id", "query_id", "stage", "error"),
-    "openlineage_sent": ("query_id", "endpoint", "sent_at"),
-    "streams": ("query_id", "stream_id", "stream_run_id", "name", "run_id", "target_dataset", "lineage_hash",
-                "first_batch_id", "last_batch_id", "first_batch_at", "last_batch_at", "batch_count"),
-    # Not a table: edges of query_id written to the path of a table (a CTAS/saveAsTable's
-    # nested write) now name the table; the path dataset goes if nothing else uses it.
-    "retarget": ("query_id", "target_dataset", "previous_target"),
-    # Not a table: when queries started (OpenLineage START events; null: not in this batch), kept
-    # in query_starts; an ended query's duration_ms is computed from it, whichever came first.
-    "query_started": ("query_id", "started_at"),
-    # Classifications (store/labels.py): labels set, removed, a classifications file loaded again,
-    # functions declared as masking; and policy violations a lineage server found.
-    "column_labels": ("dataset", "column_name", "label", "value", "source", "origin", "set_by", "set_at"),
-    "label_unset": ("dataset", "column_name", "label", "source", "changed_by", "changed_at"),
-    "label_file": ("origin", "changed_by", "changed_at"),
-    "masking_functions": ("name", "origin", "added_at"),
-    "policy_violations": ("violation_id", "rule", "kind", "label", "dataset", "column_name", "detail", "found_at",
-                          "last_seen", "notified_at", "attempts", "gave_up_at", "last_error", "resolved_at"),
-    # Not a table: runs whose ended_at is cleared before this batch's runs rows are written (a capture
-    # enabled again in an application whose earlier capture was disabled: the run goes on).
-    "run_reopened": ("run_id",),
-}
-
-#: Entries of COLUMNS that are instructions to the writer, not tables.
-PSEUDO_TABLES = frozenset({"retarget", "query_started", "run_reopened"})
-#: Entries of COLUMNS written by :func:`~lineage_listener.store.labels.write_labels`.
-LABEL_TABLES = frozenset({"column_labels", "label_unset", "label_file", "masking_functions"})
-#: Entries whose rows belong to no query (:meth:`Batch.by_query` keeps them with the first part).
-NO_QUERY = LABEL_TABLES | {"policy_violations"}
-
+#: Column order of each table's rows in a batch: the row types' fields (:mod:`~lineage_listener.store.rows`).
+COLUMNS: dict[str, tuple[str, ...]] = {table: cls._fields for table, cls in TABLES.items()}
+#: Entries written by :func:`~lineage_listener.store.labels.write_labels`.
+LABEL_TABLES = frozenset(cls.TABLE for cls in LABEL_ROWS)
 #: Tables whose rows every query of a batch may share (upserts): kept in each part of :meth:`Batch.by_query`.
-SHARED = frozenset({"runs", "run_reopened", "datasets", "dataset_columns"})
-#: Where a row names its query, for the tables where it is not first.
-QUERY_ID_AT = {"capture_errors": 2}
-
+SHARED = frozenset(table for table, cls in TABLES.items() if cls.SHARED)
+#: Where a row names its query (None: it belongs to no query; :meth:`Batch.by_query` keeps it with the first part).
+QUERY_ID_AT = {table: cls._fields.index("query_id") if "query_id" in cls._fields else None
+               for table, cls in TABLES.items()}
 #: Primary key of the tables written as upserts (the rest are appended).
-KEYS: dict[str, tuple[str, ...]] = {
-    "runs": ("run_id",), "queries": ("query_id",), "datasets": ("dataset",),
-    "dataset_columns": ("dataset", "column_name"),
-    "openlineage_sent": ("query_id", "endpoint"),
-    "streams": ("query_id",),
-    "policy_violations": ("violation_id",),
-}
+KEYS: dict[str, tuple[str, ...]] = {table: cls.KEY for table, cls in TABLES.items() if cls.KEY}
 
 
 @dataclass
 class Batch:
     """Rows to write in one transaction, per table. Timestamps are ISO strings."""
 
-    rows: dict[str, list[tuple[Any, ...]]] = field(default_factory=lambda: {t: [] for t in COLUMNS})
+    rows: dict[str, list[tuple[Any, ...]]] = field(default_factory=lambda: {t: [] for t in TABLES})
 
-    def add(self, table: str, row: tuple[Any, ...]) -> None:
-        self.rows[table].append(redact_row(row))
+    def add(self, row: tuple[Any, ...]) -> None:
+        """Add a typed row (:mod:`~lineage_listener.store.rows`), redacted.
+
+        >>> from lineage_listener.store.rows import QueryStarted
+        >>> b = Batch(); b.add(QueryStarted(query_id="q", started_at="2026-01-01 10:00:00"))
+        >>> b.rows["query_started"]
+        [QueryStarted(query_id='q', started_at='2026-01-01 10:00:00')]
+        """
+        redacted = redact_row(row)
+        self.rows[row.TABLE].append(row if redacted == row else row._make(redacted))  # type: ignore[attr-defined]
 
     def extend(self, other: "Batch") -> None:
         for table, rows in other.rows.items():
@@ -90,7 +58,7 @@ class Batch:
         for table, rows in json.loads(text).items():
             if table in b.rows:  # through add: a spool file of an older version may hold secrets
                 for r in rows:
-                    b.add(table, tuple(r))
+                    b.add(row_of(table, r))
         return b
 
     def by_query(self) -> list["Batch"]:
@@ -98,7 +66,7 @@ class Batch:
         shares (runs, datasets, columns: upserts) in each; rows of no query go with the first.
 
         >>> b = Batch()
-        >>> b.add("runs", ("r",)); b.add("queries", ("q1",)); b.add("queries", ("q2",))
+        >>> b.add(row_of("runs", ["r"])); b.add(row_of("queries", ["q1"])); b.add(row_of("queries", ["q2"]))
         >>> [(len(p.rows["runs"]), [r[0] for r in p.rows["queries"]]) for p in b.by_query()]
         [(1, ['q1']), (1, ['q2'])]
         """
@@ -106,14 +74,14 @@ class Batch:
 
         def part(query_id: Any) -> "Batch":
             if query_id not in parts:
-                parts[query_id] = Batch({t: list(self.rows[t]) if t in SHARED else [] for t in COLUMNS})
+                parts[query_id] = Batch({t: list(self.rows[t]) if t in SHARED else [] for t in TABLES})
             return parts[query_id]
         for table, rows in self.rows.items():
             if table in SHARED:
                 continue
-            at = QUERY_ID_AT.get(table, 0)
+            at = QUERY_ID_AT[table]
             for r in rows:
-                part(r[at] if len(r) > at and table not in NO_QUERY else None).rows[table].append(r)
+                part(r[at] if at is not None and len(r) > at else None).rows[table].append(r)
         loose = parts.pop(None, None)
         out = list(parts.values()) or ([loose] if loose is not None else [Batch({t: list(r) for t, r in self.rows.items()})])
         if loose is not None and parts:

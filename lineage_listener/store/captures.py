@@ -17,10 +17,10 @@ from collections.abc import Iterable, Sequence
 
 import duckdb
 
-from lineage_listener.store.batch import COLUMNS
+from lineage_listener.store.rows import EdgeRow
 from lineage_listener.store.edge_ids import EDGE_COLUMNS, edge_id, set_id
 
-_ROW = COLUMNS["column_lineage"]
+_ROW = EdgeRow._fields
 _EDGE_IDX = [_ROW.index(c) for c in EDGE_COLUMNS]
 _Q, _R, _T = _ROW.index("query_id"), _ROW.index("run_id"), _ROW.index("captured_at")
 _MASKING = EDGE_COLUMNS.index("masking")

@@ -6,9 +6,11 @@ so a full disk or a killed process never leaves a partial or 0-byte store.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import duckdb
@@ -89,6 +91,42 @@ def open_writable(path: str | os.PathLike) -> duckdb.DuckDBPyConnection:
         con.close()
         raise
     return con
+
+
+def connect_writable(path: str | os.PathLike, deadline: Callable[[], float]) -> duckdb.DuckDBPyConnection:
+    """:func:`open_writable`, retried while another process holds the file, until ``deadline()``
+    (a ``time.monotonic()`` value, read on every retry: a writer may shorten its wait meanwhile)."""
+    delay = 0.05
+    while True:
+        try:
+            return open_writable(path)
+        except (duckdb.Error, OSError) as exc:
+            if not is_lock_error(exc) or time.monotonic() + delay > deadline():
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+
+
+@contextlib.contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """One transaction: committed when the block ends, rolled back when it raises.
+
+    >>> con = duckdb.connect(); _ = con.execute("CREATE TABLE t (x INT)")
+    >>> with transaction(con): _ = con.execute("INSERT INTO t VALUES (1)")
+    >>> try:
+    ...     with transaction(con): _ = con.execute("INSERT INTO t VALUES ('no number')")
+    ... except duckdb.Error: pass
+    >>> con.execute("SELECT count(*) FROM t").fetchone()[0]
+    1
+    """
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield con
+    except BaseException:
+        with contextlib.suppress(duckdb.Error):
+            con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
 
 
 def create_atomically(path: Path) -> None:

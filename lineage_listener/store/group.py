@@ -1,8 +1,9 @@
 """The server's one store writer: a bounded queue, one thread, group commits; reads from the same database.
 
 Every POSTed batch is queued; one thread takes whatever is waiting (up to ``group_rows`` rows)
-and writes it in ONE transaction, each batch through ``write_batch`` as before (deduped, so a
-replay adds nothing, also within a group), then commits once. Each request is answered when
+and writes it in ONE transaction the writer owns, each batch through
+:func:`~lineage_listener.store.write.write_batch` (deduped, so a replay adds nothing, also within
+a group), then commits once. Each request is answered when
 its group has committed (200, ``new_edges`` its own), so N waiting jobs cost one commit rather
 than N opens, commits and closes. A group that fails is rolled back and its batches written
 one by one: a batch that fails alone on a healthy store is refused (422) and sinks no other.
@@ -38,8 +39,8 @@ import duckdb
 
 from lineage_listener.store import spool
 from lineage_listener.store.batch import Batch
-from lineage_listener.store.connection import StoreNeedsAction, is_lock_error, open_readonly, open_writable
-from lineage_listener.store.writer import write_batch
+from lineage_listener.store.connection import StoreNeedsAction, connect_writable, open_readonly
+from lineage_listener.store.write import commit_batch, write_batch
 
 log = logging.getLogger(__name__)
 
@@ -89,30 +90,6 @@ class _Item:
 
     def send(self) -> None:
         self.answer(self.result or (500, {"detail": "the batch was not written"}))
-
-
-class _InGroup:
-    """The writer's connection as ``write_batch`` sees it inside a group: its own BEGIN, COMMIT and
-    ROLLBACK are no-ops, the group's transaction is the one that counts."""
-
-    _TRANSACTION = frozenset({"BEGIN", "BEGIN TRANSACTION", "START TRANSACTION", "COMMIT", "END", "ROLLBACK",
-                              "ABORT"})
-
-    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
-        self._con = con
-
-    def execute(self, query: str, *args: Any, **kwargs: Any) -> Any:
-        if query.strip().rstrip(";").upper() in self._TRANSACTION:
-            return self
-        return self._con.execute(query, *args, **kwargs)
-
-    def begin(self) -> "_InGroup":
-        return self
-
-    commit = rollback = begin
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._con, name)
 
 
 class GroupWriter:
@@ -286,13 +263,12 @@ class GroupWriter:
 
     def _write_group(self, con: duckdb.DuckDBPyConnection, items: list[_Item]) -> list[int]:
         """Every batch through ``write_batch`` in one transaction; the new edges of each."""
-        con.execute("BEGIN TRANSACTION")
-        inside = _InGroup(con)
+        con.execute("BEGIN TRANSACTION")  # rolled back by the caller when anything here fails
         counts = []
         for item in items:
-            counts.append(write_batch(inside, item.batch))  # type: ignore[arg-type]
+            counts.append(write_batch(con, item.batch))
             if item.also is not None:
-                item.also(inside)
+                item.also(con)
         with self._cond:
             self._committing = True
         try:
@@ -383,7 +359,7 @@ class GroupWriter:
                 turn.close()
                 return None
             try:
-                con = self._connect(deadline)
+                con = connect_writable(self.store, lambda: deadline)
             except StoreNeedsAction as exc:
                 log.error("lineage-listener: %s; run `lineage-listener doctor --store %s`", exc, self.store)
                 turn.close()
@@ -396,7 +372,7 @@ class GroupWriter:
                 turn.close()
                 raise
             try:
-                spool.ingest(con, self.store, write_batch)
+                spool.ingest(con, self.store, commit_batch)
             except Exception as exc:  # noqa: BLE001 - a spooled batch that fails waits; new ones go on
                 log.error("lineage-listener: a spooled batch of %s could not be written (kept): %s", self.store, exc)
             self._db, self._reads_root, self._turn = con, con.cursor(), turn
@@ -410,18 +386,6 @@ class GroupWriter:
             with self._cond:
                 self._switching = False
                 self._cond.notify_all()
-
-    def _connect(self, deadline: float) -> duckdb.DuckDBPyConnection:
-        """``open_writable``, retried while another process holds the file, until ``deadline``."""
-        delay = 0.05
-        while True:
-            try:
-                return open_writable(self.store)
-            except (duckdb.Error, OSError) as exc:
-                if not is_lock_error(exc) or time.monotonic() + delay > deadline:
-                    raise
-                time.sleep(delay)
-                delay = min(delay * 2, 1.0)
 
     def _release_locked(self) -> None:
         """Close the store and drop the turn lock, once no read uses a cursor of it (holding ``_cond``)."""

@@ -1,11 +1,11 @@
 """Writing classifications: the label rows of a batch (``column_labels`` and the instructions
 around them), each change also kept in ``label_changes``.
 
-Every writer of the store goes through :func:`~lineage_listener.store.writer.write_batch`, so
+Every writer of the store goes through :func:`~lineage_listener.store.write.write_batch`, so
 labels set from the CLI, from REST, from a classifications file or from Spark's metadata at
 capture are written the same way: in the batch's transaction, spooled when the store is busy.
 
-Rows of a batch (see :data:`~lineage_listener.store.batch.COLUMNS`):
+Rows of a batch (row types: :mod:`~lineage_listener.store.rows`):
 
 - ``column_labels``: a label set (upsert by dataset, column, label, source);
 - ``label_unset``: a label removed (dataset, column, label, source);

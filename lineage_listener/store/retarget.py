@@ -24,10 +24,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lineage_listener.store.batch import COLUMNS
+from lineage_listener.store.rows import EdgeRow, QueryRow
 
-_Q = COLUMNS["queries"]
-_E = COLUMNS["column_lineage"]
+_Q = QueryRow._fields
+_E = EdgeRow._fields
 _QID, _QTARGET = _Q.index("query_id"), _Q.index("target_dataset")
 _EQ, _ETARGET, _ESOURCE = _E.index("query_id"), _E.index("target_dataset"), _E.index("source_dataset")
 

@@ -152,6 +152,19 @@ def salvage(con: Any, batch: Batch, write_batch: Callable[[Any, Batch], Any]) ->
     return failed
 
 
+def quarantine(con: Any, store: Path, batch: Batch, exc: BaseException, what: str,
+               write_batch: Callable[[Any, Batch], Any]) -> bool:
+    """``batch`` failed on its own rows: write it again query by query (:func:`salvage`) and keep what
+    still fails as a ``.bad`` spool file of ``store``, recorded (:func:`quarantined`). True if something
+    could not be written."""
+    failed = salvage(con, batch, write_batch)
+    if failed is None:
+        return False
+    kept = write(store, failed, suffix=".bad")
+    quarantined(con, what, failed, exc, str(kept) if kept else None)
+    return True
+
+
 def quarantined(con: Any, what: str, failed: Batch, exc: BaseException, kept: str | None) -> str:
     """Say once (an ERROR line, a ``capture_errors`` row of stage ``spool``) that ``failed`` could
     not be written and where it is kept (None: nowhere writable, dropped); the message."""

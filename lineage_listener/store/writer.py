@@ -1,4 +1,4 @@
-"""Write batches to the DuckDB store: one transaction each, retry while locked, spool otherwise.
+"""Capture's store writer: each batch in one transaction of its own, retry while locked, spool otherwise.
 
 The store file is opened for each batch and closed right after, so other
 processes (another job, a user's ``duckdb`` shell) can use it in between. If the
@@ -10,206 +10,17 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
 
-from lineage_listener.store.batch import COLUMNS, KEYS, LABEL_TABLES, PSEUDO_TABLES, Batch
-from lineage_listener.store import captures, labels, retarget, spool
-from lineage_listener.store.connection import StoreNeedsAction, is_config_conflict, is_lock_error, open_writable
+from lineage_listener.store.batch import Batch
+from lineage_listener.store import spool
+from lineage_listener.store.connection import StoreNeedsAction, connect_writable, is_config_conflict
+from lineage_listener.store.write import commit_batch
 from lineage_listener import redact
 
 log = redact.logger(__name__)
-
-#: On conflict, keep the earliest first_seen and never clear a known value with null.
-_MERGE = {
-    "runs": "app_id=excluded.app_id, app_name=coalesce(excluded.app_name, runs.app_name), "
-            "spark_version=coalesce(excluded.spark_version, runs.spark_version), "
-            "spark_user=coalesce(excluded.spark_user, runs.spark_user), master=coalesce(excluded.master, runs.master), "
-            "started_at=coalesce(runs.started_at, excluded.started_at), "
-            "ended_at=coalesce(excluded.ended_at, runs.ended_at)",
-    # A 'running' row (an OpenLineage run before its terminal event) never overwrites a
-    # final state; while running, captured_at is the earliest event seen.
-    "queries": "run_id=excluded.run_id, action=excluded.action, command=excluded.command, "
-               "sql_text=coalesce(excluded.sql_text, queries.sql_text), "
-               "status=CASE WHEN excluded.status = 'running' THEN queries.status ELSE excluded.status END, "
-               "error=CASE WHEN excluded.status = 'running' THEN queries.error ELSE excluded.error END, "
-               "duration_ms=CASE WHEN excluded.status = 'running' THEN queries.duration_ms "
-               "ELSE coalesce(excluded.duration_ms, queries.duration_ms) END, "
-               "captured_at=CASE WHEN excluded.status <> 'running' THEN excluded.captured_at "
-               "WHEN queries.status = 'running' THEN least(queries.captured_at, excluded.captured_at) "
-               "ELSE queries.captured_at END, "
-               "target_dataset=coalesce(excluded.target_dataset, queries.target_dataset)",
-    "datasets": "kind=excluded.kind, format=coalesce(excluded.format, datasets.format), "
-                "location=coalesce(excluded.location, datasets.location), "
-                "properties=CASE WHEN excluded.properties IS NULL OR CAST(excluded.properties AS TEXT) = '{}' "
-                "THEN datasets.properties ELSE excluded.properties END, "
-                "first_seen=least(datasets.first_seen, excluded.first_seen), "
-                "last_seen=greatest(datasets.last_seen, excluded.last_seen)",
-    "dataset_columns": "data_type=coalesce(excluded.data_type, dataset_columns.data_type), "
-                       "nullable=excluded.nullable, ordinal=coalesce(excluded.ordinal, dataset_columns.ordinal), "
-                       "first_seen=least(dataset_columns.first_seen, excluded.first_seen), "
-                       "last_seen=greatest(dataset_columns.last_seen, excluded.last_seen)",
-    "openlineage_sent": "sent_at=least(openlineage_sent.sent_at, excluded.sent_at)",
-    # A replayed batch (spool) or a re-run of the last batch after a restart counts nothing twice.
-    "streams": "stream_run_id=excluded.stream_run_id, name=coalesce(excluded.name, streams.name), "
-               "run_id=excluded.run_id, target_dataset=excluded.target_dataset, "
-               "batch_count=streams.batch_count + CASE WHEN excluded.last_batch_id > streams.last_batch_id "
-               "THEN excluded.batch_count ELSE 0 END, "
-               "first_batch_id=least(streams.first_batch_id, excluded.first_batch_id), "
-               "first_batch_at=least(streams.first_batch_at, excluded.first_batch_at), "
-               "last_batch_id=greatest(streams.last_batch_id, excluded.last_batch_id), "
-               "last_batch_at=greatest(streams.last_batch_at, excluded.last_batch_at)",
-    # The lineage server's policy watch holds each violation whole: what it sends replaces the row,
-    # except when it was first found.
-    "policy_violations": "rule=excluded.rule, kind=excluded.kind, label=excluded.label, detail=excluded.detail, "
-                         "found_at=least(policy_violations.found_at, excluded.found_at), "
-                         "last_seen=excluded.last_seen, notified_at=excluded.notified_at, "
-                         "attempts=excluded.attempts, gave_up_at=excluded.gave_up_at, "
-                         "last_error=excluded.last_error, resolved_at=excluded.resolved_at",
-}
-
-
-def _fold_streams(rows: list[tuple]) -> list[tuple]:
-    """One row per stream plan from its micro-batches' rows: batch range and count (ids seen once)."""
-    out: dict[str, tuple] = {}
-    seen: dict[str, set] = {}
-    for r in rows:
-        ids = seen.setdefault(r[0], set())
-        new = r[7] not in ids and r[8] not in ids
-        ids.update((r[7], r[8]))
-        old = out.get(r[0])
-        if old is None:
-            out[r[0]] = r
-            continue
-        out[r[0]] = r[:7] + (min(old[7], r[7]), max(old[8], r[8]), min(old[9], r[9]), max(old[10], r[10]),
-                             old[11] + (r[11] if new else 0))
-    return list(out.values())
-
-
-def _padded(table: str, rows: list[tuple]) -> list[tuple]:
-    """Rows shorter than the table's columns (spooled or sent by an older version) get nulls;
-    a stream's micro-batch rows fold into one row per stream plan."""
-    width = len(COLUMNS[table])
-    if any(len(r) < width for r in rows):
-        rows = [tuple(r) + (None,) * (width - len(r)) for r in rows]
-    return _fold_streams(rows) if table == "streams" else rows
-
-
-def _rounds(table: str, rows: list[tuple]) -> list[list[tuple]]:
-    """Upsert rows in rounds that touch each key once (one statement may not touch a row twice):
-    the n-th row of a key goes in round n, so the table's merge rule (``_MERGE``) joins a key's rows
-    in their order, exactly as if they had come in separate batches (``first_seen`` stays the
-    earliest of the batch, a null never clears a value given earlier in it).
-
-    >>> [[r[1] for r in part] for part in _rounds("runs", [("a", 1), ("b", 2), ("a", 3), ("a", 4)])]
-    [[1, 2], [3], [4]]
-    """
-    if table not in KEYS or table == "streams":
-        return [rows] if rows else []
-    idx = [COLUMNS[table].index(k) for k in KEYS[table]]
-    rounds: list[list[tuple]] = []
-    seen: dict[tuple, int] = {}
-    for r in rows:
-        key = tuple(r[i] for i in idx)
-        n = seen.get(key, 0)
-        seen[key] = n + 1
-        if n == len(rounds):
-            rounds.append([])
-        rounds[n].append(r)
-    return rounds
-
-
-_TYPES: dict[str, dict[str, str]] = {}
-
-
-def _column_types(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, str]:
-    """SQL types of ``table``'s columns, read once per process (the schema is fixed per version)."""
-    if table not in _TYPES:
-        _TYPES[table] = dict(con.execute("SELECT column_name, data_type FROM information_schema.columns "
-                                         "WHERE table_name = ?", [table]).fetchall())
-    return _TYPES[table]
-
-
-def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> int:
-    """Write ``batch`` in one transaction; the number of new edges.
-
-    Idempotent: writing a batch twice adds no edge twice. Edges a query already has in
-    the store are skipped, so a replayed batch adds nothing and later events of a run
-    add what they newly carry (:mod:`~lineage_listener.store.captures`).
-    """
-    folded = retarget.fold(batch.rows)  # a CTAS's path renamed in memory when its inner write is here
-    con.execute("BEGIN TRANSACTION")
-    try:
-        new_edges = 0
-        _reopen(con, folded.get("run_reopened", []))
-        for table, cols in COLUMNS.items():
-            rows = _padded(table, folded.get(table, []))
-            if table == "column_lineage":
-                new_edges = captures.write_edges(con, rows)
-                continue
-            if not rows or table in PSEUDO_TABLES or table in LABEL_TABLES:
-                continue
-            # Column-wise: one statement per table and round, each column bound as a list and unnested.
-            types = _column_types(con, table)
-            values = ", ".join(f"CAST(unnest(${i + 1}) AS {types[c]})" for i, c in enumerate(cols))
-            sql = f"INSERT INTO {table} ({', '.join(cols)}) SELECT {values}"
-            if table in _MERGE:
-                sql += f" ON CONFLICT ({', '.join(KEYS[table])}) DO UPDATE SET {_MERGE[table]}"
-            for part in _rounds(table, rows):
-                con.execute(sql, [list(column) for column in zip(*part)])
-        _set_started(con, folded.get("query_started", []))
-        labels.write_labels(con, {t: folded.get(t, []) for t in LABEL_TABLES})
-        for query_id, target, previous in folded.get("retarget", []):
-            captures.retarget(con, query_id, target)
-            if previous:
-                _forget_unused_path(con, previous)
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
-    return new_edges
-
-
-def _reopen(con: duckdb.DuckDBPyConnection, rows: list[tuple]) -> None:
-    """Clear the end of runs captured again (before the batch's own ``runs`` rows, which may end them)."""
-    if rows:
-        con.execute("UPDATE runs SET ended_at = NULL WHERE run_id IN (SELECT unnest(?)) AND ended_at IS NOT NULL",
-                    [[r[0] for r in rows]])
-
-
-def _set_started(con: duckdb.DuckDBPyConnection, rows: list[tuple]) -> None:
-    """Keep when queries started (the earliest time given) and set the duration of those that ended."""
-    if not rows:
-        return
-    ids = [r[0] for r in rows]
-    starts = [r for r in rows if r[1] is not None]
-    if starts:
-        con.execute("""INSERT INTO query_starts SELECT unnest(?), CAST(unnest(?) AS TIMESTAMP)
-                       ON CONFLICT (query_id) DO UPDATE SET started_at = least(query_starts.started_at,
-                                                                               excluded.started_at)""",
-                    [[r[0] for r in starts], [r[1] for r in starts]])
-    con.execute("""UPDATE queries q SET duration_ms = date_diff('millisecond', s.started_at, q.captured_at)
-                   FROM query_starts s WHERE q.query_id = s.query_id AND q.query_id IN (SELECT unnest(?))
-                   AND q.status <> 'running' AND q.captured_at >= s.started_at""", [ids])
-
-
-def _forget_unused_path(con: duckdb.DuckDBPyConnection, dataset: str) -> None:
-    """Drop a ``path`` dataset no edge or query names any more (a table's location seen first).
-
-    The edges naming it are found through the indexes on either end, their captures through
-    each edge's list of sets: no scan of the store's history.
-    """
-    used = con.execute(
-        """WITH held AS (SELECT unnest(sets) AS set_id FROM edges WHERE target_dataset = $1
-                         UNION ALL SELECT unnest(sets) AS set_id FROM edges WHERE source_dataset = $1)
-           SELECT EXISTS (SELECT 1 FROM edge_captures c WHERE c.set_id IN (SELECT set_id FROM held))
-               OR EXISTS (SELECT 1 FROM queries WHERE target_dataset = $1)""", [dataset]).fetchone()[0]
-    if not used:
-        con.execute("DELETE FROM dataset_columns WHERE dataset = $1 AND EXISTS "
-                    "(SELECT 1 FROM datasets WHERE dataset = $1 AND kind = 'path')", [dataset])
-        con.execute("DELETE FROM datasets WHERE dataset = $1 AND kind = 'path'", [dataset])
 
 
 def _why(exc: BaseException) -> str:
@@ -285,17 +96,6 @@ class StoreWriter:
             log.warning("lineage-listener: %s", message)
 
     # -- writing -------------------------------------------------------------------
-    def _connect(self, deadline: Callable[[], float]) -> duckdb.DuckDBPyConnection:
-        delay = 0.05
-        while True:
-            try:
-                return open_writable(self.path)
-            except (duckdb.Error, OSError) as exc:
-                if not is_lock_error(exc) or time.monotonic() + delay > deadline():
-                    raise
-                time.sleep(delay)
-                delay = min(delay * 2, 1.0)
-
     def write(self, batch: Batch, wait: float | None = None) -> bool:
         """Write ``batch`` (after anything spooled or held). True if it reached the store."""
         start = time.monotonic()
@@ -306,7 +106,7 @@ class StoreWriter:
             try:
                 if not got_turn:
                     raise TimeoutError(f"other writers held {self.path} for {self.lock_timeout:.0f} s")
-                con = self._connect(deadline)
+                con = connect_writable(self.path, deadline)
             except StoreNeedsAction as exc:
                 self._park(batch, str(exc), needs_action=True)
                 return False
@@ -317,7 +117,7 @@ class StoreWriter:
                 self._ingest_spool(con)
                 self._write_held(con)
                 try:
-                    self.new_edges = write_batch(con, batch) if len(batch) else 0
+                    self.new_edges = commit_batch(con, batch) if len(batch) else 0
                 except Exception as exc:  # noqa: BLE001 - a batch that cannot be written sinks only itself
                     if not spool.is_content_error(exc):
                         raise
@@ -342,17 +142,12 @@ class StoreWriter:
     def _quarantine(self, con: duckdb.DuckDBPyConnection, batch: Batch, exc: BaseException, what: str) -> bool:
         """Write ``batch`` query by query; keep what still fails as a ``.bad`` spool file (recorded).
         True if something could not be written."""
-        failed = spool.salvage(con, batch, write_batch)
-        if failed is None:
-            return False
-        kept = spool.write(self.path, failed, suffix=".bad")
-        spool.quarantined(con, what, failed, exc, str(kept) if kept else None)
-        return True
+        return spool.quarantine(con, self.path, batch, exc, what, commit_batch)
 
     def _write_held(self, con: duckdb.DuckDBPyConnection) -> None:
         while self._held:
             try:
-                write_batch(con, self._held[0])
+                commit_batch(con, self._held[0])
             except Exception as exc:  # noqa: BLE001 - a held batch that cannot be written blocks nothing
                 if not spool.is_content_error(exc):
                     raise
@@ -368,4 +163,4 @@ class StoreWriter:
             self._dropped_rows = self._dropped_queries = 0
 
     def _ingest_spool(self, con: duckdb.DuckDBPyConnection) -> int:
-        return spool.ingest(con, self.path, write_batch)
+        return spool.ingest(con, self.path, commit_batch)

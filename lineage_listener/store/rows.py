@@ -1,0 +1,332 @@
+"""One row type per store table, with its key and merge rule beside it; and the writer's instructions.
+
+A row is a :class:`~typing.NamedTuple` whose fields are the table's columns in the order of
+``schema.sql`` (a test holds them to it), so a row is still a tuple: the spool's JSON and the
+writer's column-wise inserts take it as it is. Class attributes say how it is written:
+
+- ``TABLE``: the name of its rows in a batch (and in a spool file), the store table it fills;
+- ``KEY``: the primary key of a table written as an upsert (empty: rows are appended);
+- ``MERGE``: on a key already in the store, the ``DO UPDATE SET`` clause;
+- ``SHARED``: rows every query of a batch may share (kept in each part of ``Batch.by_query``).
+
+``Retarget``, ``QueryStarted`` and ``RunReopened`` are instructions to the writer, not tables;
+``LabelUnset`` and ``LabelFile`` are label changes written into ``label_changes``
+(:mod:`~lineage_listener.store.labels`).
+
+>>> DatasetRow(dataset="db.t", kind="table", format=None, location=None, properties=None,
+...            first_seen="2026-01-01 10:00:00", last_seen="2026-01-01 10:00:00").KEY
+('dataset',)
+>>> RunReopened(run_id="app-1").SHARED, Retarget in INSTRUCTIONS
+(True, True)
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+
+def _spec(cls: Any) -> Any:
+    """Give a row type the defaults of what it does not say: appended (no key), one query's own."""
+    for name, default in (("KEY", ()), ("MERGE", ""), ("SHARED", False)):
+        if not hasattr(cls, name):
+            setattr(cls, name, default)
+    return cls
+
+
+def row_of(table: str, values: Iterable[Any]) -> Any:
+    """A row of ``table`` from positional values; missing trailing ones (older spool files, older
+    senders) are null.
+
+    >>> row_of("query_started", ["q"])
+    QueryStarted(query_id='q', started_at=None)
+    """
+    cls = TABLES[table]
+    values = tuple(values)
+    width = len(cls._fields)
+    if len(values) < width:
+        values += (None,) * (width - len(values))
+    return cls._make(values)
+
+
+@_spec
+class RunRow(NamedTuple):
+    run_id: str
+    app_id: str | None
+    app_name: str | None
+    spark_version: str | None
+    spark_user: str | None
+    master: str | None
+    started_at: Any
+    ended_at: Any
+
+    TABLE = "runs"
+    KEY = ("run_id",)
+    SHARED = True
+    # never clear a known value with null; the first start stays, a given end replaces the known one
+    MERGE = ("app_id=excluded.app_id, app_name=coalesce(excluded.app_name, runs.app_name), "
+             "spark_version=coalesce(excluded.spark_version, runs.spark_version), "
+             "spark_user=coalesce(excluded.spark_user, runs.spark_user), "
+             "master=coalesce(excluded.master, runs.master), "
+             "started_at=coalesce(runs.started_at, excluded.started_at), "
+             "ended_at=coalesce(excluded.ended_at, runs.ended_at)")
+
+
+@_spec
+class QueryRow(NamedTuple):
+    query_id: str
+    run_id: str | None
+    action: str | None
+    command: str | None
+    sql_text: str | None
+    status: str | None
+    error: str | None
+    duration_ms: int | None
+    captured_at: Any
+    target_dataset: str | None
+
+    TABLE = "queries"
+    KEY = ("query_id",)
+    # A 'running' row (an OpenLineage run before its terminal event) never overwrites a
+    # final state; while running, captured_at is the earliest event seen.
+    MERGE = ("run_id=excluded.run_id, action=excluded.action, command=excluded.command, "
+             "sql_text=coalesce(excluded.sql_text, queries.sql_text), "
+             "status=CASE WHEN excluded.status = 'running' THEN queries.status ELSE excluded.status END, "
+             "error=CASE WHEN excluded.status = 'running' THEN queries.error ELSE excluded.error END, "
+             "duration_ms=CASE WHEN excluded.status = 'running' THEN queries.duration_ms "
+             "ELSE coalesce(excluded.duration_ms, queries.duration_ms) END, "
+             "captured_at=CASE WHEN excluded.status <> 'running' THEN excluded.captured_at "
+             "WHEN queries.status = 'running' THEN least(queries.captured_at, excluded.captured_at) "
+             "ELSE queries.captured_at END, "
+             "target_dataset=coalesce(excluded.target_dataset, queries.target_dataset)")
+
+
+@_spec
+class DatasetRow(NamedTuple):
+    dataset: str
+    kind: str | None
+    format: str | None
+    location: str | None
+    properties: str | None
+    first_seen: Any
+    last_seen: Any
+
+    TABLE = "datasets"
+    KEY = ("dataset",)
+    SHARED = True
+    # the earliest first_seen, the latest last_seen; an empty properties object keeps the known one
+    MERGE = ("kind=excluded.kind, format=coalesce(excluded.format, datasets.format), "
+             "location=coalesce(excluded.location, datasets.location), "
+             "properties=CASE WHEN excluded.properties IS NULL OR CAST(excluded.properties AS TEXT) = '{}' "
+             "THEN datasets.properties ELSE excluded.properties END, "
+             "first_seen=least(datasets.first_seen, excluded.first_seen), "
+             "last_seen=greatest(datasets.last_seen, excluded.last_seen)")
+
+
+@_spec
+class DatasetColumnRow(NamedTuple):
+    dataset: str
+    column_name: str
+    data_type: str | None
+    nullable: bool | None
+    first_seen: Any
+    last_seen: Any
+    ordinal: int | None
+
+    TABLE = "dataset_columns"
+    KEY = ("dataset", "column_name")
+    SHARED = True
+    MERGE = ("data_type=coalesce(excluded.data_type, dataset_columns.data_type), "
+             "nullable=excluded.nullable, ordinal=coalesce(excluded.ordinal, dataset_columns.ordinal), "
+             "first_seen=least(dataset_columns.first_seen, excluded.first_seen), "
+             "last_seen=greatest(dataset_columns.last_seen, excluded.last_seen)")
+
+
+@_spec
+class EdgeRow(NamedTuple):
+    """One captured edge, as the ``column_lineage`` view shows it (stored in edges, edge_sets, edge_captures)."""
+
+    query_id: str
+    run_id: str | None
+    target_dataset: str
+    target_column: str
+    source_dataset: str
+    source_column: str
+    transform: str
+    kind: str
+    expression: str | None
+    masking: bool | None
+    captured_at: Any
+
+    TABLE = "column_lineage"
+
+
+@_spec
+class CaptureErrorRow(NamedTuple):
+    captured_at: Any
+    run_id: str | None
+    query_id: str | None
+    stage: str
+    error: str | None
+
+    TABLE = "capture_errors"
+
+
+@_spec
+class SentRow(NamedTuple):
+    query_id: str
+    endpoint: str
+    sent_at: Any
+
+    TABLE = "openlineage_sent"
+    KEY = ("query_id", "endpoint")
+    MERGE = "sent_at=least(openlineage_sent.sent_at, excluded.sent_at)"
+
+
+@_spec
+class StreamRow(NamedTuple):
+    query_id: str
+    stream_id: str | None
+    stream_run_id: str | None
+    name: str | None
+    run_id: str | None
+    target_dataset: str | None
+    lineage_hash: str | None
+    first_batch_id: int | None
+    last_batch_id: int | None
+    first_batch_at: Any
+    last_batch_at: Any
+    batch_count: int | None
+
+    TABLE = "streams"
+    KEY = ("query_id",)
+    # A replayed batch (spool) or a re-run of the last batch after a restart counts nothing twice.
+    MERGE = ("stream_run_id=excluded.stream_run_id, name=coalesce(excluded.name, streams.name), "
+             "run_id=excluded.run_id, target_dataset=excluded.target_dataset, "
+             "batch_count=streams.batch_count + CASE WHEN excluded.last_batch_id > streams.last_batch_id "
+             "THEN excluded.batch_count ELSE 0 END, "
+             "first_batch_id=least(streams.first_batch_id, excluded.first_batch_id), "
+             "first_batch_at=least(streams.first_batch_at, excluded.first_batch_at), "
+             "last_batch_id=greatest(streams.last_batch_id, excluded.last_batch_id), "
+             "last_batch_at=greatest(streams.last_batch_at, excluded.last_batch_at)")
+
+
+@_spec
+class LabelRow(NamedTuple):
+    dataset: str
+    column_name: str
+    label: str
+    value: bool
+    source: str
+    origin: str | None
+    set_by: str | None
+    set_at: Any
+
+    TABLE = "column_labels"
+
+
+@_spec
+class LabelUnset(NamedTuple):
+    """A label removed (written as a ``label_changes`` row)."""
+
+    dataset: str
+    column_name: str
+    label: str
+    source: str
+    changed_by: str | None
+    changed_at: Any
+
+    TABLE = "label_unset"
+
+
+@_spec
+class LabelFile(NamedTuple):
+    """A classifications file loaded again: its earlier labels and masking functions go first."""
+
+    origin: str
+    changed_by: str | None
+    changed_at: Any
+
+    TABLE = "label_file"
+
+
+@_spec
+class MaskingFunctionRow(NamedTuple):
+    name: str
+    origin: str | None
+    added_at: Any
+
+    TABLE = "masking_functions"
+
+
+@_spec
+class ViolationRow(NamedTuple):
+    violation_id: str
+    rule: str | None
+    kind: str | None
+    label: str | None
+    dataset: str | None
+    column_name: str | None
+    detail: str | None
+    found_at: Any
+    last_seen: Any
+    notified_at: Any
+    attempts: int | None
+    gave_up_at: Any
+    last_error: str | None
+    resolved_at: Any
+
+    TABLE = "policy_violations"
+    KEY = ("violation_id",)
+    # The lineage server's policy watch holds each violation whole: what it sends replaces the row,
+    # except when it was first found.
+    MERGE = ("rule=excluded.rule, kind=excluded.kind, label=excluded.label, detail=excluded.detail, "
+             "found_at=least(policy_violations.found_at, excluded.found_at), "
+             "last_seen=excluded.last_seen, notified_at=excluded.notified_at, "
+             "attempts=excluded.attempts, gave_up_at=excluded.gave_up_at, "
+             "last_error=excluded.last_error, resolved_at=excluded.resolved_at")
+
+
+@_spec
+class Retarget(NamedTuple):
+    """Instruction: edges of ``query_id`` written to the path of a table (a CTAS/saveAsTable's nested
+    write) now name the table; the path dataset goes if nothing else uses it."""
+
+    query_id: str
+    target_dataset: str
+    previous_target: str | None
+
+    TABLE = "retarget"
+
+
+@_spec
+class QueryStarted(NamedTuple):
+    """Instruction: when a query started (an OpenLineage START event; null: not in this batch), kept in
+    ``query_starts``; an ended query's ``duration_ms`` is computed from it, whichever came first."""
+
+    query_id: str
+    started_at: Any
+
+    TABLE = "query_started"
+
+
+@_spec
+class RunReopened(NamedTuple):
+    """Instruction: the run's ``ended_at`` is cleared before the batch's ``runs`` rows are written (a
+    capture enabled again in an application whose earlier capture was disabled: the run goes on)."""
+
+    run_id: str
+
+    TABLE = "run_reopened"
+    SHARED = True
+
+
+#: Every row type, in the order the writer writes tables.
+ROWS: tuple[type, ...] = (RunRow, QueryRow, DatasetRow, DatasetColumnRow, EdgeRow, CaptureErrorRow, SentRow,
+                          StreamRow, Retarget, QueryStarted, LabelRow, LabelUnset, LabelFile, MaskingFunctionRow,
+                          ViolationRow, RunReopened)
+#: Row type by its name in a batch.
+TABLES: dict[str, Any] = {cls.TABLE: cls for cls in ROWS}
+#: Instructions to the writer (not tables), applied by type.
+INSTRUCTIONS: tuple[type, ...] = (RunReopened, QueryStarted, Retarget)
+#: Rows written by :func:`~lineage_listener.store.labels.write_labels`.
+LABEL_ROWS: tuple[type, ...] = (LabelRow, LabelUnset, LabelFile, MaskingFunctionRow)

@@ -1,0 +1,175 @@
+"""Writing one batch into the store's tables, in a transaction its caller owns: the one write path of
+every writer (capture's :class:`~lineage_listener.store.writer.StoreWriter`, the server's
+:class:`~lineage_listener.store.group.GroupWriter`, spool ingest).
+
+Each table's rows go in one statement per round, column-wise, as an upsert by the row type's
+``KEY`` and ``MERGE`` (:mod:`~lineage_listener.store.rows`); edges go through
+:mod:`~lineage_listener.store.captures`, label rows through :mod:`~lineage_listener.store.labels`,
+and the writer's instructions (``RunReopened``, ``QueryStarted``, ``Retarget``) by their type.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+
+from lineage_listener.store import captures, labels, retarget
+from lineage_listener.store.batch import Batch
+from lineage_listener.store.connection import transaction
+from lineage_listener.store.rows import (INSTRUCTIONS, LABEL_ROWS, TABLES, EdgeRow, QueryStarted, Retarget,
+                                         RunReopened, RunRow, StreamRow, row_of)
+
+
+def _fold_streams(rows: list[StreamRow]) -> list[StreamRow]:
+    """One row per stream plan from its micro-batches' rows: batch range and count (ids seen once)."""
+    out: dict[str, StreamRow] = {}
+    seen: dict[str, set] = {}
+    for r in rows:
+        ids = seen.setdefault(r.query_id, set())
+        new = r.first_batch_id not in ids and r.last_batch_id not in ids
+        ids.update((r.first_batch_id, r.last_batch_id))
+        old = out.get(r.query_id)
+        if old is None:
+            out[r.query_id] = r
+            continue
+        out[r.query_id] = r._replace(first_batch_id=min(old.first_batch_id, r.first_batch_id),
+                                     last_batch_id=max(old.last_batch_id, r.last_batch_id),
+                                     first_batch_at=min(old.first_batch_at, r.first_batch_at),
+                                     last_batch_at=max(old.last_batch_at, r.last_batch_at),
+                                     batch_count=old.batch_count + (r.batch_count if new else 0))
+    return list(out.values())
+
+
+def _typed(cls: Any, rows: list[tuple]) -> list[Any]:
+    """Rows of type ``cls``: a plain tuple (put into a batch's rows directly) becomes one, shorter
+    ones (spooled or sent by an older version) get nulls; a stream's micro-batch rows fold into one
+    row per stream plan."""
+    if any(type(r) is not cls for r in rows):
+        rows = [r if type(r) is cls else row_of(cls.TABLE, r) for r in rows]
+    return _fold_streams(rows) if cls is StreamRow else rows
+
+
+def _rounds(cls: Any, rows: list[tuple]) -> list[list[tuple]]:
+    """Upsert rows in rounds that touch each key once (one statement may not touch a row twice):
+    the n-th row of a key goes in round n, so the table's merge rule (the row type's ``MERGE``) joins a
+    key's rows in their order, exactly as if they had come in separate batches (``first_seen`` stays the
+    earliest of the batch, a null never clears a value given earlier in it).
+
+    >>> [[r[1] for r in part] for part in _rounds(RunRow, [("a", 1), ("b", 2), ("a", 3), ("a", 4)])]
+    [[1, 2], [3], [4]]
+    """
+    if not cls.KEY or cls is StreamRow:
+        return [rows] if rows else []
+    idx = [cls._fields.index(k) for k in cls.KEY]
+    rounds: list[list[tuple]] = []
+    seen: dict[tuple, int] = {}
+    for r in rows:
+        key = tuple(r[i] for i in idx)
+        n = seen.get(key, 0)
+        seen[key] = n + 1
+        if n == len(rounds):
+            rounds.append([])
+        rounds[n].append(r)
+    return rounds
+
+
+_TYPES: dict[str, dict[str, str]] = {}
+
+
+def _column_types(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, str]:
+    """SQL types of ``table``'s columns, read once per process (the schema is fixed per version)."""
+    if table not in _TYPES:
+        _TYPES[table] = dict(con.execute("SELECT column_name, data_type FROM information_schema.columns "
+                                         "WHERE table_name = ?", [table]).fetchall())
+    return _TYPES[table]
+
+
+def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> int:
+    """Write ``batch`` in the transaction its caller owns (:func:`commit_batch` for one of its own);
+    the number of new edges.
+
+    Idempotent: writing a batch twice adds no edge twice. Edges a query already has in
+    the store are skipped, so a replayed batch adds nothing and later events of a run
+    add what they newly carry (:mod:`~lineage_listener.store.captures`).
+    """
+    folded = retarget.fold(batch.rows)  # a CTAS's path renamed in memory when its inner write is here
+    new_edges = 0
+    _reopen(con, folded.get(RunReopened.TABLE, []))
+    for table, cls in TABLES.items():
+        if cls in INSTRUCTIONS or cls in LABEL_ROWS:
+            continue
+        rows = _typed(cls, folded.get(table, []))
+        if cls is EdgeRow:
+            new_edges = captures.write_edges(con, rows)
+        elif rows:
+            _insert(con, cls, rows)
+    _set_started(con, folded.get(QueryStarted.TABLE, []))
+    labels.write_labels(con, {cls.TABLE: folded.get(cls.TABLE, []) for cls in LABEL_ROWS})
+    _retarget(con, folded.get(Retarget.TABLE, []))
+    return new_edges
+
+
+def commit_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> int:
+    """:func:`write_batch` in a transaction of its own: all of ``batch`` or, when it fails, none of it."""
+    with transaction(con):
+        return write_batch(con, batch)
+
+
+def _insert(con: duckdb.DuckDBPyConnection, cls: Any, rows: list[tuple]) -> None:
+    """Column-wise: one statement per table and round, each column bound as a list and unnested;
+    an upsert by the row type's ``KEY`` and ``MERGE``."""
+    types = _column_types(con, cls.TABLE)
+    values = ", ".join(f"CAST(unnest(${i + 1}) AS {types[c]})" for i, c in enumerate(cls._fields))
+    sql = f"INSERT INTO {cls.TABLE} ({', '.join(cls._fields)}) SELECT {values}"
+    if cls.MERGE:
+        sql += f" ON CONFLICT ({', '.join(cls.KEY)}) DO UPDATE SET {cls.MERGE}"
+    for part in _rounds(cls, rows):
+        con.execute(sql, [list(column) for column in zip(*part)])
+
+
+def _retarget(con: duckdb.DuckDBPyConnection, rows: list[Retarget]) -> None:
+    """Retargets whose inner write went in an earlier batch: its edges name the table now."""
+    for query_id, target, previous in rows:
+        captures.retarget(con, query_id, target)
+        if previous:
+            _forget_unused_path(con, previous)
+
+
+def _reopen(con: duckdb.DuckDBPyConnection, rows: list[tuple]) -> None:
+    """Clear the end of runs captured again (before the batch's own ``runs`` rows, which may end them)."""
+    if rows:
+        con.execute("UPDATE runs SET ended_at = NULL WHERE run_id IN (SELECT unnest(?)) AND ended_at IS NOT NULL",
+                    [[r[0] for r in rows]])
+
+
+def _set_started(con: duckdb.DuckDBPyConnection, rows: list[tuple]) -> None:
+    """Keep when queries started (the earliest time given) and set the duration of those that ended."""
+    if not rows:
+        return
+    ids = [r[0] for r in rows]
+    starts = [r for r in rows if r[1] is not None]
+    if starts:
+        con.execute("""INSERT INTO query_starts SELECT unnest(?), CAST(unnest(?) AS TIMESTAMP)
+                       ON CONFLICT (query_id) DO UPDATE SET started_at = least(query_starts.started_at,
+                                                                               excluded.started_at)""",
+                    [[r[0] for r in starts], [r[1] for r in starts]])
+    con.execute("""UPDATE queries q SET duration_ms = date_diff('millisecond', s.started_at, q.captured_at)
+                   FROM query_starts s WHERE q.query_id = s.query_id AND q.query_id IN (SELECT unnest(?))
+                   AND q.status <> 'running' AND q.captured_at >= s.started_at""", [ids])
+
+
+def _forget_unused_path(con: duckdb.DuckDBPyConnection, dataset: str) -> None:
+    """Drop a ``path`` dataset no edge or query names any more (a table's location seen first).
+
+    The edges naming it are found through the indexes on either end, their captures through
+    each edge's list of sets: no scan of the store's history.
+    """
+    used = con.execute(
+        """WITH held AS (SELECT unnest(sets) AS set_id FROM edges WHERE target_dataset = $1
+                         UNION ALL SELECT unnest(sets) AS set_id FROM edges WHERE source_dataset = $1)
+           SELECT EXISTS (SELECT 1 FROM edge_captures c WHERE c.set_id IN (SELECT set_id FROM held))
+               OR EXISTS (SELECT 1 FROM queries WHERE target_dataset = $1)""", [dataset]).fetchone()[0]
+    if not used:
+        con.execute("DELETE FROM dataset_columns WHERE dataset = $1 AND EXISTS "
+                    "(SELECT 1 FROM datasets WHERE dataset = $1 AND kind = 'path')", [dataset])
+        con.execute("DELETE FROM datasets WHERE dataset = $1 AND kind = 'path'", [dataset])

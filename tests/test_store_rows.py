@@ -1,0 +1,160 @@
+"""The store's row types against its schema, instruction rows through the spool, spool files of an
+older version, and the group writer's caller-owned transaction."""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import duckdb
+
+from lineage_listener.store import spool
+from lineage_listener.store.batch import Batch
+from lineage_listener.store.group import GroupWriter, Settings
+from lineage_listener.store.rows import (INSTRUCTIONS, ROWS, DatasetColumnRow, DatasetRow, EdgeRow, LabelFile,
+                                         LabelUnset, QueryRow, Retarget, RunRow)
+from lineage_listener.store.schema import schema_sql
+from lineage_listener.store.writer import StoreWriter
+
+AT = "2026-01-01 10:00:00"
+
+
+def schema_columns() -> dict[str, list[str]]:
+    """Every table's and view's columns in order, from schema.sql and views.sql applied to a new database."""
+    con = duckdb.connect()
+    try:
+        con.execute(schema_sql())
+        rows = con.execute("SELECT table_name, column_name FROM information_schema.columns "
+                           "ORDER BY table_name, ordinal_position").fetchall()
+    finally:
+        con.close()
+    out: dict[str, list[str]] = {}
+    for table, column in rows:
+        out.setdefault(table, []).append(column)
+    return out
+
+
+def test_every_row_type_has_its_tables_columns_in_schema_order() -> None:
+    """A row type's fields are the columns of its table (or view) in schema.sql, by name and order;
+    the only row types without a table are the writer's instructions and the label changes."""
+    columns = schema_columns()
+    without = set()
+    for cls in ROWS:
+        if cls.TABLE not in columns:
+            without.add(cls)
+            continue
+        assert list(cls._fields) == columns[cls.TABLE], cls.__name__
+        assert set(cls.KEY) <= set(cls._fields), cls.__name__
+        assert bool(cls.MERGE) == bool(cls.KEY) or cls.TABLE == "column_labels", cls.__name__
+    assert without == {*INSTRUCTIONS, LabelUnset, LabelFile}
+
+
+def edge(query_id: str, target: str, column: str = "a") -> EdgeRow:
+    return EdgeRow(query_id=query_id, run_id="app", target_dataset=target, target_column=column,
+                   source_dataset="db.src", source_column=column, transform="identity", kind="direct",
+                   expression=column, masking=False, captured_at=AT)
+
+
+def query(query_id: str, target: str) -> QueryRow:
+    return QueryRow(query_id=query_id, run_id="app", action="command", command="Insert", sql_text=None,
+                    status="succeeded", error=None, duration_ms=1, captured_at=AT, target_dataset=target)
+
+
+def test_a_retarget_goes_through_the_spool_and_is_applied(tmp_path: Path) -> None:
+    """A nested write stored under its path; the wrapper's batch with a Retarget, spooled (JSON) and read back as
+    a Retarget, renames the stored edges to the table and drops the unused path dataset."""
+    store = tmp_path / "lineage.duckdb"
+    writer = StoreWriter(store)
+    inner = Batch()
+    inner.add(RunRow(run_id="app", app_id="app", app_name=None, spark_version=None, spark_user=None, master=None,
+                     started_at=AT, ended_at=None))
+    inner.add(query("q1", "file:/w/t"))
+    inner.add(DatasetRow(dataset="file:/w/t", kind="path", format="parquet", location=None, properties=None,
+                         first_seen=AT, last_seen=AT))
+    inner.add(DatasetColumnRow(dataset="file:/w/t", column_name="a", data_type="int", nullable=True,
+                               first_seen=AT, last_seen=AT, ordinal=1))
+    inner.add(edge("q1", "file:/w/t"))
+    assert writer.write(inner)
+    wrapper = Batch()
+    wrapper.add(query("q1", "db.t"))  # the wrapper event's query row names the table
+    wrapper.add(Retarget(query_id="q1", target_dataset="db.t", previous_target="file:/w/t"))
+    kept = spool.write(store, wrapper)
+    assert kept is not None
+    assert json.loads(kept.read_text())["retarget"] == [["q1", "db.t", "file:/w/t"]]
+    back = Batch.from_json(kept.read_text())
+    assert back.rows["retarget"] == [Retarget("q1", "db.t", "file:/w/t")]
+    assert type(back.rows["retarget"][0]) is Retarget
+    assert writer.write(Batch())  # ingests the spool
+    assert not spool.pending(store)
+    with duckdb.connect(str(store), read_only=True) as con:
+        assert con.execute("SELECT DISTINCT target_dataset FROM column_lineage").fetchall() == [("db.t",)]
+        assert con.execute("SELECT count(*) FROM datasets WHERE dataset = 'file:/w/t'").fetchone()[0] == 0
+
+
+def test_a_spool_file_of_an_older_version_is_ingested(tmp_path: Path) -> None:
+    """A spool file written before rows were typed (and before later columns: queries without
+    target_dataset, dataset_columns without ordinal, an instruction row) is ingested; what it
+    lacks is null."""
+    store = tmp_path / "lineage.duckdb"
+    old = {
+        "runs": [["app", "app", "job", "3.5.1", "me", "local[2]", AT, None]],
+        "queries": [["q1", "app", "save", "CreateDataSourceTableAsSelectCommand", None, "succeeded", None, 5, AT]],
+        "datasets": [["db.t", "table", "parquet", None, None, AT, AT]],
+        "dataset_columns": [["db.t", "a", "int", True, AT, AT]],
+        "column_lineage": [["q1", "app", "db.t", "a", "db.src", "a", "identity", "direct", "a", False, AT]],
+        "query_started": [["q1", "2026-01-01 09:59:59"]],
+    }
+    folder = spool.dirs(store)[0]
+    folder.mkdir(parents=True)
+    (folder / "1-old.json").write_text(json.dumps(old), encoding="utf-8")
+    assert StoreWriter(store).write(Batch())
+    assert not spool.pending(store) and not list(folder.glob("*.bad"))
+    with duckdb.connect(str(store), read_only=True) as con:
+        assert con.execute("SELECT target_dataset, duration_ms FROM queries").fetchall() == [(None, 1000)]
+        assert con.execute("SELECT column_name, ordinal FROM dataset_columns").fetchall() == [("a", None)]
+        assert con.execute("SELECT target_dataset, source_dataset FROM column_lineage").fetchall() == \
+            [("db.t", "db.src")]
+
+
+def test_group_writer_commits_a_group_and_refuses_its_bad_batch_alone(tmp_path: Path) -> None:
+    """Batches queued while the store is held are written in one caller-owned transaction; the group
+    with a bad batch is rolled back and written batch by batch: the bad one refused (422), the others in."""
+    store = tmp_path / "lineage.duckdb"
+    assert StoreWriter(store).write(Batch())  # the store exists
+    writer = GroupWriter(store, Settings(lock_timeout=120))
+    answers: dict[str, tuple[int, dict]] = {}
+    done = threading.Event()
+
+    def batch(name: str, captured_at: str = AT) -> Batch:
+        b = Batch()
+        b.add(query(name, "db.t")._replace(captured_at=captured_at))
+        b.add(edge(name, "db.t", column=name))
+        return b
+
+    def answer(name: str):
+        def take(result: tuple[int, dict]) -> None:
+            answers[name] = result
+            if len(answers) == 5:
+                done.set()
+        return take
+    try:
+        with spool.turn(store, lambda: time.monotonic() + 30) as got:
+            assert got
+            writer.submit(batch("first"), answer("first"))
+            while not writer.stats()["writing"]:  # the writer holds "first" and waits for the store
+                time.sleep(0.01)
+            for name in ("g1", "g2", "g3"):
+                writer.submit(batch(name), answer(name))
+            writer.submit(batch("bad", captured_at="not a time"), answer("bad"))
+        assert done.wait(60), answers
+        stats = writer.stats()
+    finally:
+        writer.close()
+    assert {name: status for name, (status, _) in answers.items()} == \
+        {"first": 200, "g1": 200, "g2": 200, "g3": 200, "bad": 422}
+    assert stats["split"] == 1 and stats["refused"] == 1 and stats["batches"] == 4
+    with duckdb.connect(str(store), read_only=True) as con:
+        assert sorted(r[0] for r in con.execute("SELECT query_id FROM queries").fetchall()) == \
+            ["first", "g1", "g2", "g3"]
+        assert con.execute("SELECT count(*) FROM column_lineage WHERE query_id = 'bad'").fetchone()[0] == 0
