@@ -48,6 +48,7 @@ sys.path.insert(0, str(REPO))
 import lineage_listener  # noqa: E402
 from lineage_listener.capture import planreader, stages  # noqa: E402
 from lineage_listener.lineage import sqltext  # noqa: E402
+from bench.startup_bench import mixed  # noqa: E402,F401 - the mixed workload
 from tests import tpcds  # noqa: E402
 
 COLUMNS = ("read", "transfer", "facts", "decode", "tree", "walk", "render", "records", "store", "cap_cpu",
@@ -123,29 +124,6 @@ def breakdown(totals: dict[str, float], cpu: float) -> dict[str, float]:
 # -- workloads: lists of (name, callable running one query) --------------------------------
 
 Query = tuple[str, Callable[[], Any]]
-
-
-def mixed(spark: Any) -> list[Query]:
-    spark.sql("CREATE DATABASE IF NOT EXISTS bench")
-    spark.sql("USE bench")
-    spark.range(2000).selectExpr("id", "id % 50 AS k", "cast(id * 7 % 1000 AS double) AS v",
-                                 "concat('n', id % 97) AS s").write.mode("overwrite").saveAsTable("facts")
-    spark.range(50).selectExpr("id AS k", "concat('dim', id) AS label").write.mode("overwrite").saveAsTable("dims")
-    out: list[Query] = []
-    for i in range(25):
-        def ctas(i: int = i) -> None:
-            spark.sql(f"DROP TABLE IF EXISTS agg{i}")
-            spark.sql(f"CREATE TABLE agg{i} USING parquet AS SELECT d.label, f.s, sum(f.v) AS total, "
-                      f"count(*) AS n, max(f.id + {i}) AS top FROM facts f JOIN dims d ON f.k = d.k "
-                      f"WHERE f.v > {i} GROUP BY d.label, f.s")
-        out.append((f"ctas{i}", ctas))
-    for i in range(25):
-        def win(i: int = i) -> None:
-            spark.sql(f"SELECT k, v, s, row_number() OVER (PARTITION BY k ORDER BY v DESC) AS rn, "
-                      f"sum(v) OVER (PARTITION BY s ORDER BY id ROWS BETWEEN {i % 5 + 1} PRECEDING "
-                      f"AND CURRENT ROW) AS moving FROM facts WHERE id % 25 = {i}").collect()
-        out.append((f"window{i}", win))
-    return out
 
 
 def tpcds_queries(spark: Any, limit: int | None) -> list[Query]:

@@ -124,7 +124,7 @@ def enable(spark: Any, store: str | os.PathLike | None = None, **options: Any) -
         if kafka:
             options["writer"] = sinks.kafka_writer(kafka, named_store, options.pop("url", None),
                                                    options.pop("token", None), options.get("lock_timeout", 10.0))
-        capture = Capture(store, **options)
+        capture = Capture(store, warm_up=lambda: planreader.warm_up(spark._jsparkSession), **options)
         listener = PlanListener(capture)
         # Spark hands an action's end event to the listeners registered when the bus delivers it, not
         # when it was posted: deliver what is posted (every action that returned before this call)

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from lineage_listener.capture.records import iso
 from lineage_listener.store.batch import Batch
 from lineage_listener.store.rows import CaptureErrorRow, QueryRow
 
@@ -33,6 +32,8 @@ def rows(item: Dropped, runs: dict[str, dict[str, Any]]) -> Batch:
     run_id = next(iter(runs)) if len(runs) == 1 else "unknown"
     query_id = f"{run_id}:q:{uuid.uuid4().hex[:8]}"
     reason = REASON.format(limit=item.limit)
+    from lineage_listener.capture.records import iso  # the recorder's modules: loaded by the capture thread
+
     now = iso(item.at)
     duration_ms = item.duration_ns // 1_000_000 if item.duration_ns is not None else None
     batch = Batch()

@@ -1,6 +1,10 @@
 """The capture pipeline: listener callbacks in, batched store writes out, on one thread.
 
 ``on_success`` runs on Spark's listener bus and only queues; the capture thread does the rest.
+Creating a :class:`Capture` only starts that thread: the thread builds what is slow to build
+(the recorder and its lineage modules, the store writer) and warms up (``warm_up``, then the
+store opened and its schema migrated), while the job runs; actions arriving meanwhile wait in
+the queue and are captured once it is ready.
 
 >>> cap = Capture("lineage.duckdb")               # doctest: +SKIP
 >>> cap.on_success("collect", qe, 1_000_000)      # doctest: +SKIP
@@ -21,13 +25,17 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Callable
 
+from typing import TYPE_CHECKING
+
 from lineage_listener.capture import overflow, stages
 from lineage_listener.capture.envelope import Envelope, Reader
-from lineage_listener.capture.records import Recorder
 from lineage_listener.store.batch import Batch
-from lineage_listener.store.remote import RemoteWriter
-from lineage_listener.store.writer import StoreWriter
 from lineage_listener import redact
+
+if TYPE_CHECKING:  # pragma: no cover - built on the capture thread (imports take a while)
+    from lineage_listener.capture.records import Recorder
+    from lineage_listener.store.remote import RemoteWriter
+    from lineage_listener.store.writer import StoreWriter
 
 log = redact.logger(__name__)
 
@@ -77,7 +85,8 @@ class Capture:
     def __init__(self, store: str | os.PathLike, *, batch_interval: float = 1.0,
                  max_batch_rows: int = 20_000, lock_timeout: float = 10.0, defer_reads: bool = False,
                  max_queue: int = 10_000, after_write: Callable[[Batch], Batch | None] | None = None,
-                 url: str | None = None, token: str | None = None, writer: Any = None) -> None:
+                 url: str | None = None, token: str | None = None, writer: Any = None,
+                 warm_up: Callable[[], Any] | None = None) -> None:
         """``defer_reads``: read the ``QueryExecution`` on the capture thread instead of the
         callback's thread (use it when the callback runs on Spark's listener bus).
         ``max_queue``: at most this many deferred actions wait; more are recorded as lineage_error.
@@ -86,21 +95,22 @@ class Capture:
         ``url``: send batches to this lineage server (``lineage-listener serve``) instead of
         writing ``store``; ``token`` (or env ``LINEAGE_TOKEN``) authenticates them.
         ``writer``: where batches go instead (an object with ``StoreWriter``'s ``write``, ``waiting``,
-        ``spooled``, ``lock_timeout`` and ``describe()``, e.g. a Kafka topic)."""
+        ``spooled``, ``lock_timeout`` and ``describe()``, e.g. a Kafka topic).
+        ``warm_up``: called first on the capture thread (e.g. load the plan reader); what it raises
+        is logged in one line and capture goes on."""
         self.after_write = after_write
         self.reader = Reader()
+        self._writer: StoreWriter | RemoteWriter | Any = writer
+        self._writer_args = (url, token, lock_timeout)
+        self._recorder: Recorder | None = None
+        self._ready = threading.Event()  # the recorder and the writer are built
+        self._warm_up = warm_up
         if writer is not None:
-            self.writer = writer
             self.store = writer.describe()
         elif url:
-            self.writer: StoreWriter | RemoteWriter = RemoteWriter(url, token, lock_timeout=lock_timeout)
             self.store = redact.redact_url(url)
         else:
             self.store = str(Path(store).expanduser().absolute())
-            self.writer = StoreWriter(self.store, lock_timeout=lock_timeout)
-        self.recorder = Recorder()
-        if defer_reads:  # reads and records alternate on the capture thread: a wrapper's fold is known
-            self.reader.folds = self.recorder.folds
         self.batch_interval = batch_interval
         self._next_write = 0.0
         self._last_write_end = 0.0
@@ -118,6 +128,48 @@ class Capture:
         self._thread.start()
         _live.add(self)
         _register_exit_hook()
+
+    @property
+    def writer(self) -> "StoreWriter | RemoteWriter | Any":
+        """Where batches go (built on the capture thread: this waits until it is)."""
+        self._ready.wait()
+        return self._writer
+
+    @property
+    def recorder(self) -> "Recorder":
+        """Turns envelopes into store rows (built on the capture thread: this waits until it is)."""
+        self._ready.wait()
+        assert self._recorder is not None
+        return self._recorder
+
+    def _build(self) -> None:
+        """On the capture thread, before the first item: the recorder, the writer, the warm-up."""
+        from lineage_listener.capture.records import Recorder
+
+        own_store = self._writer is None and not self._writer_args[0]
+        if self._writer is None:
+            url, token, lock_timeout = self._writer_args
+            if url:
+                from lineage_listener.store.remote import RemoteWriter
+
+                self._writer = RemoteWriter(url, token, lock_timeout=lock_timeout)
+            else:
+                from lineage_listener.store.writer import StoreWriter
+
+                self._writer = StoreWriter(self.store, lock_timeout=lock_timeout)
+        self._recorder = Recorder()
+        if self.defer_reads:  # reads and records alternate on the capture thread: a wrapper's fold is known
+            self.reader.folds = self._recorder.folds
+        self._ready.set()
+        if self._hurried:  # hurry() came before the writer was there
+            self._writer.lock_timeout = min(self._writer.lock_timeout, EXIT_LOCK_WAIT)
+        if self._warm_up is not None:
+            try:
+                self._warm_up()
+            except Exception as exc:  # noqa: BLE001 - a warm-up only saves time later
+                log.warning("lineage-listener: warm-up failed (%s); capture goes on", exc)
+        if own_store and self._queue.empty():
+            self._writer.write(Batch(), wait=0.0)  # open the store and migrate its schema now, if free
 
     # -- listener-bus side (must be fast and never raise) ---------------------------
     def on_success(self, func_name: str, qe: Any, duration_ns: int | None) -> None:
@@ -179,8 +231,9 @@ class Capture:
 
     def hurry(self) -> None:
         """The application is ending: wait for a busy store at most ``EXIT_LOCK_WAIT``, then spool."""
-        self.writer.lock_timeout = min(self.writer.lock_timeout, EXIT_LOCK_WAIT)
         self._hurried = True
+        if self._ready.is_set() and self._writer is not None:  # else the capture thread applies it once built
+            self._writer.lock_timeout = min(self._writer.lock_timeout, EXIT_LOCK_WAIT)
 
     def close(self, timeout: float | None = 30.0) -> bool:
         """Flush, stop the thread and forget this capture. Idempotent."""
@@ -192,7 +245,7 @@ class Capture:
         self._queue.put(stop)
         self._thread.join(timeout if timeout is not None else None)
         _live.discard(self)
-        close_writer = getattr(self.writer, "close", None)  # a Kafka producer: deliver, release its threads
+        close_writer = getattr(self._writer, "close", None)  # a Kafka producer: deliver, release its threads
         if close_writer is not None:
             try:
                 close_writer()
@@ -202,6 +255,14 @@ class Capture:
 
     # -- capture thread ------------------------------------------------------------
     def _loop(self) -> None:
+        try:
+            self._build()
+        except Exception:  # noqa: BLE001 - e.g. a broken install: nothing can be captured
+            log.exception("lineage-listener: capture could not start; nothing is captured")
+            self._closed = True
+            self._ready.set()
+            _drain(self._queue)
+            return
         self._next_write = 0.0
         next_spool_try = 0.0
         while True:
@@ -316,6 +377,17 @@ class Capture:
                     self._next_write = self._next_write_at()
                 self._pending.extend(extra)
         return ok
+
+
+def _drain(items: "queue.SimpleQueue[Any]") -> None:
+    """Answer every control marker waiting in ``items`` (as failed) and drop the rest."""
+    while True:
+        try:
+            item = items.get_nowait()
+        except queue.Empty:
+            return
+        if isinstance(item, _Marker):
+            item.done.set()
 
 
 def _text(error: Any) -> str | None:

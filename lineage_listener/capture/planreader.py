@@ -90,6 +90,18 @@ def install_default(background: bool = True) -> None:
         threading.Thread(target=build, name="lineage-listener-jar", daemon=True).start()
 
 
+def warm_up(session: Any) -> bool:
+    """Load the ``PlanReader`` for the JVM of ``session`` (a JVM ``SparkSession``) before the first
+    read needs it; True if plans will be read with it.
+
+    Spark's classes share one class loader, so the session finds the reader the plans will use.
+
+    >>> warm_up(spark._jsparkSession)                   # doctest: +SKIP
+    True
+    """
+    return enabled() and reader_for(session) is not None
+
+
 def enabled() -> bool:
     """The default; ``LINEAGE_PLAN_READER=json`` reads plans with ``toJSON`` instead."""
     return os.environ.get(ENV, "compact").strip().lower() not in OFF

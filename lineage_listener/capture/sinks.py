@@ -6,8 +6,6 @@ from typing import Any
 
 from lineage_listener import redact
 from lineage_listener.store.batch import Batch
-from lineage_listener.store.remote import RemoteWriter
-from lineage_listener.store.writer import StoreWriter
 
 log = redact.logger(__name__)
 
@@ -30,6 +28,8 @@ def kafka_writer(kafka: Any, store: str | None = None, url: str | None = None, t
     Raises ImportError naming the ``[kafka]`` extra when it is not installed."""
     from lineage_listener.kafka.publish import Both, KafkaWriter
     from lineage_listener.kafka.settings import KafkaSettings
+    from lineage_listener.store.remote import RemoteWriter
+    from lineage_listener.store.writer import StoreWriter
 
     writer = KafkaWriter(KafkaSettings.from_option(kafka), lock_timeout=lock_timeout)
     if url:

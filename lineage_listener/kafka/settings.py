@@ -109,8 +109,8 @@ def of_session(spark: Any) -> "KafkaSettings | None":
     """From a live session: the application's ``spark.lineage.kafka.*`` conf, with the session's own
     values of the same keys over them; None when none is set."""
     pairs: dict[str, str] = {}
-    try:
-        pairs.update(spark.sparkContext.getConf().getAll())
+    try:  # only the keys of the prefix: listing the whole conf costs two py4j calls per key
+        pairs.update((PREFIX + t._1(), t._2()) for t in spark.sparkContext._jsc.sc().conf().getAllWithPrefix(PREFIX))
     except Exception:  # noqa: BLE001 - a conf that cannot be listed: the session's keys only
         pass
     for key in (BOOTSTRAP_CONF, TOPIC_CONF):

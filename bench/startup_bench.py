@@ -1,0 +1,220 @@
+"""What capture costs a short job, one-time costs included: every measurement in a FRESH Python
+process with a new SparkSession (``local[2]``), as a user's job would run.
+
+    python bench/startup_bench.py [--pairs 3] [--before CHECKOUT] [--skip-steady]
+
+``--before``: a copy of the repository before a change; its capture is measured in the same
+rounds (fresh processes in rotating order), so the load of a shared machine falls on both.
+
+Rows (medians; each line also gives the single values and the load average):
+
+- ``enable()``: wall time (and the calling thread's CPU time) of the first
+  ``lineage_listener.enable(spark)`` in the process, including importing the capture modules;
+  Spark's session state, built lazily by a session's first use, is built before;
+- ``enable() -> first edges``: ``enable()`` plus, after the first query returned, the time until
+  its edges are in the store (``flush()``); the first flush alone is printed too, and the second;
+- ``mixed job, one-time costs included``: the mixed job of ``bench/capture_bench.py`` (two
+  tables, 25 CTAS join + aggregate, 25 window collects), timed from after ``getOrCreate()`` to
+  after ``disable()`` (the final flush), with and without capture, in alternating fresh processes:
+  the wall-time ratio, and the ratio of the CPU time this Python process and the driver JVM used
+  (less sensitive to other work on a shared machine: the job keeps both cores busy);
+- ``steady state``: in one process, after a warm-up run with capture on, the same job without and
+  with capture in alternating order.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from collections.abc import Callable
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+
+def session(work: Path) -> Any:
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master("local[2]").appName("startup-bench")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", "2")
+             .config("spark.sql.warehouse.dir", str(work / "warehouse"))
+             .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={work}")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def mixed(spark: Any) -> list[tuple[str, Callable[[], None]]]:
+    """The mixed job's tables (made now) and its queries: 25 CTAS (join + aggregate), 25 window collects."""
+    spark.sql("CREATE DATABASE IF NOT EXISTS bench")
+    spark.sql("USE bench")
+    spark.range(2000).selectExpr("id", "id % 50 AS k", "cast(id * 7 % 1000 AS double) AS v",
+                                 "concat('n', id % 97) AS s").write.mode("overwrite").saveAsTable("facts")
+    spark.range(50).selectExpr("id AS k", "concat('dim', id) AS label").write.mode("overwrite").saveAsTable("dims")
+    out: list[tuple[str, Callable[[], None]]] = []
+    for i in range(25):
+        def ctas(i: int = i) -> None:
+            spark.sql(f"DROP TABLE IF EXISTS agg{i}")
+            spark.sql(f"CREATE TABLE agg{i} USING parquet AS SELECT d.label, f.s, sum(f.v) AS total, "
+                      f"count(*) AS n, max(f.id + {i}) AS top FROM facts f JOIN dims d ON f.k = d.k "
+                      f"WHERE f.v > {i} GROUP BY d.label, f.s")
+        out.append((f"ctas{i}", ctas))
+    for i in range(25):
+        def win(i: int = i) -> None:
+            spark.sql(f"SELECT k, v, s, row_number() OVER (PARTITION BY k ORDER BY v DESC) AS rn, "
+                      f"sum(v) OVER (PARTITION BY s ORDER BY id ROWS BETWEEN {i % 5 + 1} PRECEDING "
+                      f"AND CURRENT ROW) AS moving FROM facts WHERE id % 25 = {i}").collect()
+        out.append((f"window{i}", win))
+    return out
+
+
+def mixed_job(spark: Any) -> None:
+    """The mixed job: its tables, then its 50 queries."""
+    for _, query in mixed(spark):
+        query()
+
+
+def child(mode: str, work: Path) -> dict[str, Any]:
+    """One measurement in this (fresh) process."""
+    spark = session(work)
+    store = work / "lineage.duckdb"
+    out: dict[str, Any] = {}
+    if mode == "first":
+        spark._jsparkSession.sessionState()  # Spark's own lazy set-up, paid by a session's first use
+        start, cpu = time.perf_counter(), time.thread_time()
+        import lineage_listener
+
+        handle = lineage_listener.enable(spark, store=str(store))
+        out["enable"] = time.perf_counter() - start
+        out["enable_cpu"] = time.thread_time() - cpu
+        for key in ("flush1", "flush2"):
+            spark.range(5).selectExpr("id AS a", "id * 2 AS b").collect()
+            start = time.perf_counter()
+            handle.flush()
+            out[key] = time.perf_counter() - start
+        lineage_listener.disable(spark)
+        out["edges"] = _edges(store)
+    elif mode in ("on", "off"):
+        jvm = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+        start, cpu = time.perf_counter(), _cpu(jvm)
+        if mode == "on":
+            import lineage_listener
+
+            lineage_listener.enable(spark, store=str(store))
+        mixed_job(spark)
+        if mode == "on":
+            lineage_listener.disable(spark)
+        out["wall"] = time.perf_counter() - start
+        out["cpu"] = _cpu(jvm) - cpu
+    elif mode == "steady":
+        import lineage_listener
+
+        lineage_listener.enable(spark, store=str(store))
+        mixed_job(spark)  # warm-up, capture on
+        lineage_listener.disable(spark)
+        walls: dict[str, list[float]] = {"on": [], "off": []}
+        for order in (("off", "on"), ("on", "off")):
+            for side in order:
+                start = time.perf_counter()
+                if side == "on":
+                    lineage_listener.enable(spark, store=str(store))
+                mixed_job(spark)
+                if side == "on":
+                    lineage_listener.disable(spark)
+                walls[side].append(time.perf_counter() - start)
+        out["ratios"] = [on / off for on, off in zip(walls["on"], walls["off"])]
+    spark.stop()
+    return out
+
+
+def _cpu(jvm: int) -> float:
+    """CPU seconds used so far by this Python process and the driver JVM (user + system)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    fields = Path(f"/proc/{jvm}/stat").read_text().rsplit(")", 1)[1].split()
+    return time.process_time() + (int(fields[11]) + int(fields[12])) / ticks
+
+
+def _edges(store: Path) -> int:
+    import duckdb
+
+    with duckdb.connect(str(store), read_only=True) as con:
+        return con.execute("SELECT count(*) FROM column_lineage").fetchone()[0]
+
+
+def fresh(mode: str, code: Path = REPO) -> dict[str, Any]:
+    """Run ``child(mode)`` in a new Python process with the package from ``code``; its result."""
+    with tempfile.TemporaryDirectory(prefix="startup-bench-") as tmp:
+        done = subprocess.run([sys.executable, str(code / "bench" / "startup_bench.py"), "--child", mode,
+                               "--work", tmp], cwd=tmp, env={**os.environ, "PYTHONPATH": str(code)},
+                              check=True, capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _ms(values: list[float]) -> str:
+    return f"median {statistics.median(values) * 1000:.0f} ms ({', '.join(f'{v * 1000:.0f}' for v in values)})"
+
+
+def _ratios(values: list[float]) -> str:
+    return f"{statistics.median(values):.3f}x ({', '.join(f'{r:.3f}' for r in values)})"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument("--before", type=Path, help="a checkout of the code before a change: measured alongside, "
+                    "in alternation (the same load on both)")
+    ap.add_argument("--skip-steady", action="store_true")
+    ap.add_argument("--child", choices=["first", "on", "off", "steady"])
+    ap.add_argument("--work", type=Path)
+    args = ap.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child, args.work)))
+        return 0
+    from lineage_listener.capture import planreader
+
+    planreader.install_default(background=False)  # build the jar once, outside the timings
+    codes = {"after": REPO, "before": args.before} if args.before else {"now": REPO}
+    firsts: dict[str, list[dict[str, Any]]] = {name: [] for name in codes}
+    for _ in range(args.pairs):
+        for name, code in codes.items():
+            firsts[name].append(fresh("first", code))
+    for name, runs in firsts.items():
+        print(f"[{name}] enable(): {_ms([f['enable'] for f in runs])}, CPU of the calling thread "
+              f"{_ms([f['enable_cpu'] for f in runs])}; first flush (first query's edges "
+              f"stored): {_ms([f['flush1'] for f in runs])}; second flush: {_ms([f['flush2'] for f in runs])}; "
+              f"enable() -> first edges: {_ms([f['enable'] + f['flush1'] for f in runs])}; edges stored: "
+              f"{[f['edges'] for f in runs]}; load {os.getloadavg()[0]:.1f}", flush=True)
+    ratios: dict[str, list[float]] = {name: [] for name in codes}
+    cpu_ratios: dict[str, list[float]] = {name: [] for name in codes}
+    for i in range(args.pairs):
+        order = [("off", REPO), *[("on", code) for code in codes.values()]]
+        order = order[i % len(order):] + order[:i % len(order)]
+        runs = {(mode, code): fresh(mode, code) for mode, code in order}
+        off = runs[("off", REPO)]
+        for name, code in codes.items():
+            ratios[name].append(runs[("on", code)]["wall"] / off["wall"])
+            cpu_ratios[name].append(runs[("on", code)]["cpu"] / off["cpu"])
+        print(f"round {i + 1}: without {off['wall']:.2f} s (cpu {off['cpu']:.2f} s), "
+              + ", ".join(f"[{name}] with {runs[('on', code)]['wall']:.2f} s (cpu {runs[('on', code)]['cpu']:.2f} s)"
+                          for name, code in codes.items())
+              + f", load {os.getloadavg()[0]:.1f}", flush=True)
+    for name in codes:
+        print(f"[{name}] mixed job, fresh process, one-time costs included: wall {_ratios(ratios[name])}; "
+              f"CPU of the Python process + driver JVM {_ratios(cpu_ratios[name])}")
+    if not args.skip_steady:
+        for name, code in codes.items():
+            print(f"[{name}] steady state (after a warm-up run): {_ratios(fresh('steady', code)['ratios'])}, "
+                  f"load {os.getloadavg()[0]:.1f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
