@@ -26,8 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from py4j.protocol import Py4JError
-
+from lineage_listener.capture.jvm import jvm_call_failed
 from lineage_listener.plan.classes import WRITE_COMMANDS
 
 #: The action name Spark gives a command's own (eager) execution; DataSource V2 writes have others
@@ -49,7 +48,7 @@ def reads_result(func_name: str, qe: Any, head: Mapping[str, Any] | None) -> boo
         return bool(head.get("result"))
     try:
         return str(qe.commandExecuted().nodeName()) == RESULT
-    except (Py4JError, AttributeError):
+    except (*jvm_call_failed(), AttributeError):
         return False
 
 

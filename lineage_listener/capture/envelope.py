@@ -11,13 +11,27 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from py4j.protocol import Py4JError
-
-from lineage_listener.capture import (command_result, facts, inference, internal, nodelay, planreader, rejected,
-                                      stages, statement, streams)
-from lineage_listener.plan.classes import MICRO_BATCH_LEAF, STREAM_SINK_WRITES, WRAPPER_COMMANDS, WRITE_COMMANDS
-from lineage_listener.plan.text import has_class
 from lineage_listener import redact
+from lineage_listener.capture import (
+    command_result,
+    facts,
+    inference,
+    internal,
+    nodelay,
+    planreader,
+    rejected,
+    stages,
+    statement,
+    streams,
+)
+from lineage_listener.capture.jvm import jvm_call_failed
+from lineage_listener.plan.classes import (
+    MICRO_BATCH_LEAF,
+    STREAM_SINK_WRITES,
+    WRAPPER_COMMANDS,
+    WRITE_COMMANDS,
+)
+from lineage_listener.plan.text import has_class
 
 log = redact.logger(__name__)
 
@@ -97,7 +111,7 @@ class Reader:
         run = self.run(qe)
         try:
             qe_id = int(qe.id())
-        except Py4JError:
+        except jvm_call_failed():
             qe_id = None
         if rejected.is_rejected(func_name):  # Spark 4: the analyzer rejected the statement
             err_text = rejected.error_text(error) if error is not None else "rejected during analysis"
@@ -106,7 +120,7 @@ class Reader:
                             None, err_text)
         try:
             plan = qe.analyzed()
-        except Py4JError as exc:  # analysis itself failed: record the failure
+        except jvm_call_failed() as exc:  # analysis itself failed: record the failure
             return Envelope(func_name, now, run, qe_id, None, None, None, duration_ms,
                             err_text or _error_text(exc), duration_ns=duration_ns)
         root = str(plan.nodeName())
@@ -115,7 +129,7 @@ class Reader:
         sql_text = None
         try:  # below the root only for writes: a few py4j calls per node
             sql_text = statement.statement_text(qe.logical(), statement.NODES if root in WRITE_COMMANDS else 0)
-        except Py4JError:
+        except jvm_call_failed():
             pass
         return self._read_plan(func_name, qe, plan, run, qe_id, root, sql_text, duration_ns, duration_ms,
                                err_text, now)
@@ -134,7 +148,7 @@ class Reader:
             try:
                 with stages.timed("facts"):
                     target = planreader.read_target(qe) or facts.target(qe.analyzed(), root, current)
-            except Py4JError as exc:
+            except jvm_call_failed() as exc:
                 return Envelope(func_name, now, run, qe_id, root, None, sql_text, duration_ms, err_text,
                                 read_error=f"{type(exc).__name__}: {str(exc)[:500]}", duration_ns=duration_ns)
             return Envelope(func_name, now, run, qe_id, root, None, sql_text, duration_ms, err_text, {}, target,
@@ -159,7 +173,7 @@ class Reader:
                 return None  # a command's result rows, and nothing else
             read_error = read.fallback  # recorded (capture_errors), not an error of the capture
             if stages.enabled():
-                stages.add("transfer", _transfer_time(len(plan_json)))
+                stages.add("transfer", stages.transfer_time(len(plan_json)))
             current = _current(qe) if root in _NEEDS_CURRENT else None
             with stages.timed("facts"):
                 nulls: list[dict[str, Any]] = []
@@ -186,7 +200,7 @@ class Reader:
                     return None  # a temp view: not a dataset, nothing written
             if plan_json is not None and internal.plan_reason(root, plan_json, leaves) is not None:
                 return None
-        except (Py4JError, ValueError, RecursionError) as exc:  # recorded; Python bugs surface
+        except (*jvm_call_failed(), ValueError, RecursionError) as exc:  # recorded; Python bugs surface
             read_error = f"{type(exc).__name__}: {str(exc)[:500]}"
         return Envelope(func_name, now, run, qe_id, root, plan_json, sql_text, duration_ms, err_text,
                         leaves, target, read_error, duration_ns, items)
@@ -211,7 +225,7 @@ class Reader:
         try:
             with stages.timed("stream.read"):
                 plan = streams.read_plan(query, progress, run.get("app_name"))
-        except (Py4JError, ValueError, RecursionError) as exc:
+        except (*jvm_call_failed(), ValueError, RecursionError) as exc:
             return Envelope("stream", progress.at, run, root=None, duration_ms=progress.duration_ms,
                             read_error=f"{type(exc).__name__}: {str(exc)[:500]}", stream=progress)
         self.streams.add(plan)
@@ -231,29 +245,11 @@ class Reader:
         return self._runs[app_id]
 
 
-def _transfer_time(chars: int) -> float:
-    """Benchmark only: py4j time to move a string of ``chars`` characters from the JVM
-    (``StringUtils.repeat`` costs the JVM next to nothing: this is the transfer share of toJSON)."""
-    import time
-
-    from pyspark import SparkContext
-
-    jvm = SparkContext._jvm
-    if jvm is None:
-        return 0.0
-    start = time.perf_counter()
-    try:
-        jvm.org.apache.commons.lang3.StringUtils.repeat("x", chars)
-    except Py4JError:
-        return 0.0
-    return time.perf_counter() - start
-
-
 def _current(qe: Any) -> tuple[str, str] | None:
     try:
         cat = qe.sparkSession().catalog()
         return str(cat.currentCatalog()), str(cat.currentDatabase())
-    except Py4JError:
+    except jvm_call_failed():
         return None
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from py4j.protocol import Py4JError
+from lineage_listener.capture.jvm import jvm_call_failed
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +70,6 @@ def disable_nagle(java_object: Any) -> int:
                 sock.setTcpNoDelay(True)
                 changed += 1
         return changed
-    except (Py4JError, LookupError, AttributeError, ImportError, TypeError) as exc:
+    except (*jvm_call_failed(), LookupError, AttributeError, ImportError, TypeError) as exc:
         log.debug("lineage-listener: py4j socket left with Nagle's algorithm on: %s", exc)
         return 0

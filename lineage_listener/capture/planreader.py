@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from py4j.java_gateway import JavaClass, JVMView
-from py4j.protocol import DEFAULT_JVM_ID, DEFAULT_JVM_NAME, Py4JError
+from py4j.protocol import DEFAULT_JVM_ID, DEFAULT_JVM_NAME
 
 from lineage_listener.capture import stages
+from lineage_listener.capture.jvm import jvm_call_failed
 from lineage_listener.plan import compact
 from lineage_listener.plan.classes import EXPRESSION_FIELDS, SOURCE_LEAVES
 
@@ -135,7 +136,7 @@ def _load(plan: Any, client: Any) -> Any:
     for loader in loaders:
         try:
             cls = jvm.java.lang.Class.forName(CLASS, True, loader)
-        except Py4JError:
+        except jvm_call_failed():
             continue
         made = _instance(cls)
         if made is not None:
@@ -144,7 +145,7 @@ def _load(plan: Any, client: Any) -> Any:
     try:  # py4j's own class loading (the zero-code bridge's gateway)
         found = jvm.lineage.bridge.PlanReader
         made = _instance(found._java_lang_class) if isinstance(found, JavaClass) else None
-    except Py4JError:
+    except jvm_call_failed():
         made = None
     if made is not None:
         log.info("lineage-listener: plans are read by the bridge's compact PlanReader")
@@ -162,7 +163,7 @@ def _load(plan: Any, client: Any) -> Any:
         urls[0] = jvm.java.io.File(str(_jar)).toURI().toURL()
         loader = jvm.java.net.URLClassLoader(urls, spark_loader)
         made = _instance(loader.loadClass(CLASS))
-    except Py4JError as exc:
+    except jvm_call_failed() as exc:
         _once("load", "lineage-listener: cannot load the compact plan reader from %s (%s): plans are "
               "read with toJSON", _jar, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
         return None
@@ -186,7 +187,7 @@ def _instance(cls: Any) -> Any:
         for name, fields in EXPRESSION_FIELDS.items():
             reader.watchNulls(name, ",".join(fields))
         return reader
-    except Py4JError:
+    except jvm_call_failed():
         return None
 
 
@@ -199,7 +200,7 @@ def head(qe: Any) -> dict[str, Any] | None:
     try:
         with stages.timed("head"):
             found = json.loads(str(reader.head(qe)))
-    except (Py4JError, ValueError) as exc:
+    except (*jvm_call_failed(), ValueError) as exc:
         _once("head", "lineage-listener: the compact plan reader could not read a query's head (%s): read "
               "with py4j calls", (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300])
         return None
@@ -213,7 +214,7 @@ def read_target(qe: Any) -> dict[str, Any] | None:
         return None
     try:
         found = json.loads(str(reader.targetOf(qe)))
-    except (Py4JError, ValueError):
+    except (*jvm_call_failed(), ValueError):
         return None
     return found if isinstance(found, dict) else None
 
@@ -248,7 +249,7 @@ def read_query(qe: Any, target: bool) -> QueryRead | None:
             text = str(reader.encodeQuery(qe, target))
         with stages.timed("compact.decode"):
             items, facts = compact.decode(text)
-    except (Py4JError, ValueError, KeyError, IndexError, TypeError) as exc:
+    except (*jvm_call_failed(), ValueError, KeyError, IndexError, TypeError) as exc:
         fallback = _failed(exc)
         with stages.timed("tojson+transfer"):
             text = str(qe.analyzed().toJSON())
@@ -285,7 +286,7 @@ def read(plan: Any) -> tuple[str, list[dict[str, Any]], str | None]:
                 text = str(reader.encode(plan))
             with stages.timed("compact.decode"):
                 return text, compact.expand(text), None
-        except (Py4JError, ValueError, KeyError, IndexError, TypeError) as exc:
+        except (*jvm_call_failed(), ValueError, KeyError, IndexError, TypeError) as exc:
             fallback = _failed(exc)
     with stages.timed("tojson+transfer"):
         text = str(plan.toJSON())

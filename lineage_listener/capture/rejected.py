@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from py4j.protocol import Py4JError
-
 from lineage_listener import redact
+from lineage_listener.capture.jvm import jvm_call_failed
 
 log = redact.logger(__name__)
 
@@ -36,7 +35,7 @@ def _call(obj: Any, *names: str) -> str | None:
     for name in names:
         try:
             value = getattr(obj, name)()
-        except (Py4JError, AttributeError, TypeError):
+        except (*jvm_call_failed(), AttributeError, TypeError):
             continue
         if value is not None:
             return str(value)
@@ -65,7 +64,7 @@ def sql_text(qe: Any) -> str | None:
     try:
         option = qe.logical().origin().sqlText()
         return str(option.get()) if option is not None and option.isDefined() else None
-    except Py4JError:
+    except jvm_call_failed():
         return None
 
 
@@ -73,7 +72,7 @@ def command(qe: Any) -> str | None:
     """The class of the parsed (unresolved) plan's root: ``Project``, ``InsertIntoStatement``..."""
     try:
         return str(qe.logical().nodeName())
-    except Py4JError:
+    except jvm_call_failed():
         return None
 
 

@@ -72,3 +72,19 @@ def totals(reset: bool = False) -> dict[str, float]:
             _totals.clear()
             _counts.clear()
     return out
+
+
+def transfer_time(chars: int) -> float:
+    """Benchmark only: py4j time to move a string of ``chars`` characters from the JVM
+    (``StringUtils.repeat`` costs the JVM next to nothing: this is the transfer share of toJSON)."""
+    from pyspark import SparkContext
+
+    jvm = SparkContext._jvm
+    if jvm is None:
+        return 0.0
+    start = time.perf_counter()
+    try:
+        jvm.org.apache.commons.lang3.StringUtils.repeat("x", chars)
+    except Exception:  # noqa: BLE001 - a benchmark figure, never a failure
+        return 0.0
+    return time.perf_counter() - start

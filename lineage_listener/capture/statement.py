@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from py4j.protocol import Py4JError
+from lineage_listener.capture.jvm import jvm_call_failed
 
 #: Plan nodes looked at below the root; with py4j every node costs a few calls.
 NODES = 8
@@ -49,6 +49,6 @@ def statement_text(plan: Any, nodes: int = NODES) -> str | None:
                 it = kids.iterator()
                 while it.hasNext():
                     todo.append(it.next())
-    except Py4JError:
+    except jvm_call_failed():
         return None
     return None

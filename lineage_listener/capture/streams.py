@@ -23,12 +23,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
-from py4j.protocol import Py4JError
-
+from lineage_listener import redact
 from lineage_listener.capture import facts, planreader
 from lineage_listener.capture.jvm import jvm_call_failed, seq
 from lineage_listener.capture.readers.streaming import sink_fact, source_facts
-from lineage_listener import redact
 from lineage_listener.lineage.datasets import RelationFact
 from lineage_listener.plan.classes import MICRO_BATCH_LEAF, STREAM_SINK_WRITES
 
@@ -141,12 +139,12 @@ def progress_of(event: Any, now: datetime) -> Progress:
     name = p.name()
     try:
         duration = int(p.batchDuration())
-    except Py4JError:
+    except jvm_call_failed():
         duration = None
     try:
         ts = str(p.timestamp())  # ISO 8601 with Z
         at = datetime.fromisoformat(ts.replace("Z", "+00:00")).astimezone(timezone.utc).replace(tzinfo=None)
-    except (Py4JError, ValueError):
+    except (*jvm_call_failed(), ValueError):
         at = now
     return Progress(str(p.id().toString()), str(p.runId().toString()), str(name) if name else None,
                     int(p.batchId()), at, duration)
@@ -281,7 +279,7 @@ def _active(session: Any) -> list[Any]:
     try:
         active = session.streams().active()
         return [active[i] for i in range(len(active))]
-    except (Py4JError, TypeError) as exc:
+    except (*jvm_call_failed(), TypeError) as exc:
         log.debug("could not list active streams: %s", exc)
         return []
 
