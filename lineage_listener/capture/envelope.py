@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -39,9 +39,9 @@ log = redact.logger(__name__)
 _NEEDS_CURRENT = frozenset({"SaveAsV1TableCommand", "CreateViewCommand", "AlterViewAsCommand"})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Envelope:
-    """One action, as read from the JVM: enough to compute its lineage later."""
+    """One action, as read from the JVM: enough to compute its lineage later (built by keyword)."""
 
     func_name: str
     captured_at: datetime
@@ -104,10 +104,11 @@ class Reader:
         if head is not None and "root" in head:
             if command_result.reads_result(func_name, qe, head):
                 return None  # the rows of a command that ran (and was captured) already
-            run = self._run_of_app(str(head["app"]), qe)
-            qe_id = int(head["qe"]) if head.get("qe") is not None else None
-            return self._read_plan(func_name, qe, None, run, qe_id, str(head["root"]), head.get("sql"),
-                                   duration_ns, duration_ms, err_text, now)
+            action = Envelope(func_name=func_name, captured_at=now, run=self._run_of_app(str(head["app"]), qe),
+                              qe_id=int(head["qe"]) if head.get("qe") is not None else None,
+                              root=str(head["root"]), sql_text=head.get("sql"), duration_ms=duration_ms,
+                              error=err_text, duration_ns=duration_ns)
+            return self._read_plan(qe, None, action)
         run = self.run(qe)
         try:
             qe_id = int(qe.id())
@@ -116,13 +117,13 @@ class Reader:
         if rejected.is_rejected(func_name):  # Spark 4: the analyzer rejected the statement
             err_text = rejected.error_text(error) if error is not None else "rejected during analysis"
             rejected.noted(func_name, err_text)
-            return Envelope(func_name, now, run, qe_id, rejected.command(qe), None, rejected.sql_text(qe),
-                            None, err_text)
+            return Envelope(func_name=func_name, captured_at=now, run=run, qe_id=qe_id, root=rejected.command(qe),
+                            sql_text=rejected.sql_text(qe), error=err_text)
         try:
             plan = qe.analyzed()
         except jvm_call_failed() as exc:  # analysis itself failed: record the failure
-            return Envelope(func_name, now, run, qe_id, None, None, None, duration_ms,
-                            err_text or _error_text(exc), duration_ns=duration_ns)
+            return Envelope(func_name=func_name, captured_at=now, run=run, qe_id=qe_id, duration_ms=duration_ms,
+                            error=err_text or _error_text(exc), duration_ns=duration_ns)
         root = str(plan.nodeName())
         if head is None and command_result.reads_result(func_name, qe, None):
             return None  # the rows of a command that ran (and was captured) already
@@ -131,13 +132,16 @@ class Reader:
             sql_text = statement.statement_text(qe.logical(), statement.NODES if root in WRITE_COMMANDS else 0)
         except jvm_call_failed():
             pass
-        return self._read_plan(func_name, qe, plan, run, qe_id, root, sql_text, duration_ns, duration_ms,
-                               err_text, now)
+        return self._read_plan(qe, plan, Envelope(func_name=func_name, captured_at=now, run=run, qe_id=qe_id,
+                                                  root=root, sql_text=sql_text, duration_ms=duration_ms,
+                                                  error=err_text, duration_ns=duration_ns))
 
-    def _read_plan(self, func_name: str, qe: Any, plan: Any, run: dict[str, Any], qe_id: int | None, root: str,
-                   sql_text: str | None, duration_ns: int | None, duration_ms: int | None, err_text: str | None,
-                   now: datetime) -> Envelope | None:
-        """The envelope of an analyzed query (``plan``: its JVM plan, or None: asked when needed)."""
+    def _read_plan(self, qe: Any, plan: Any, action: Envelope) -> Envelope | None:
+        """The envelope of an analyzed query: ``action`` (what the head told: no plan yet) with its plan,
+        leaves and target read (``plan``: the JVM plan, or None: asked when needed); None when the
+        query carries no lineage of the user's."""
+        func_name, root, run, qe_id, sql_text = action.func_name, action.root or "", action.run, action.qe_id, \
+            action.sql_text
         if func_name == "command" and root not in WRITE_COMMANDS or root in STREAM_SINK_WRITES:
             return None  # DDL/utility; a micro-batch's own write is captured from its progress event
         if internal.reason(func_name, root, sql_text) is not None:
@@ -149,10 +153,8 @@ class Reader:
                 with stages.timed("facts"):
                     target = planreader.read_target(qe) or facts.target(qe.analyzed(), root, current)
             except jvm_call_failed() as exc:
-                return Envelope(func_name, now, run, qe_id, root, None, sql_text, duration_ms, err_text,
-                                read_error=f"{type(exc).__name__}: {str(exc)[:500]}", duration_ns=duration_ns)
-            return Envelope(func_name, now, run, qe_id, root, None, sql_text, duration_ms, err_text, {}, target,
-                            None, duration_ns)
+                return replace(action, read_error=f"{type(exc).__name__}: {str(exc)[:500]}")
+            return replace(action, target=target)
 
         def jvm_plan() -> Any:  # py4j calls below need the plan object: one more call, once
             nonlocal plan
@@ -202,8 +204,8 @@ class Reader:
                 return None
         except (*jvm_call_failed(), ValueError, RecursionError) as exc:  # recorded; Python bugs surface
             read_error = f"{type(exc).__name__}: {str(exc)[:500]}"
-        return Envelope(func_name, now, run, qe_id, root, plan_json, sql_text, duration_ms, err_text,
-                        leaves, target, read_error, duration_ns, items)
+        return replace(action, plan_json=plan_json, leaves=leaves, target=target, read_error=read_error,
+                       plan_items=items)
 
     def read_stream(self, event: Any, query: Any, now: datetime) -> Envelope | None:
         """An envelope for one micro-batch: its progress, and the stream's plan the first time
@@ -216,7 +218,8 @@ class Reader:
             run = self._stream_app.get(progress.stream_run_id) or next(iter(self._runs.values()), None)
             if run is None:
                 return None
-            return Envelope("stream", progress.at, run, duration_ms=progress.duration_ms, stream=progress)
+            return Envelope(func_name="stream", captured_at=progress.at, run=run, duration_ms=progress.duration_ms,
+                            stream=progress)
         session = query.sparkSession()
         run = self.run_of_session(session)
         self._stream_app[progress.stream_run_id] = run
@@ -226,11 +229,12 @@ class Reader:
             with stages.timed("stream.read"):
                 plan = streams.read_plan(query, progress, run.get("app_name"))
         except (*jvm_call_failed(), ValueError, RecursionError) as exc:
-            return Envelope("stream", progress.at, run, root=None, duration_ms=progress.duration_ms,
+            return Envelope(func_name="stream", captured_at=progress.at, run=run, duration_ms=progress.duration_ms,
                             read_error=f"{type(exc).__name__}: {str(exc)[:500]}", stream=progress)
         self.streams.add(plan)
-        return Envelope("stream", progress.at, run, None, plan.root, plan.plan_json, None, progress.duration_ms,
-                        None, plan.leaves, plan.target, plan.fallback, None, plan.items, stream=progress)
+        return Envelope(func_name="stream", captured_at=progress.at, run=run, root=plan.root,
+                        plan_json=plan.plan_json, duration_ms=progress.duration_ms, leaves=plan.leaves,
+                        target=plan.target, read_error=plan.fallback, plan_items=plan.items, stream=progress)
 
     def _run_of_app(self, app_id: str, qe: Any) -> dict[str, Any]:
         """The facts of application ``app_id`` (read from the JVM the first time it is seen)."""

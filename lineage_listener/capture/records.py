@@ -81,6 +81,14 @@ def query_id_of(env: Envelope) -> str:
     return f"{env.run['app_id']}:{env.qe_id if env.qe_id is not None else 'q'}:{digest}"
 
 
+def _items(env: Envelope) -> Any:
+    """The envelope's plan, decoded (by the reader already, unless the envelope was made elsewhere)."""
+    if env.plan_items is not None:
+        return env.plan_items
+    with stages.timed("decode.walker"):
+        return json.loads(env.plan_json or "null")
+
+
 def iso(t: datetime | None) -> str | None:
     return t.isoformat(sep=" ") if t is not None else None
 
@@ -174,30 +182,19 @@ class Recorder:
         error = env.error
         result: QueryLineage | None = None
         if env.plan_json is not None:
-            try:
-                items = env.plan_items
-                if items is None:  # an envelope made elsewhere (a replay): decode here
-                    with stages.timed("decode.walker"):
-                        items = json.loads(env.plan_json)
-                with stages.timed("tree"):
-                    root = parse(items)
-                with stages.timed("walk"):
-                    result = lineage(root, env.leaves, env.target, scope=env.run.get("app_name"))
-            except Exception as exc:  # noqa: BLE001 - an odd plan must not stop capture
+            result, walk_error = self._lineage(env)
+            if walk_error is not None:
                 status = "lineage_error" if not env.error else status
-                error = (error + "\n" if error else "") + f"lineage: {type(exc).__name__}: {exc}"
-                if (env.root or "?") not in self._lineage_errors:  # log once per plan root class
-                    self._lineage_errors.add(env.root or "?")
-                    log.warning("lineage-listener: could not compute lineage of a %s plan: %s\n%s",
-                                env.root, exc, traceback.format_exc(limit=5))
+                error = (error + "\n" if error else "") + walk_error
                 batch.add(_error(now, run_id, query_id, "walk", error[:4000]))
         for problem in result.problems if result is not None else ():
             batch.add(_error(now, run_id, query_id, "plan", problem))
         if env.read_error:
             batch.add(_error(now, run_id, query_id, "listener", env.read_error))
         target = result.target.name if result is not None and result.target is not None else None
-        row = QueryRow(query_id, run_id, env.func_name, env.root, env.sql_text, status, error,
-                       env.duration_ms, now, target, env.qe_id)
+        row = QueryRow(query_id=query_id, run_id=run_id, action=env.func_name, command=env.root,
+                       sql_text=env.sql_text, status=status, error=error, duration_ms=env.duration_ms,
+                       captured_at=now, target_dataset=target, qe_id=env.qe_id)
 
         batch.add(row.row())
         if target is not None:
@@ -207,7 +204,8 @@ class Recorder:
         if result is not None:
             self._add_lineage(batch, query_id, run_id, target, result, now)
             if classification.present(env.plan_json, env.leaves, env.target):
-                for label in classification.rows(items, env.leaves, result.columns, env.run.get("spark_user"), now,
+                for label in classification.rows(_items(env), env.leaves, result.columns,
+                                                 env.run.get("spark_user"), now,
                                                  (target, env.target) if target else None, result.edges):
                     batch.add(label)
         return batch
@@ -215,9 +213,8 @@ class Recorder:
     def _lineage(self, env: Envelope) -> tuple[QueryLineage | None, str | None]:
         """Walk the envelope's plan: its lineage, or None and the error."""
         try:
-            items = env.plan_items if env.plan_items is not None else json.loads(env.plan_json or "null")
             with stages.timed("tree"):
-                root = parse(items)
+                root = parse(_items(env))
             with stages.timed("walk"):
                 return lineage(root, env.leaves, env.target, scope=env.run.get("app_name")), None
         except Exception as exc:  # noqa: BLE001 - an odd plan must not stop capture
@@ -334,7 +331,7 @@ class Recorder:
     def end_run(self, run: Mapping[str, Any], ended: datetime) -> Batch:
         """The run's end (``runs.ended_at``); a later action of the run reopens it."""
         batch = Batch()
-        env = Envelope("end", ended, run)
+        env = Envelope(func_name="end", captured_at=ended, run=run)
         batch.add(self.run_row(env, ended))
         self._open_runs.discard(str(run["app_id"]))
         return batch
