@@ -39,6 +39,10 @@ log = redact.logger(__name__)
 _NEEDS_CURRENT = frozenset({"SaveAsV1TableCommand", "CreateViewCommand", "AlterViewAsCommand"})
 
 
+#: ``folds(root, app_id, qe_id)``: whether a wrapper event folds into a write already recorded.
+Folds = Callable[[str, str, "int | None"], bool]
+
+
 @dataclass(frozen=True, kw_only=True)
 class Envelope:
     """One action, as read from the JVM: enough to compute its lineage later (built by keyword)."""
@@ -74,10 +78,6 @@ class Reader:
         self.stream_sessions: list[Any] = []
         self._stream_runs: dict[str, Any] = {}  # stream run id -> its query object (until its plan is read)
         self._stream_app: dict[str, dict[str, Any]] = {}  # stream run id -> its application's facts
-        #: ``folds(root, app_id, qe_id)``: whether this wrapper event folds into a write already
-        #: recorded (then its plan, the same query again, is not read: only its target). Set by the
-        #: capture when it reads on its own thread, in order with recording.
-        self.folds: Callable[[str, str, int | None], bool] | None = None
 
     def runs(self) -> dict[str, dict[str, Any]]:
         """Facts of every application seen so far, by app id."""
@@ -91,8 +91,12 @@ class Reader:
         return self._runs[app_id]
 
     def read(self, func_name: str, qe: Any, duration_ns: int | None, error: Any = None,
-             now: datetime | None = None) -> Envelope | None:
+             now: datetime | None = None, folds: Folds | None = None) -> Envelope | None:
         """An envelope for this action, or None for actions that carry no lineage (DDL, SET...).
+
+        ``folds(root, app_id, qe_id)``: whether a wrapper event folds into a write already
+        recorded (then its plan, the same query again, is not read: only its target); given by a
+        capture that reads and records in turn on one thread (:meth:`Recorder.folds`).
 
         With the bridge jar's compact reader, two JVM calls: the query's head, then (if its
         lineage is wanted) its plan with the facts of its leaves and write target.
@@ -108,7 +112,7 @@ class Reader:
                               qe_id=int(head["qe"]) if head.get("qe") is not None else None,
                               root=str(head["root"]), sql_text=head.get("sql"), duration_ms=duration_ms,
                               error=err_text, duration_ns=duration_ns)
-            return self._read_plan(qe, None, action)
+            return self._read_plan(qe, None, action, folds)
         run = self.run(qe)
         try:
             qe_id = int(qe.id())
@@ -134,9 +138,9 @@ class Reader:
             pass
         return self._read_plan(qe, plan, Envelope(func_name=func_name, captured_at=now, run=run, qe_id=qe_id,
                                                   root=root, sql_text=sql_text, duration_ms=duration_ms,
-                                                  error=err_text, duration_ns=duration_ns))
+                                                  error=err_text, duration_ns=duration_ns), folds)
 
-    def _read_plan(self, qe: Any, plan: Any, action: Envelope) -> Envelope | None:
+    def _read_plan(self, qe: Any, plan: Any, action: Envelope, folds: Folds | None) -> Envelope | None:
         """The envelope of an analyzed query: ``action`` (what the head told: no plan yet) with its plan,
         leaves and target read (``plan``: the JVM plan, or None: asked when needed); None when the
         query carries no lineage of the user's."""
@@ -147,7 +151,7 @@ class Reader:
         if internal.reason(func_name, root, sql_text) is not None:
             return None  # a table format's own work (Delta log replay, its data write...)
 
-        if root in WRAPPER_COMMANDS and self.folds is not None and self.folds(root, run["app_id"], qe_id):
+        if root in WRAPPER_COMMANDS and folds is not None and folds(root, run["app_id"], qe_id):
             current = _current(qe) if root in _NEEDS_CURRENT else None
             try:
                 with stages.timed("facts"):

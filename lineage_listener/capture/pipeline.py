@@ -158,8 +158,6 @@ class Capture:
 
                 self._writer = StoreWriter(self.store, lock_timeout=lock_timeout)
         self._recorder = Recorder()
-        if self.defer_reads:  # reads and records alternate on the capture thread: a wrapper's fold is known
-            self.reader.folds = self._recorder.folds
         self._ready.set()
         if self._hurried:  # hurry() came before the writer was there
             self._writer.lock_timeout = min(self._writer.lock_timeout, EXIT_LOCK_WAIT)
@@ -265,6 +263,10 @@ class Capture:
             return
         self._next_write = 0.0
         next_spool_try = 0.0
+        handlers: dict[type, Callable[[Any], None]] = {
+            _Event: self._on_event, _StreamEvent: self._on_stream_event, Envelope: self._record,
+            overflow.Dropped: lambda dropped: self._add_rows(overflow.rows(dropped, self.reader.runs())),
+        }
         while True:
             wait = max(0.0, self._next_write - time.monotonic()) if len(self._pending) else self.batch_interval
             try:
@@ -272,50 +274,11 @@ class Capture:
             except queue.Empty:
                 item = None
             if isinstance(item, _Marker):
-                if item.kind == "end":  # rows only: the next flush or batch writes them
-                    if not len(self._pending):
-                        self._next_write = self._next_write_at()
-                    now = datetime.now(timezone.utc).replace(tzinfo=None)
-                    only, keep = item.payload
-                    kept = keep() if keep is not None else set()
-                    for app_id, run in list(self.reader.runs().items()):
-                        if only in (None, app_id) and app_id not in kept:
-                            self._pending.extend(self.recorder.end_run(run, now))
-                    item.ok = True
-                elif item.kind == "stop":  # close() flushed just before: write only what came since
-                    item.ok = self._write() if len(self._pending) else not self.writer.waiting()
-                else:  # flush: what after_write returns too, so nothing is written after flush() returns
-                    item.ok = self._write()
-                    for _ in range(3):
-                        if not (item.ok and len(self._pending)):
-                            break
-                        item.ok = self._write()
-                item.done.set()
-                if item.kind == "stop":
+                if self._on_marker(item):
                     return
                 continue
-            if isinstance(item, overflow.Dropped):
-                if not len(self._pending):
-                    self._next_write = self._next_write_at()
-                self._pending.extend(overflow.rows(item, self.reader.runs()))
-            if isinstance(item, _Event):
-                with self._waiting_lock:
-                    self._waiting -= 1
-                with stages.timed("read"):
-                    item = self._read(item)
-            elif isinstance(item, _StreamEvent):
-                with self._waiting_lock:
-                    self._waiting -= 1
-                with stages.timed("read"):
-                    item = self._read_stream(item)
-            if isinstance(item, Envelope):
-                if not len(self._pending):
-                    self._next_write = self._next_write_at()
-                try:
-                    with stages.timed("record"):
-                        self._pending.extend(self.recorder.record(item))
-                except Exception:  # noqa: BLE001
-                    log.exception("lineage-listener: could not record an action")
+            if item is not None:
+                handlers[type(item)](item)
             now = time.monotonic()
             if len(self._pending) and (now >= self._next_write or len(self._pending) >= self.max_batch_rows):
                 self._write()
@@ -323,9 +286,64 @@ class Capture:
                 next_spool_try = now + 2.0  # the store may be free again: write what waits
                 self.writer.write(Batch(), wait=0.0)
 
+    def _on_marker(self, item: "_Marker") -> bool:
+        """Answer a control marker (end of runs, flush, stop); True: the thread stops."""
+        if item.kind == "end":  # rows only: the next flush or batch writes them
+            now = datetime.now(timezone.utc).replace(tzinfo=None)
+            only, keep = item.payload
+            kept = keep() if keep is not None else set()
+            for app_id, run in list(self.reader.runs().items()):
+                if only in (None, app_id) and app_id not in kept:
+                    self._add_rows(self.recorder.end_run(run, now))
+            item.ok = True
+        elif item.kind == "stop":  # close() flushed just before: write only what came since
+            item.ok = self._write() if len(self._pending) else not self.writer.waiting()
+        else:  # flush: what after_write returns too, so nothing is written after flush() returns
+            item.ok = self._write()
+            for _ in range(3):
+                if not (item.ok and len(self._pending)):
+                    break
+                item.ok = self._write()
+        item.done.set()
+        return item.kind == "stop"
+
+    def _on_event(self, event: "_Event") -> None:
+        with self._waiting_lock:
+            self._waiting -= 1
+        with stages.timed("read"):
+            env = self._read(event)
+        self._record(env)
+
+    def _on_stream_event(self, event: "_StreamEvent") -> None:
+        with self._waiting_lock:
+            self._waiting -= 1
+        with stages.timed("read"):
+            env = self._read_stream(event)
+        self._record(env)
+
+    def _record(self, env: Envelope | None) -> None:
+        """The envelope's rows into the pending batch (an action without lineage: None, nothing)."""
+        if env is None:
+            return
+        try:
+            with stages.timed("record"):
+                rows = self.recorder.record(env)
+        except Exception:  # noqa: BLE001
+            log.exception("lineage-listener: could not record an action")
+            return
+        self._add_rows(rows)
+
+    def _add_rows(self, rows: Batch) -> None:
+        """Rows into the pending batch; the first rows of a batch set when it is written."""
+        if not len(self._pending):
+            self._next_write = self._next_write_at()
+        self._pending.extend(rows)
+
     def _read(self, event: "_Event") -> Envelope | None:
         try:
-            env = self.reader.read(event.func_name, event.qe, event.duration_ns, event.error, event.at)
+            # reads and records alternate on this thread: whether a wrapper folds is known
+            env = self.reader.read(event.func_name, event.qe, event.duration_ns, event.error, event.at,
+                                   folds=self.recorder.folds)
         except Exception as exc:  # noqa: BLE001
             log.warning("lineage-listener: could not read a %s action: %s", event.func_name, exc)
             return None
@@ -373,9 +391,7 @@ class Capture:
                 log.exception("lineage-listener: after-write hook failed")
                 extra = None
             if extra is not None and len(extra):
-                if not len(self._pending):
-                    self._next_write = self._next_write_at()
-                self._pending.extend(extra)
+                self._add_rows(extra)
         return ok
 
 
