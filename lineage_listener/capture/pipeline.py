@@ -264,7 +264,9 @@ class Capture:
         self._next_write = 0.0
         next_spool_try = 0.0
         handlers: dict[type, Callable[[Any], None]] = {
-            _Event: self._on_event, _StreamEvent: self._on_stream_event, Envelope: self._record,
+            _Event: lambda event: self._read_queued(event, self._read),
+            _StreamEvent: lambda event: self._read_queued(event, self._read_stream),
+            Envelope: self._record,
             overflow.Dropped: lambda dropped: self._add_rows(overflow.rows(dropped, self.reader.runs())),
         }
         while True:
@@ -307,18 +309,12 @@ class Capture:
         item.done.set()
         return item.kind == "stop"
 
-    def _on_event(self, event: "_Event") -> None:
+    def _read_queued(self, item: Any, read: Callable[[Any], Envelope | None]) -> None:
+        """Read a deferred action or micro-batch (it no longer counts as waiting) and record it."""
         with self._waiting_lock:
             self._waiting -= 1
         with stages.timed("read"):
-            env = self._read(event)
-        self._record(env)
-
-    def _on_stream_event(self, event: "_StreamEvent") -> None:
-        with self._waiting_lock:
-            self._waiting -= 1
-        with stages.timed("read"):
-            env = self._read_stream(event)
+            env = read(item)
         self._record(env)
 
     def _record(self, env: Envelope | None) -> None:
