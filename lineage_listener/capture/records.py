@@ -13,9 +13,9 @@ import json
 import traceback
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, NamedTuple
 
 from lineage_listener.capture import classification, stages
 from lineage_listener.capture.envelope import Envelope
@@ -23,9 +23,8 @@ from lineage_listener.lineage.datasets import datasets_of
 from lineage_listener.lineage.query import QueryLineage, lineage
 from lineage_listener.plan.classes import WRAPPER_COMMANDS
 from lineage_listener.plan.tree import parse
-from lineage_listener.store import rows as store_rows
 from lineage_listener.store.batch import Batch
-from lineage_listener.store.rows import (CaptureErrorRow, DatasetColumnRow, DatasetRow, EdgeRow, Retarget,
+from lineage_listener.store.rows import (CaptureErrorRow, DatasetColumnRow, DatasetRow, EdgeRow, QueryRow, Retarget,
                                          RunReopened, RunRow, StreamRow)
 from lineage_listener import redact
 
@@ -93,26 +92,11 @@ def iso(t: datetime | None) -> str | None:
     return t.isoformat(sep=" ") if t is not None else None
 
 
-@dataclass(frozen=True)
-class QueryRow:
-    query_id: str
-    run_id: str
-    action: str
-    command: str | None
-    sql_text: str | None
-    status: str
-    error: str | None
-    duration_ms: int | None
-    captured_at: str
-    target_dataset: str | None
-    qe_id: int | None = None
+class _Write(NamedTuple):
+    """A run's most recent write: its ``queries`` row and the id of its ``QueryExecution``."""
 
-    def row(self) -> store_rows.QueryRow:
-        """The ``queries`` row."""
-        return store_rows.QueryRow(query_id=self.query_id, run_id=self.run_id, action=self.action,
-                                   command=self.command, sql_text=self.sql_text, status=self.status,
-                                   error=self.error, duration_ms=self.duration_ms, captured_at=self.captured_at,
-                                   target_dataset=self.target_dataset)
+    row: QueryRow
+    qe_id: int | None
 
 
 @dataclass(frozen=True)
@@ -140,7 +124,7 @@ class Recorder:
     """Turns envelopes into batches; remembers recent writes to merge wrapper events."""
 
     def __init__(self) -> None:
-        self._last_write: dict[str, QueryRow] = {}  # run_id -> its most recent write
+        self._last_write: dict[str, _Write] = {}  # run_id -> its most recent write
         #: run_id -> (name, type, nullable) of the columns its most recent write wrote, in order
         self._last_columns: dict[str, list[tuple[str, Any, Any]]] = {}
         self._lineage_errors: set[str] = set()
@@ -194,11 +178,10 @@ class Recorder:
         target = result.target.name if result is not None and result.target is not None else None
         row = QueryRow(query_id=query_id, run_id=run_id, action=env.func_name, command=env.root,
                        sql_text=env.sql_text, status=status, error=error, duration_ms=env.duration_ms,
-                       captured_at=now, target_dataset=target, qe_id=env.qe_id)
-
-        batch.add(row.row())
+                       captured_at=now, target_dataset=target)
+        batch.add(row)
         if target is not None:
-            self._last_write[run_id] = row
+            self._last_write[run_id] = _Write(row, env.qe_id)
             self._last_columns[run_id] = [r[1:4] for r in column_rows(result.columns, None, only=target)] \
                 if result is not None else []
         if result is not None:
@@ -260,7 +243,7 @@ class Recorder:
                 batch.add(_error(now, run_id, known.query_id, "plan", problem))
             if result is not None:
                 self._add_lineage(batch, known.query_id, run_id, known.target, result, now)
-        batch.add(store_rows.QueryRow(query_id=known.query_id, run_id=run_id, action="stream", command=known.command,
+        batch.add(QueryRow(query_id=known.query_id, run_id=run_id, action="stream", command=known.command,
                                       sql_text=None, status=known.status, error=known.error,
                                       duration_ms=env.duration_ms, captured_at=now, target_dataset=known.target))
         batch.add(StreamRow(query_id=known.query_id, stream_id=progress.stream_id,
@@ -292,7 +275,7 @@ class Recorder:
         inner = self._last_write.get(run_id)
         if inner is None or inner.qe_id is None or qe_id is None or inner.qe_id <= qe_id:
             return None
-        return inner
+        return inner.row
 
     def _inner_of(self, env: Envelope) -> QueryRow | None:
         """The nested write a wrapper event wraps (fired just before it, a later id), if known."""
@@ -307,14 +290,13 @@ class Recorder:
             target = datasets_of(env.target)[0] if env.target else None
         except Exception:  # noqa: BLE001 - facts we cannot name: the inner write's target stays
             target = None
-        upgraded = replace(inner, action=env.func_name, command=env.root,
-                           sql_text=env.sql_text or inner.sql_text,
-                           status="failed" if env.error else inner.status, error=env.error or inner.error,
-                           duration_ms=env.duration_ms if env.duration_ms is not None else inner.duration_ms,
-                           target_dataset=target.name if target is not None else inner.target_dataset,
-                           qe_id=env.qe_id)
-        self._last_write[run_id] = upgraded
-        batch.add(upgraded.row())
+        upgraded = inner._replace(action=env.func_name, command=env.root,
+                                  sql_text=env.sql_text or inner.sql_text,
+                                  status="failed" if env.error else inner.status, error=env.error or inner.error,
+                                  duration_ms=env.duration_ms if env.duration_ms is not None else inner.duration_ms,
+                                  target_dataset=target.name if target is not None else inner.target_dataset)
+        self._last_write[run_id] = _Write(upgraded, env.qe_id)
+        batch.add(upgraded)
         if target is not None and target.name != inner.target_dataset:
             # The inner write named the table by its path; the logical write targets the table.
             now = iso(env.captured_at)
