@@ -20,7 +20,7 @@ from lineage_listener.govern import labelstore
 from lineage_listener.govern.classfile import known_columns
 from lineage_listener.govern.labelstore import Declared, effective
 from lineage_listener.govern.propagate import Reached, path_rows, propagate
-from lineage_listener.govern.reach import CaptureBook, copies_to, reachable_datasets, upstream_key_edges, walk
+from lineage_listener.govern.reach import CaptureBook, copies_to, reachable_datasets, upstream_datasets, walk
 from lineage_listener.query.expand import Filters, columns_of, nearest_captures
 from lineage_listener.query.types import Edge, Node
 from lineage_listener.query.names import Aliases
@@ -83,9 +83,9 @@ def run(con: duckdb.DuckDBPyConnection, starts: Iterable[Node] | None = None, si
     elif not influence:
         # From the declared columns upstream of the question (its copies travel along direct edges
         # only) down to it, through the columns on those paths only.
-        above, edges = upstream_key_edges(con, {n[0] for n in starts}, aliases)
+        above, datasets = upstream_datasets(con, {n[0] for n in starts}, aliases)
         seeds = [n for n, items in decl.items() if n[0] in above and any(d.value for d in items)]
-        g = copies_to(con, starts, seeds, edges, filters, aliases)
+        g = copies_to(con, starts, seeds, datasets, filters, aliases)
     else:
         # With influence, through the datasets upstream (an indirect edge reaches a whole dataset).
         above = reachable_datasets(con, {n[0] for n in starts}, aliases, "upstream", direct_only=False)
