@@ -6,7 +6,7 @@ import os
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 import duckdb
 import networkx as nx
@@ -24,6 +24,7 @@ from lineage_listener.store.connection import StoreError, open_readonly
 log = logging.getLogger(__name__)
 
 TimeBound = str | datetime | None
+T = TypeVar("T")
 
 
 class UnknownNameError(StoreError, LookupError):
@@ -48,6 +49,7 @@ class LineageStore:
         self.path = Path(path)
         self._con: duckdb.DuckDBPyConnection | None = None
         self._shared: duckdb.DuckDBPyConnection | None = None
+        self._kept: dict[str, Any] = {}
         with self.connect():
             pass  # fail early and clearly on a missing or unreadable store
 
@@ -82,7 +84,22 @@ class LineageStore:
             yield self
         finally:
             con, self._shared = self._shared, None
+            self._kept.clear()
             con.close()
+
+    def reuse(self, name: str, make: Callable[[], T]) -> T:
+        """``make()``, made once per :meth:`session` and kept to its end under ``name`` (what a question
+        learnt of the store that the next one may use: names, hops); outside a session, made
+        anew on each call. Sound because the store cannot change during a session: its open
+        connection keeps writers out.
+
+        >>> store.reuse("aliases", lambda: Aliases(con))                     # doctest: +SKIP
+        """
+        if self._shared is None:
+            return make()
+        if name not in self._kept:
+            self._kept[name] = make()
+        return self._kept[name]
 
     def upstream(self, dataset: str, column: str, depth: int | None = None,
                  since: TimeBound = None, until: TimeBound = None,
