@@ -141,3 +141,28 @@ def test_a_review_on_the_way_stops_the_label_and_an_own_label_stays(tmp_path):
     path = store_of(tmp_path, rows, [(s, "x", "pii", True), (s, "y", "pii", True), (a, "x", "pii", False),
                                      (b, "y", "confidential", True)])
     assert labels_of(agrees_with_the_whole_store(path, b)) == {"x": set(), "y": {"pii", "confidential"}}
+
+
+def test_questions_in_one_session_answer_as_each_asked_alone(tmp_path):
+    """Inside ``store.session()`` the names and hops one question read serve the next (direct-only
+    walks and walks with influence apart); every answer is the one a connection per question
+    gives, and the file is free for a writer once the session ends. s.email reaches c.e in clear
+    and c.h masked, through a path written by table a's location; c is filtered on t.flag."""
+    s, t, a, b, c = DB + "s", DB + "t", DB + "a", DB + "b", DB + "c"
+    run = f"{c}-3-filter"
+    rows = [step((s, "email"), ("file:/wh/a", "email"), 1), step((a, "email"), (b, "email"), 2),
+            step((b, "email"), (c, "h"), 3, "derived", "sha2(email, 256)", True), step((b, "email"), (c, "e"), 3),
+            (f"{run}:q", run, c, None, t, "flag", "filter", "indirect", "flag", False, at(3).isoformat(sep=" "))]
+    path = store_of(tmp_path, rows, [(s, "email", "pii.email", True), (t, "flag", "confidential", True)],
+                    datasets=[(a, "file:/wh/a")])
+    store = open_store(path)
+    asked = [(d, influence) for influence in (False, True) for d in (c, b, "file:/wh/a/", a, c)]
+    alone = [column_labels(store, d, influence=influence) for d, influence in asked]
+    with store.session():
+        shared = [column_labels(store, d, influence=influence) for d, influence in asked]
+    assert shared == alone
+    assert labels_of(shared[0]) == {"h": set(), "e": {"pii.email"}} and masked_of(shared[0]) == {"h": {"pii.email"}}
+    influenced = {col["column"]: {x["label"] for x in col["influenced_by"]} for col in shared[-1]["columns"]}
+    assert influenced == {"h": {"confidential"}, "e": {"confidential"}}
+    assert labels_of(shared[2]) == labels_of(shared[3]) == {"email": {"pii.email"}}
+    open_writable(path).close()   # the session let go of the file

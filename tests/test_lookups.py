@@ -111,24 +111,31 @@ def test_the_closure_of_datasets_labels_start_from_reads_edges_by_index(store, t
     assert plan["edges"] == {"Index Scan"}, plan
 
 
-def test_the_key_edges_upstream_are_read_by_index(store, tmp_path):
-    from lineage_listener.govern.reach import between, upstream_key_edges
+def test_the_datasets_and_key_edges_upstream_are_read_by_index(store, tmp_path):
+    from lineage_listener.govern.reach import between, datasets_between, key_edges_among, upstream_datasets
     from lineage_listener.query.names import Aliases
 
     con = open_readonly(store)
     try:
+        aliases = Aliases(con)
         found: list = []
-        plan = scans(con, lambda: found.append(upstream_key_edges(con, ["spark_catalog.db.t2"], Aliases(con))),
+        hops = scans(con, lambda: found.append(upstream_datasets(con, ["spark_catalog.db.t2"], aliases)),
                      tmp_path / "plan.json")   # the last hop: from t1 to t0
+        t = [f"spark_catalog.db.t{i}" for i in range(3)]
+        datasets, g = found[0]
+        assert datasets == set(t)
+        assert sorted(g.edges) == [(t[0], t[1]), (t[1], t[2])]
+        assert datasets_between(g, [t[0]], [t[2]]) == set(t)
+        assert datasets_between(g, [t[1]], [t[1]]) == {t[1]}
+        among = scans(con, lambda: found.append(key_edges_among(con, t, aliases)), tmp_path / "plan.json")
     finally:
         con.close()
-    t = [f"spark_catalog.db.t{i}" for i in range(3)]
-    datasets, edges = found[0]
-    assert datasets == set(t)
+    edges = found[1]
     assert sorted(set(edges)) == [((t[0], "a"), (t[1], "a")), ((t[0], "a"), (t[1], "h")),
                                   ((t[1], "a"), (t[2], "a")), ((t[1], "a"), (t[2], "h"))]
     assert between(edges, [(t[0], "a")], [(t[2], "h")]) == {(t[0], "a"), (t[1], "a"), (t[2], "h")}
-    assert plan["edges"] == {"Index Scan"}, plan
+    assert hops["edges"] == {"Index Scan"}, hops
+    assert among["edges"] == {"Index Scan"}, among
 
 
 def test_the_hops_among_chosen_columns_and_the_captures_paths_use_are_read_by_index(store, tmp_path):

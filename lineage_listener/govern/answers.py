@@ -20,7 +20,7 @@ from lineage_listener.govern import labelstore
 from lineage_listener.govern.classfile import known_columns
 from lineage_listener.govern.labelstore import Declared, effective
 from lineage_listener.govern.propagate import Reached, path_rows, propagate
-from lineage_listener.govern.reach import CaptureBook, copies_to, reachable_datasets, upstream_key_edges, walk
+from lineage_listener.govern.reach import CaptureBook, Hops, copies_to, reachable_datasets, upstream_datasets, walk
 from lineage_listener.query.expand import Filters, columns_of, nearest_captures
 from lineage_listener.query.types import Edge, Node
 from lineage_listener.query.names import Aliases
@@ -60,10 +60,11 @@ class Propagation:
 
 def run(con: duckdb.DuckDBPyConnection, starts: Iterable[Node] | None = None, since: datetime | None = None,
         until: datetime | None = None, masking: Iterable[str] = (), influence: bool = True,
-        extra: Iterable[Edge] = (), aliases: Aliases | None = None) -> Propagation:
+        extra: Iterable[Edge] = (), aliases: Aliases | None = None, hops: Hops | None = None) -> Propagation:
     """Propagate every declared label: to ``starts`` (the labels those columns get: from the
     declared columns upstream of them), or downstream of every declared column when ``starts`` is
-    None. ``extra``: edges not in the store (a preview) walked as if captured."""
+    None. ``extra``: edges not in the store (a preview) walked as if captured; ``hops``: hops
+    between datasets read before (:data:`~lineage_listener.govern.reach.Hops`)."""
     aliases = aliases or Aliases(con)
     starts = None if starts is None else list(starts)
     decl = labelstore.declared(con, aliases)
@@ -83,12 +84,12 @@ def run(con: duckdb.DuckDBPyConnection, starts: Iterable[Node] | None = None, si
     elif not influence:
         # From the declared columns upstream of the question (its copies travel along direct edges
         # only) down to it, through the columns on those paths only.
-        above, edges = upstream_key_edges(con, {n[0] for n in starts}, aliases)
+        above, datasets = upstream_datasets(con, {n[0] for n in starts}, aliases, hops)
         seeds = [n for n, items in decl.items() if n[0] in above and any(d.value for d in items)]
-        g = copies_to(con, starts, seeds, edges, filters, aliases)
+        g = copies_to(con, starts, seeds, datasets, filters, aliases)
     else:
         # With influence, through the datasets upstream (an indirect edge reaches a whole dataset).
-        above = reachable_datasets(con, {n[0] for n in starts}, aliases, "upstream", direct_only=False)
+        above = reachable_datasets(con, {n[0] for n in starts}, aliases, "upstream", direct_only=False, known=hops)
         seeds = [n for n, items in decl.items() if n[0] in above and any(d.value for d in items)]
         g = walk(con, seeds, "downstream", filters, aliases, within=lambda node: node[0] in above)
         g.add_nodes_from(starts)
@@ -142,10 +143,11 @@ def column_labels(store: LineageStore, dataset: str | None = None, column: str |
 
     ``source`` is ``set``, ``file``, ``spark`` (declared) or ``propagated``; ``path`` runs
     ``[[dataset, column, transform], ...]`` from the labelled column to this one. ``influence=False``
-    leaves out what only indirect edges reach (a walk over direct edges only: quicker)."""
+    leaves out what only indirect edges reach (a walk over direct edges only: quicker). Inside
+    ``store.session()``, what one question learnt of names and hops serves the next."""
     lo, hi = window(since, until)
     with store.connect() as con:
-        aliases = Aliases(con)
+        aliases = store.reuse("aliases", lambda: Aliases(con))
         if dataset is None:
             if not propagated:
                 decl = labelstore.declared(con, aliases)
@@ -156,7 +158,7 @@ def column_labels(store: LineageStore, dataset: str | None = None, column: str |
             nodes = sorted(set(p.graph.nodes) | set(p.declared))
         else:
             nodes = columns(con, aliases, dataset, column)
-            p = run(con, nodes, lo, hi, masking, influence, aliases=aliases)
+            p = run(con, nodes, lo, hi, masking, influence, aliases=aliases, hops=store.reuse("hops", dict))
         wanted = set(nodes)
         p.book.load(h for found in p.reached.values() for n, r in found.items() if n in wanted for h in r.hops)
         rows = [column_row(p, n, propagated) for n in nodes]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from datetime import datetime
+from typing import TypeVar
 
 import duckdb
 import networkx as nx
@@ -18,7 +19,9 @@ from lineage_listener.query.expand import COLUMN_KEY_SQL, Among, Filters, captur
 from lineage_listener.query.types import Direction, Edge, Node
 from lineage_listener.query.lookups import indexed
 from lineage_listener.query.graph import build_graph
-from lineage_listener.query.names import Aliases
+from lineage_listener.query.names import Aliases, alias_rows_sql
+
+T = TypeVar("T")
 
 
 def walk(con: duckdb.DuckDBPyConnection, starts: Iterable[Node], direction: Direction,
@@ -56,62 +59,125 @@ def walk(con: duckdb.DuckDBPyConnection, starts: Iterable[Node], direction: Dire
     return g
 
 
+#: Hops read from the store, per walk (``(direction, direct_only)``): each canonical dataset's
+#: neighbours one hop that way (canonical names). A session keeps it across questions.
+Hops = dict[tuple[str, bool], dict[str, set[str]]]
+
+
 def reachable_datasets(con: duckdb.DuckDBPyConnection, datasets: Iterable[str], aliases: Aliases,
-                       direction: Direction = "downstream", direct_only: bool = True) -> set[str]:
+                       direction: Direction = "downstream", direct_only: bool = True,
+                       known: Hops | None = None) -> set[str]:
     """The datasets ``direction`` of ``datasets`` (canonical names), them included: at the level of
     datasets and at any time, so a superset of where labels can go (or come from).
 
-    One query per hop, an index lookup of ``edges`` by the near end; no capture is read."""
-    return _hops(con, datasets, aliases, direction, direct_only)[0]
+    One query per hop, an index lookup of ``edges`` by the near end; no capture is read. ``known``:
+    hops read before (by earlier questions of a session), added to."""
+    return _hops(con, datasets, aliases, direction, direct_only, known)[0]
 
 
 KeyEdge = tuple[Node, tuple[str, str | None]]
 
 
-def upstream_key_edges(con: duckdb.DuckDBPyConnection, datasets: Iterable[str], aliases: Aliases
-                       ) -> tuple[set[str], list[KeyEdge]]:
-    """The datasets upstream of ``datasets`` over direct edges (:func:`reachable_datasets`), and
-    those edges, at any time, as ``(source, target)`` pairs of ``(canonical dataset, column key)``
+def upstream_datasets(con: duckdb.DuckDBPyConnection, datasets: Iterable[str], aliases: Aliases,
+                      known: Hops | None = None) -> tuple[set[str], nx.DiGraph]:
+    """The datasets upstream of ``datasets`` over direct edges (:func:`reachable_datasets`), and the
+    graph of them: an edge ``source -> target`` (canonical names) where some direct edge leads so.
+
+    >>> found, g = upstream_datasets(con, ["spark_catalog.db.report"], Aliases(con))  # doctest: +SKIP
+    """
+    seen, pairs = _hops(con, datasets, aliases, "upstream", True, known)
+    g = nx.DiGraph()
+    g.add_nodes_from(seen)
+    g.add_edges_from(pairs)
+    return seen, g
+
+
+def datasets_between(g: nx.DiGraph, sources: Iterable[str], targets: Iterable[str]) -> set[str]:
+    """The datasets on some path of ``g`` (:func:`upstream_datasets`) from one of ``sources`` to one
+    of ``targets``, ends included: the only datasets a path of columns between them can go through.
+
+    >>> sorted(datasets_between(nx.DiGraph([("a", "b"), ("b", "c"), ("b", "d"), ("e", "c")]), ["a"], ["c"]))
+    ['a', 'b', 'c']
+    """
+    below = _closure([n for n in sources if n in g], g.successors)
+    return below & _closure([n for n in targets if n in g], g.predecessors)
+
+
+def key_edges_among(con: duckdb.DuckDBPyConnection, datasets: Iterable[str], aliases: Aliases) -> list[KeyEdge]:
+    """The direct edges among ``datasets`` (canonical names, every name of each read by the index on
+    ``edges``), at any time, as ``(source, target)`` pairs of ``(canonical dataset, column key)``
     (:func:`~lineage_listener.query.expand.column_key`: a struct column stands for its fields; a
     target key None: an edge stored with a null target column, to every column of its dataset).
 
-    >>> found, edges = upstream_key_edges(con, ["spark_catalog.db.report"], Aliases(con))  # doctest: +SKIP
+    >>> edges = key_edges_among(con, ["spark_catalog.db.orders", "spark_catalog.db.report"], Aliases(con))  # doctest: +SKIP
     """
+    datasets = sorted(datasets)
+    aliases.resolve(datasets)
+    names = sorted({n for d in datasets for n in aliases.names(d)})
+    if not names:
+        return []
     key = COLUMN_KEY_SQL.format
-    seen, rows = _hops(con, datasets, aliases, "upstream", True,
-                       f", {key('source_column')}, target_dataset, "
-                       f"CASE WHEN target_column IS NOT NULL THEN {key('target_column')} END")
-    edges = [((aliases.canonical(s_ds), s_key), (aliases.canonical(t_ds), t_key))
-             for s_ds, s_key, t_ds, t_key in rows if s_key is not None]
-    return seen, edges
+    rows = con.execute(f"""
+        SELECT DISTINCT source_dataset, {key('source_column')}, target_dataset,
+               CASE WHEN target_column IS NOT NULL THEN {key('target_column')} END
+        FROM {indexed("edges", "target_dataset", "SELECT unnest($n)")} e
+        WHERE kind = 'direct' AND source_column IS NOT NULL AND source_dataset IN (SELECT unnest($n))""",
+                       {"n": names}).fetchall()
+    found = {r[0] for r in rows} | {r[2] for r in rows}
+    aliases.resolve(found)
+    canonical = {n: aliases.canonical(n) for n in found}
+    return [((canonical[s_ds], s_key), (canonical[t_ds], t_key)) for s_ds, s_key, t_ds, t_key in rows]
 
 
 def _hops(con: duckdb.DuckDBPyConnection, datasets: Iterable[str], aliases: Aliases, direction: Direction,
-          direct_only: bool, columns: str = "") -> tuple[set[str], list[tuple]]:
-    """The datasets ``direction`` of ``datasets``, them included, and the distinct rows (far end,
-    then ``columns``: more SQL of ``edges``) of the edges that lead there, names resolved."""
+          direct_only: bool, known: Hops | None = None) -> tuple[set[str], list[tuple[str, str]]]:
+    """The datasets ``direction`` of ``datasets``, them included, and the ``(source, target)`` pairs
+    of datasets one hop apart on the way (canonical names).
+
+    One query a hop, for the frontier's datasets not in ``known``: the edges out of them, and the
+    alias rows of their far ends (:func:`~lineage_listener.query.names.alias_rows_sql`) in the
+    same answer."""
     near, far = ("source_dataset", "target_dataset") if direction == "downstream" \
         else ("target_dataset", "source_dataset")
+    hops = ({} if known is None else known).setdefault((direction, direct_only), {})
+    kind = "AND kind = 'direct'" if direct_only else ""
+    sql = f"""
+        WITH r AS MATERIALIZED (
+            SELECT DISTINCT {far}, {near} FROM {indexed("edges", near, "SELECT unnest($n)")} e
+            WHERE {far} IS NOT NULL {kind})
+        SELECT *, NULL AS alias_row FROM r
+        UNION ALL BY NAME
+        SELECT (dataset, location) AS alias_row FROM ({alias_rows_sql(f"SELECT DISTINCT {far} FROM r")})"""
     seen = {aliases.canonical(d) for d in datasets}
     frontier = sorted(seen)
-    kind = "AND kind = 'direct'" if direct_only else ""
-    found: list[tuple] = []
+    pairs: list[tuple[str, str]] = []
     while frontier:
-        names = sorted({n for d in frontier for n in aliases.names(d)})
-        rows = con.execute(
-            f"""SELECT DISTINCT {far}{columns} FROM {indexed("edges", near, "SELECT unnest($n)")} e
-                WHERE {far} IS NOT NULL {kind}""", {"n": names}).fetchall()
-        aliases.resolve(r[0] for r in rows)
-        found += rows
-        new = {aliases.canonical(r[0]) for r in rows} - seen
+        owner = {n: d for d in frontier if d not in hops for n in aliases.names(d)}
+        if owner:
+            rows, found = [], []
+            for r in con.execute(sql, {"n": sorted(owner)}).fetchall():
+                if r[-1] is None:
+                    rows.append(r[:-1])
+                else:
+                    found.append(r[-1])
+            aliases.learn((r[0] for r in rows), found)
+            hops.update((d, set()) for d in owner.values())
+            for far_name, near_name in rows:
+                hops[owner[near_name]].add(aliases.canonical(far_name))
+        new: set[str] = set()
+        for d in frontier:
+            for other in hops[d]:
+                pairs.append((other, d) if direction == "upstream" else (d, other))
+                if other not in seen:
+                    new.add(other)
         seen |= new
         frontier = sorted(new)
-    return seen, found
+    return seen, pairs
 
 
 def between(edges: Iterable[KeyEdge], sources: Iterable[Node],
             targets: Iterable[Node]) -> set[Node]:
-    """The nodes on some path of ``edges`` (:func:`upstream_key_edges`) from one of ``sources`` to one of
+    """The nodes on some path of ``edges`` (:func:`key_edges_among`) from one of ``sources`` to one of
     ``targets``, ends included; an edge to ``(dataset, None)`` leads to every node of that dataset.
 
     >>> sorted(between([(("a", "x"), ("b", "x")), (("b", "x"), ("c", "x")), (("b", "x"), ("d", "x")),
@@ -120,37 +186,46 @@ def between(edges: Iterable[KeyEdge], sources: Iterable[Node],
     >>> sorted(between([(("a", "x"), ("c", None))], [("a", "x")], [("c", "y")]))
     [('a', 'x'), ('c', 'y')]
     """
+    edges, targets = list(edges), set(targets)
     succ: dict[Node, set[Node]] = {}
-    pred: dict[Node, set[Node]] = {}
-    wide: dict[str, set[Node]] = {}   # target dataset -> sources of its edges with a null target column
+    wide: dict[Node, set[str]] = {}   # source -> datasets its edges with a null target column go to
+    of_dataset: dict[str, set[Node]] = {}
     for source, target in edges:
+        of_dataset.setdefault(source[0], set()).add(source)
         if target[1] is None:
-            wide.setdefault(target[0], set()).add(source)
+            wide.setdefault(source, set()).add(target[0])
         else:
             succ.setdefault(source, set()).add(target)
+            of_dataset.setdefault(target[0], set()).add(target)
+    for node in targets:
+        of_dataset.setdefault(node[0], set()).add(node)
+    # what the sources reach first (a labelled column's copies: few), then, among those only,
+    # what leads to the targets (every column of a dataset: most of the edges, when walked first)
+    below = _closure(sources, lambda n: succ.get(n, set()).union(*(of_dataset[d] for d in wide.get(n, ()))))
+    pred: dict[Node, set[Node]] = {}
+    wide_in: dict[str, set[Node]] = {}
+    for source, target in edges:
+        if source in below and target[1] is None:
+            wide_in.setdefault(target[0], set()).add(source)
+        elif source in below and target in below:
             pred.setdefault(target, set()).add(source)
-    above = _closure(targets, lambda n: pred.get(n, set()) | wide.get(n[0], set()))
-    wide_out: dict[Node, set[str]] = {}
-    for dataset, found in wide.items():
-        for source in found:
-            wide_out.setdefault(source, set()).add(dataset)
-    by_dataset: dict[str, set[Node]] = {}
-    for node in above:
-        by_dataset.setdefault(node[0], set()).add(node)
-    below = _closure(sources, lambda n: succ.get(n, set()).union(
-        *(by_dataset.get(d, set()) for d in wide_out.get(n, ()))))
-    return above & below
+    return _closure(targets & below, lambda n: pred.get(n, set()) | wide_in.get(n[0], set()))
 
 
-def copies_to(con: duckdb.DuckDBPyConnection, starts: list[Node], seeds: list[Node], edges: list[KeyEdge],
+def copies_to(con: duckdb.DuckDBPyConnection, starts: list[Node], seeds: list[Node], datasets: nx.DiGraph,
               filters: Filters, aliases: Aliases) -> nx.DiGraph:
-    """The graph of the direct edges on paths from ``seeds`` to ``starts``, ``starts`` in it: the
-    columns on such paths are picked at the level of column keys (``edges``:
-    :func:`upstream_key_edges` of the starts; :func:`between`), the edges among them read with
+    """The graph of the direct edges on paths from ``seeds`` to ``starts``, ``starts`` in it. The
+    datasets on such paths are picked from ``datasets`` (:func:`upstream_datasets` of the starts;
+    :func:`datasets_between`), the columns on them at the level of column keys
+    (:func:`key_edges_among` those datasets; :func:`between`), the edges among those columns read with
     their captures in one query (:class:`~lineage_listener.query.expand.Among`) and walked in memory."""
     def key(n: Node) -> Node:
         return n[0], column_key(n[1])
-    kept = between(edges, map(key, seeds), map(key, starts)) if seeds else set()
+    kept: set[Node] = set()
+    if seeds:
+        on_paths = datasets_between(datasets, {n[0] for n in seeds}, {n[0] for n in starts})
+        if on_paths:
+            kept = between(key_edges_among(con, on_paths, aliases), map(key, seeds), map(key, starts))
     keys: dict[str, set[str]] = {}
     for dataset, k in kept:
         for name in aliases.names(dataset):
@@ -164,7 +239,7 @@ def copies_to(con: duckdb.DuckDBPyConnection, starts: list[Node], seeds: list[No
     return g
 
 
-def _closure(starts: Iterable[Node], step: Callable[[Node], set[Node]]) -> set[Node]:
+def _closure(starts: Iterable[T], step: Callable[[T], Iterable[T]]) -> set[T]:
     seen = set(starts)
     todo = list(seen)
     while todo:

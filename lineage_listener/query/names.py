@@ -38,22 +38,20 @@ class Aliases:
     def resolve(self, names: Iterable[str]) -> None:
         """Look up every not yet known name in one query."""
         todo = sorted({n for n in names if n is not None and n not in self._canonical})
-        if not todo:
-            return
-        variants = sorted({v for n in todo for v in (n, _strip(n), _strip(n) + "/")})
-        # a storage location always holds a '/': only such names need the scan of every location
-        paths = [v for v in variants if "/" in v]
-        by_location = """
-            UNION
-            SELECT dataset, location FROM datasets
-            WHERE kind = 'table' AND location IN (SELECT unnest($paths))""" if paths else ""
-        rows = self._con.execute(
-            f"""
-            SELECT dataset, location FROM {indexed("datasets", "dataset", "SELECT unnest($names)")}
-            WHERE kind = 'table' AND location IS NOT NULL {by_location}
-            """,
-            {"names": variants, **({"paths": paths} if paths else {})},
-        ).fetchall()
+        if todo:
+            self.learn(todo, self._con.execute(alias_rows_sql("SELECT unnest($names)"), {"names": todo}).fetchall())
+
+    def learn(self, names: Iterable[str], rows: Iterable[tuple[str, str]]) -> None:
+        """Take in the not yet known ``names`` given the ``(dataset, location)`` rows
+        :func:`alias_rows_sql` selects for them (or for more names): a caller's query may
+        carry the lookup, instead of a query of its own.
+
+        >>> a = Aliases(None)
+        >>> a.learn(["file:/wh/t/", "b"], [("db.t", "file:/wh/t")])
+        >>> a.canonical("file:/wh/t/"), sorted(a.names("db.t")), a.canonical("b")
+        ('db.t', ['db.t', 'file:/wh/t', 'file:/wh/t/'], 'b')
+        """
+        todo = sorted({n for n in names if n is not None and n not in self._canonical})
         rows = sorted((dataset, _strip(location)) for dataset, location in rows)
         by_location: dict[str, str] = {}
         locations: dict[str, set[str]] = {}
@@ -79,6 +77,22 @@ class Aliases:
         if canonical not in self._names:
             self.resolve([canonical])
         return self._names.get(canonical, {canonical})
+
+
+def alias_rows_sql(names: str) -> str:
+    """SQL of the ``(dataset, location)`` rows of the tables that the names ``names`` (SQL of one
+    column) select are, or are the storage location of (with or without trailing slashes): what
+    :meth:`Aliases.learn` needs. A table's own row comes through the index on ``datasets``; a
+    location only a name holding a '/' can be."""
+    return f"""
+        WITH v AS (SELECT DISTINCT unnest([n, s, s || '/']) AS v
+                   FROM (SELECT n, CASE WHEN contains(n, '/') THEN rtrim(n, '/') ELSE n END AS s
+                         FROM ({names}) AS q(n)))
+        SELECT dataset, location FROM {indexed("datasets", "dataset", "SELECT v FROM v")}
+        WHERE kind = 'table' AND location IS NOT NULL
+        UNION
+        SELECT dataset, location FROM datasets
+        WHERE kind = 'table' AND location IN (SELECT v FROM v WHERE contains(v, '/'))"""
 
 
 def closest(name: str, candidates: Iterable[str], n: int = 3) -> list[str]:

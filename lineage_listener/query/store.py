@@ -6,7 +6,7 @@ import os
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 import duckdb
 import networkx as nx
@@ -24,6 +24,7 @@ from lineage_listener.store.connection import StoreError, open_readonly
 log = logging.getLogger(__name__)
 
 TimeBound = str | datetime | None
+T = TypeVar("T")
 
 
 class UnknownNameError(StoreError, LookupError):
@@ -35,7 +36,8 @@ class LineageStore:
 
     Graph questions open the file for the duration of the call only, so a
     store object kept in a notebook never holds the file against a capturing
-    job. ``sql()`` keeps a connection until :meth:`close`.
+    job; inside :meth:`session` they share one connection instead. ``sql()``
+    keeps a connection until :meth:`close`.
 
     >>> store = open_store("lineage.duckdb")                                   # doctest: +SKIP
     >>> g = store.upstream("spark_catalog.shop.report", "total", depth=3)      # doctest: +SKIP
@@ -46,17 +48,58 @@ class LineageStore:
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
         self._con: duckdb.DuckDBPyConnection | None = None
+        self._shared: duckdb.DuckDBPyConnection | None = None
+        self._kept: dict[str, Any] = {}
         with self.connect():
             pass  # fail early and clearly on a missing or unreadable store
 
     @contextmanager
     def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A short-lived read-only connection (waits briefly while a writer holds the file)."""
+        """A short-lived read-only connection (waits briefly while a writer holds the file); inside
+        :meth:`session`, the session's connection."""
+        if self._shared is not None:
+            yield self._shared
+            return
         con = open_readonly(self.path)
         try:
             yield con
         finally:
             con.close()
+
+    @contextmanager
+    def session(self) -> Iterator["LineageStore"]:
+        """Ask many questions over one read-only connection: the file is opened once, and what DuckDB
+        read for one question stays in its cache for the next. Until the block ends the file is held
+        open, so a writer in another process waits (capture retries): for a batch of questions,
+        not for a store object kept in a notebook. Nested sessions share the outer one.
+
+        >>> with open_store("lineage.duckdb").session() as store:          # doctest: +SKIP
+        ...     answers = [column_labels(store, d) for d in datasets]
+        """
+        if self._shared is not None:
+            yield self
+            return
+        self._shared = open_readonly(self.path)
+        try:
+            yield self
+        finally:
+            con, self._shared = self._shared, None
+            self._kept.clear()
+            con.close()
+
+    def reuse(self, name: str, make: Callable[[], T]) -> T:
+        """``make()``, made once per :meth:`session` and kept to its end under ``name`` (what a question
+        learnt of the store that the next one may use: names, hops); outside a session, made
+        anew on each call. Sound because the store cannot change during a session: its open
+        connection keeps writers out.
+
+        >>> store.reuse("aliases", lambda: Aliases(con))                     # doctest: +SKIP
+        """
+        if self._shared is None:
+            return make()
+        if name not in self._kept:
+            self._kept[name] = make()
+        return self._kept[name]
 
     def upstream(self, dataset: str, column: str, depth: int | None = None,
                  since: TimeBound = None, until: TimeBound = None,
