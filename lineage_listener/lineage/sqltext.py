@@ -97,12 +97,33 @@ def wrap(e: exp.Expression) -> exp.Expression:
 
 
 def cast(e: exp.Expression, data_type: str | None) -> exp.Expression:
-    if not data_type or not isinstance(data_type, str):
+    """``CAST(e AS data_type)``; ``cast(e)`` for a type sqlglot does not know.
+
+    >>> render(cast(column("a"), "decimal(7,2)")), render(cast(column("a"), "no such type"))
+    ('CAST(a AS DECIMAL(7, 2))', 'cast(a)')
+    """
+    to = _data_type(data_type) if data_type and isinstance(data_type, str) else None
+    if to is None:
         return call("cast", [e])
+    return exp.Cast(this=e, to=to.copy())  # a copy: a node has one parent
+
+
+#: Spark type text -> its parsed sqlglot type (None: sqlglot does not know it). Parsing builds a
+#: dialect and a tokenizer each time; a plan casts to the same few types again and again.
+_TYPES: dict[str, exp.DataType | None] = {}
+
+
+def _data_type(text: str) -> exp.DataType | None:
+    if text in _TYPES:
+        return _TYPES[text]
     try:
-        return exp.Cast(this=e, to=exp.DataType.build(data_type, dialect="spark"))
+        found: exp.DataType | None = exp.DataType.build(text, dialect="spark")
     except Exception:  # noqa: BLE001 - an exotic type sqlglot does not know: keep the text readable
-        return call("cast", [e])
+        found = None
+    if len(_TYPES) > _MEMO_MAX:
+        _TYPES.clear()
+    _TYPES[text] = found
+    return found
 
 
 def case(branches: Sequence[tuple[exp.Expression, exp.Expression]], default: exp.Expression | None) -> exp.Expression:
