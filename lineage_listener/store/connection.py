@@ -34,13 +34,15 @@ def is_lock_error(exc: BaseException) -> bool:
 
 def is_config_conflict(exc: BaseException) -> bool:
     """True when this process already has the file open with another configuration (DuckDB allows
-    one per file per process: a user's read-only connection blocks a read-write open).
+    one per file per process: a user's read-only connection blocks a read-write open, and a file
+    attached to one database cannot be attached to another).
 
     >>> is_config_conflict(duckdb.ConnectionException("Can't open a connection to same database file "
     ...                    "with a different configuration than existing connections"))
     True
     """
-    return "different configuration" in str(exc).lower()
+    text = str(exc).lower()
+    return "different configuration" in text or "unique file handle conflict" in text
 
 
 def is_corrupt_error(exc: BaseException) -> bool:
@@ -66,17 +68,39 @@ def open_readonly(path: str | os.PathLike, retry_seconds: float = 5.0) -> duckdb
             delay = min(delay * 2, 0.5)
 
 
-def open_writable(path: str | os.PathLike) -> duckdb.DuckDBPyConnection:
+def open_writable(path: str | os.PathLike, host: duckdb.DuckDBPyConnection | None = None
+                  ) -> duckdb.DuckDBPyConnection:
     """Open (creating it atomically if needed) the store for writing, at the current schema.
 
+    With ``host`` (an in-memory connection kept by a writer), the store is attached to it as
+    :data:`ATTACHED` and made its default database, and ``host`` is returned: attaching a file costs
+    a fraction of a new database instance (DuckDB builds its whole catalog of functions for each);
+    :func:`release` detaches it, which closes the file as closing a connection would.
     Raises duckdb.Error / OSError (locked, unwritable, full) or :class:`StoreNeedsAction`.
+
+    >>> import tempfile; store = Path(tempfile.mkdtemp()) / "s.duckdb"; host = duckdb.connect()
+    >>> con = open_writable(store, host)
+    >>> con.execute("SELECT count(*) FROM queries").fetchone()[0]
+    0
+    >>> release(con, host)
+    >>> host.execute("SELECT count(*) FROM duckdb_databases() WHERE database_name = ?", [ATTACHED]).fetchone()[0]
+    0
     """
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     if not p.exists() or p.stat().st_size == 0:
         create_atomically(p)
     try:
-        con = duckdb.connect(str(p))
+        if host is None:
+            con = duckdb.connect(str(p))
+        else:
+            host.execute(f"ATTACH {_literal(str(p))} AS {ATTACHED}")
+            con = host
+            try:
+                con.execute(f"USE {ATTACHED}")
+            except Exception:
+                release(con, host)
+                raise
     except duckdb.Error as exc:
         if is_corrupt_error(exc):
             raise StoreNeedsAction(f"{p} is not a readable DuckDB store (not a valid DuckDB database file, "
@@ -85,21 +109,46 @@ def open_writable(path: str | os.PathLike) -> duckdb.DuckDBPyConnection:
     try:
         ensure_schema(con)
     except NewerStoreError as exc:
-        con.close()
+        release(con, host)
         raise StoreNeedsAction(f"{p}: {exc}") from None
     except Exception:
-        con.close()
+        release(con, host)
         raise
     return con
 
 
-def connect_writable(path: str | os.PathLike, deadline: Callable[[], float]) -> duckdb.DuckDBPyConnection:
+#: The name a writer's host connection attaches the store under (:func:`open_writable`).
+ATTACHED = "lineage_store"
+
+
+def _literal(text: str) -> str:
+    """A SQL string literal.
+
+    >>> _literal("it's")
+    "'it''s'"
+    """
+    return "'" + text.replace("'", "''") + "'"
+
+
+def release(con: duckdb.DuckDBPyConnection, host: duckdb.DuckDBPyConnection | None = None) -> None:
+    """Close what :func:`open_writable` opened: the connection, or the store attached to ``host``."""
+    if host is None:
+        con.close()
+        return
+    with contextlib.suppress(duckdb.Error):
+        host.execute("ROLLBACK")  # a transaction left open by a failure would keep the file attached
+    host.execute("USE memory")
+    host.execute(f"DETACH DATABASE IF EXISTS {ATTACHED}")
+
+
+def connect_writable(path: str | os.PathLike, deadline: Callable[[], float],
+                     host: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyConnection:
     """:func:`open_writable`, retried while another process holds the file, until ``deadline()``
     (a ``time.monotonic()`` value, read on every retry: a writer may shorten its wait meanwhile)."""
     delay = 0.05
     while True:
         try:
-            return open_writable(path)
+            return open_writable(path, host)
         except (duckdb.Error, OSError) as exc:
             if not is_lock_error(exc) or time.monotonic() + delay > deadline():
                 raise
