@@ -169,7 +169,8 @@ def render(e: exp.Expression | None) -> str | None:
 
     One sqlglot generator per thread is reused (building one per call was most of the cost of
     short expressions: a 1,000-column select renders 1,000). The operators the walk chains most
-    (``+ - *``, parentheses) are joined here from their operands' text, and a column or literal
+    (``+ - *``, comparisons, ``AND``/``OR``, parentheses) and function calls are joined here from
+    their operands' text, and a column or literal
     is rendered once per thread (memo): a 300-step ``withColumn`` chain renders trees of ~400
     nodes 300 times. Anything else goes to the generator (on a copy: the generator may change
     what it renders, and origins share their trees).
@@ -191,8 +192,10 @@ def _generate(e: exp.Expression, gen: Any) -> str:
     return gen.generate(e, copy=True)
 
 
-#: Operators whose text is ``left <op> right`` whatever surrounds them (sqlglot's ``binary``).
-_JOINED = {exp.Add: " + ", exp.Sub: " - ", exp.Mul: " * "}
+#: Operators whose text is ``left <op> right`` whatever surrounds them (sqlglot's ``binary``, and
+#: ``connector_sql`` for AND / OR).
+_JOINED = {exp.Add: " + ", exp.Sub: " - ", exp.Mul: " * ", exp.EQ: " = ", exp.NEQ: " <> ", exp.GT: " > ",
+           exp.GTE: " >= ", exp.LT: " < ", exp.LTE: " <= ", exp.And: " AND ", exp.Or: " OR "}
 _MEMO_MAX = 100_000
 
 
@@ -206,6 +209,10 @@ def _text(e: exp.Expression, gen: Any, memo: dict[Any, str]) -> str:
         return _text(args["this"], gen, memo) + op + _text(args["expression"], gen, memo)
     if t is exp.Paren and len(args) == 1:
         return "(" + _text(args["this"], gen, memo) + ")"
+    if t is exp.Anonymous and len(args) == 2 and type(args["this"]) is str:  # sqlglot's ``func``
+        return (args["this"].lower() + "("
+                + ", ".join([_text(a, gen, memo) for a in args["expressions"] if a is not None and a is not True
+                             and a is not False]) + ")")
     if t is exp.Column and len(args) == 1 and type(args["this"]) is exp.Identifier:
         ident = args["this"]
         key = (t, ident.this, bool(ident.args.get("quoted")), len(ident.args))

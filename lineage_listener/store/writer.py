@@ -145,7 +145,12 @@ class StoreWriter:
                 self._park(batch, str(exc)[:200])
                 return False
             finally:
-                release(con, host)
+                try:
+                    release(con, host)
+                except duckdb.Error as exc:  # still attached: a new in-memory database for the next batch
+                    log.warning("lineage-listener: closing store %s failed: %s", self.path,
+                                (str(exc).splitlines() or [type(exc).__name__])[0][:200])
+                    self.close()
 
     def _park(self, batch: Batch, reason: str, needs_action: bool = False) -> None:
         """Keep ``batch`` (and anything held) for later: spool it, or hold it in memory."""
