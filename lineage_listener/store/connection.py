@@ -34,15 +34,13 @@ def is_lock_error(exc: BaseException) -> bool:
 
 def is_config_conflict(exc: BaseException) -> bool:
     """True when this process already has the file open with another configuration (DuckDB allows
-    one per file per process: a user's read-only connection blocks a read-write open, and a file
-    attached to one database cannot be attached to another).
+    one per file per process: a user's read-only connection blocks a read-write open).
 
     >>> is_config_conflict(duckdb.ConnectionException("Can't open a connection to same database file "
     ...                    "with a different configuration than existing connections"))
     True
     """
-    text = str(exc).lower()
-    return "different configuration" in text or "unique file handle conflict" in text
+    return "different configuration" in str(exc).lower()
 
 
 def is_corrupt_error(exc: BaseException) -> bool:
@@ -94,13 +92,21 @@ def open_writable(path: str | os.PathLike, host: duckdb.DuckDBPyConnection | Non
         if host is None:
             con = duckdb.connect(str(p))
         else:
-            host.execute(f"ATTACH {_literal(str(p))} AS {ATTACHED}")
-            con = host
             try:
-                con.execute(f"USE {ATTACHED}")
-            except Exception:
-                release(con, host)
-                raise
+                host.execute(f"ATTACH {_literal(str(p))} AS {ATTACHED}")
+                con = host
+            except duckdb.Error as exc:
+                if "unique file handle conflict" not in str(exc).lower():
+                    raise
+                # This process has the file open already (a user's connection): a connection shares
+                # that database when its configuration is the same, as it did before writers attached.
+                con = duckdb.connect(str(p))
+            else:
+                try:
+                    con.execute(f"USE {ATTACHED}")
+                except Exception:
+                    release(con, host)
+                    raise
     except duckdb.Error as exc:
         if is_corrupt_error(exc):
             raise StoreNeedsAction(f"{p} is not a readable DuckDB store (not a valid DuckDB database file, "
@@ -132,7 +138,7 @@ def _literal(text: str) -> str:
 
 def release(con: duckdb.DuckDBPyConnection, host: duckdb.DuckDBPyConnection | None = None) -> None:
     """Close what :func:`open_writable` opened: the connection, or the store attached to ``host``."""
-    if host is None:
+    if con is not host:
         con.close()
         return
     with contextlib.suppress(duckdb.Error):
