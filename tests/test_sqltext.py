@@ -53,6 +53,9 @@ def test_same_text_as_sqlglot_on_odd_names_and_literals():
                       sqltext.call("concat", [inner, col]), sqltext.cast(inner, "bigint"), cond,
                       sqltext.call("Coalesce_X", [cond, sqltext.call("max", [col]), lit]), sqltext.call("now", []),
                       exp.Not(this=sqltext.binary("Or", cond, cond)), sqltext.cast(col, "decimal(7,2)")]
+            trees += [sqltext.cast(x, t) for x in (col, lit, inner) for t in
+                      ("json", "array<int>", "struct<a:int>", "map<string,int>", "decimal(5,-2)", "string",
+                       "varchar(10)", "char(3)", "timestamp", "interval day to second", "binary")]
     chain = sqltext.column("c0")
     for _ in range(150):  # deep: a withColumn chain
         chain = sqltext.binary("Add", chain, sqltext.literal(1, "int"))

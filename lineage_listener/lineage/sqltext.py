@@ -102,28 +102,41 @@ def cast(e: exp.Expression, data_type: str | None) -> exp.Expression:
     >>> render(cast(column("a"), "decimal(7,2)")), render(cast(column("a"), "no such type"))
     ('CAST(a AS DECIMAL(7, 2))', 'cast(a)')
     """
-    to = _data_type(data_type) if data_type and isinstance(data_type, str) else None
+    to, type_sql = _data_type(data_type) if data_type and isinstance(data_type, str) else (None, None)
     if to is None:
         return call("cast", [e])
-    return exp.Cast(this=e, to=to.copy())  # a copy: a node has one parent
+    node = exp.Cast(this=e, to=to.copy())  # a copy: a node has one parent
+    if type_sql is not None:
+        node.meta[_TYPE_SQL] = type_sql
+    return node
 
 
-#: Spark type text -> its parsed sqlglot type (None: sqlglot does not know it). Parsing builds a
-#: dialect and a tokenizer each time; a plan casts to the same few types again and again.
-_TYPES: dict[str, exp.DataType | None] = {}
+#: Spark type text -> its parsed sqlglot type (None: sqlglot does not know it) and that type's
+#: text in a ``CAST`` (None: rendered by the generator each time). Parsing builds a dialect and a
+#: tokenizer each time; a plan casts to the same few types again and again.
+_TYPES: dict[str, tuple[exp.DataType | None, str | None]] = {}
+#: Key of a cast's type text in its ``meta`` (sqlglot's own place for such notes).
+_TYPE_SQL = "lineage_type_sql"
+_PROBE = "CAST(x AS "
 
 
-def _data_type(text: str) -> exp.DataType | None:
+def _data_type(text: str) -> tuple[exp.DataType | None, str | None]:
     if text in _TYPES:
         return _TYPES[text]
     try:
         found: exp.DataType | None = exp.DataType.build(text, dialect="spark")
     except Exception:  # noqa: BLE001 - an exotic type sqlglot does not know: keep the text readable
         found = None
+    type_sql = None
+    # Spark's generator writes a cast to JSON or to a nested type (from/to_json) otherwise.
+    if found is not None and not found.args.get("nested") and not found.is_type("json"):
+        probe = _generate(exp.Cast(this=column("x"), to=found.copy()), _generator())
+        if probe.startswith(_PROBE) and probe.endswith(")"):
+            type_sql = probe[len(_PROBE):-1]
     if len(_TYPES) > _MEMO_MAX:
         _TYPES.clear()
-    _TYPES[text] = found
-    return found
+    _TYPES[text] = (found, type_sql)
+    return found, type_sql
 
 
 def case(branches: Sequence[tuple[exp.Expression, exp.Expression]], default: exp.Expression | None) -> exp.Expression:
@@ -177,14 +190,20 @@ def render(e: exp.Expression | None) -> str | None:
     """
     if e is None:
         return None
-    gen = getattr(_local, "generator", None)
-    if gen is None:
-        gen = _local.generator = Dialect.get_or_raise("spark").generator(normalize_functions="lower")
-        _local.memo = {}
+    gen = _generator()
     try:
         return _text(e, gen, _local.memo)
     except RecursionError:  # a very deep tree: the generator's own (iterative) way
         return _generate(e, gen)
+
+
+def _generator() -> Any:
+    """This thread's Spark SQL generator (its memo of rendered columns and literals beside it)."""
+    gen = getattr(_local, "generator", None)
+    if gen is None:
+        gen = _local.generator = Dialect.get_or_raise("spark").generator(normalize_functions="lower")
+        _local.memo = {}
+    return gen
 
 
 def _generate(e: exp.Expression, gen: Any) -> str:
@@ -209,6 +228,10 @@ def _text(e: exp.Expression, gen: Any, memo: dict[Any, str]) -> str:
         return _text(args["this"], gen, memo) + op + _text(args["expression"], gen, memo)
     if t is exp.Paren and len(args) == 1:
         return "(" + _text(args["this"], gen, memo) + ")"
+    if t is exp.Cast and len(args) == 2 and type(args["this"]) is not exp.Literal and e._meta:
+        type_sql = e._meta.get(_TYPE_SQL)  # set by cast(): not to JSON or a nested type
+        if type_sql is not None:
+            return "CAST(" + _text(args["this"], gen, memo) + " AS " + type_sql + ")"
     if t is exp.Anonymous and len(args) == 2 and type(args["this"]) is str:  # sqlglot's ``func``
         return (args["this"].lower() + "("
                 + ", ".join([_text(a, gen, memo) for a in args["expressions"] if a is not None and a is not True
