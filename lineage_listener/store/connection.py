@@ -87,26 +87,9 @@ def open_writable(path: str | os.PathLike, host: duckdb.DuckDBPyConnection | Non
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     if not p.exists() or p.stat().st_size == 0:
-        create_atomically(p)
+        create_atomically(p, host)
     try:
-        if host is None:
-            con = duckdb.connect(str(p))
-        else:
-            try:
-                host.execute(f"ATTACH {_literal(str(p))} AS {ATTACHED}")
-                con = host
-            except duckdb.Error as exc:
-                if "unique file handle conflict" not in str(exc).lower():
-                    raise
-                # This process has the file open already (a user's connection): a connection shares
-                # that database when its configuration is the same, as it did before writers attached.
-                con = duckdb.connect(str(p))
-            else:
-                try:
-                    con.execute(f"USE {ATTACHED}")
-                except Exception:
-                    release(con, host)
-                    raise
+        con = _open(p, host)
     except duckdb.Error as exc:
         if is_corrupt_error(exc):
             raise StoreNeedsAction(f"{p} is not a readable DuckDB store (not a valid DuckDB database file, "
@@ -125,6 +108,27 @@ def open_writable(path: str | os.PathLike, host: duckdb.DuckDBPyConnection | Non
 
 #: The name a writer's host connection attaches the store under (:func:`open_writable`).
 ATTACHED = "lineage_store"
+
+
+def _open(p: Path, host: duckdb.DuckDBPyConnection | None) -> duckdb.DuckDBPyConnection:
+    """A read-write connection to the file ``p``: a new one, or ``host`` with ``p`` attached as its
+    default database (:func:`release` closes either)."""
+    if host is None:
+        return duckdb.connect(str(p))
+    try:
+        host.execute(f"ATTACH {_literal(str(p))} AS {ATTACHED}")
+    except duckdb.Error as exc:
+        if "unique file handle conflict" not in str(exc).lower():
+            raise
+        # This process has the file open already (a user's connection): a connection shares that
+        # database when its configuration is the same, as it did before writers attached the store.
+        return duckdb.connect(str(p))
+    try:
+        host.execute(f"USE {ATTACHED}")
+    except Exception:
+        release(host, host)
+        raise
+    return host
 
 
 def _literal(text: str) -> str:
@@ -192,19 +196,20 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
     con.execute("COMMIT")
 
 
-def create_atomically(path: Path) -> None:
-    """Create an empty store with the schema at ``path`` unless one appeared meanwhile.
+def create_atomically(path: Path, host: duckdb.DuckDBPyConnection | None = None) -> None:
+    """Create an empty store with the schema at ``path`` unless one appeared meanwhile (built
+    attached to ``host`` when given, see :func:`open_writable`).
 
     A 0-byte file at ``path`` (left by an older version on a full disk) is replaced.
     """
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.creating")
     try:
-        con = duckdb.connect(str(tmp))
+        con = _open(tmp, host)
         try:
             ensure_schema(con)
             con.execute("CHECKPOINT")
         finally:
-            con.close()
+            release(con, host)
         if path.exists() and path.stat().st_size == 0:
             os.replace(tmp, path)
         else:
