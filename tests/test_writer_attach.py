@@ -1,7 +1,7 @@
-"""The capture's store writer attaches the store to an in-memory database it keeps, per batch: the
-file is closed between batches (another process opens it), a user's read-write connection in the
-same process is shared, and a read-only one makes the batch wait in the spool, as with a new
-connection per batch."""
+"""The capture's store writer attaches the store to an in-memory database it keeps, per batch (DuckDB
+1.4 on): the file is closed between batches (another process opens it), a user's read-write
+connection in the same process is shared, and a read-only one makes the batch wait in the spool,
+as with a new connection per batch."""
 from __future__ import annotations
 
 import subprocess
@@ -9,11 +9,20 @@ import sys
 from pathlib import Path
 
 import duckdb
+import pytest
 
-from lineage_listener.store import spool
+from lineage_listener.store import spool, writer as store_writer
 from lineage_listener.store.batch import Batch
 from lineage_listener.store.rows import QueryStarted
 from lineage_listener.store.writer import StoreWriter
+
+
+@pytest.fixture(autouse=True, params=[True, False], ids=["attached", "connection per batch"])
+def attach(request, monkeypatch) -> None:
+    """Both ways a writer opens the store: attached (DuckDB 1.4 on), a connection per batch (before)."""
+    if request.param and not store_writer.ATTACH_SAFE:
+        pytest.skip("DuckDB before 1.4: the writer opens a connection per batch")
+    monkeypatch.setattr(store_writer, "ATTACH_SAFE", request.param)
 
 
 def batch(query_id: str) -> Batch:

@@ -25,6 +25,20 @@ from lineage_listener import redact
 log = redact.logger(__name__)
 
 
+def _version(text: str) -> tuple[int, ...]:
+    """``(major, minor)`` of a version text.
+
+    >>> _version("1.4.0"), _version("2.0.1.dev12")
+    ((1, 4), (2, 0))
+    """
+    return tuple(int("".join(ch for ch in part if ch.isdigit()) or 0) for part in text.split(".")[:2])
+
+
+#: DuckDB refuses, from 1.4 on, a file that another database of this process has open (attached
+#: or connected): only then may the store be attached to the writer's own in-memory database.
+ATTACH_SAFE = _version(duckdb.__version__) >= (1, 4)
+
+
 def _why(exc: BaseException) -> str:
     """Why the store could not be opened, in one line."""
     if is_config_conflict(exc):
@@ -61,8 +75,10 @@ class StoreWriter:
         if host is not None:
             host.close()
 
-    def _host_connection(self) -> duckdb.DuckDBPyConnection:
-        if self._host is None:
+    def _host_connection(self) -> duckdb.DuckDBPyConnection | None:
+        """The in-memory database the store is attached to; None before DuckDB 1.4 (a connection per
+        batch then: earlier versions let two databases of one process open the same file)."""
+        if self._host is None and ATTACH_SAFE:
             self._host = duckdb.connect()
         return self._host
 
