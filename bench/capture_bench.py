@@ -309,12 +309,31 @@ def compare(title: str, before: dict[str, float], after: dict[str, float]) -> No
     print(f"{'stages':<10}{b:>10.0f}{a:>10.0f}   {a / b if b else float('nan'):>6.2f}x")
 
 
+def job_only(spark: Any, kind: str, queries: list[Query], store: Path, reader: str) -> None:
+    """``--job-only``: the workload as a job twice (the first warms up), the second's capture-thread
+    CPU per query and its stages; for TPC-DS, against Spark's own planning measured right after."""
+    in_a_job(spark, queries, store)
+    cpu, job = in_a_job(spark, queries, store)
+    n = len(queries)
+    parts = breakdown(job, cpu)
+    shown = ", ".join(f"{c} {parts[c] / n:.2f}" for c in ("decode", "tree", "walk", "render", "records", "store"))
+    line = f"{kind}, {reader} reader, in a job: capture-thread CPU {cpu * 1000 / n:.2f} ms/query ({shown} ms/query)"
+    if kind == "tpcds":
+        plan_ms = sum(planning_ms(spark, tpcds.queries()[q]) for q, _ in queries)
+        line += f"; Spark planning {plan_ms / n:.1f} ms/query; capture CPU / planning {cpu * 1000 / plan_ms:.3f}x"
+    print(f"{line}; load {os.getloadavg()[0]:.1f}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workload", default="all", choices=["mixed", "tpcds", "chains", "all"])
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--limit", type=int, default=None, help="first N TPC-DS queries only")
     ap.add_argument("--quiet", action="store_true", help="totals only, no per-query rows")
+    ap.add_argument("--job-only", action="store_true",
+                    help="only the workload as a job (capture-thread CPU per query, and against Spark's planning "
+                         "for TPC-DS): no per-query rows, GIL probe or wall-time rounds; quick enough to run "
+                         "two checkouts in turn")
     ap.add_argument("--readers", default="compact,tojson",
                     help="plan readers to measure, comma-separated: compact (the bridge jar), tojson (Spark's toJSON)")
     args = ap.parse_args()
@@ -352,6 +371,9 @@ def main() -> None:
             for reader in readers:
                 use_reader(reader)
                 per_query(spark, queries[:3], store)  # warm-up of this reader (JIT, class loading)
+                if args.job_only:
+                    job_only(spark, kind, queries, store, reader)
+                    continue
                 rows = per_query(spark, queries, store)
                 if kind == "chains":
                     by_name = dict(rows)
@@ -392,6 +414,8 @@ def main() -> None:
                     lost, cpu = gil_lost(spark, queries, store)
                     print(f"GIL lost by a busy driver thread: {lost * 1000:.0f} ms; "
                           f"extra process CPU with capture: {cpu * 1000:.0f} ms")
+            if args.job_only:
+                continue
             if "tojson" in totals and "compact" in totals:
                 compare(kind, totals["tojson"], totals["compact"])
             if kind == "chains":

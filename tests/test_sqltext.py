@@ -31,7 +31,8 @@ def test_same_text_as_sqlglot_on_every_fixture_expression(monkeypatch):
     differ = [(real(e), spark_sql(e)) for e in seen if real(e) != spark_sql(e)]
     assert not differ, differ[:5]
     kinds = {type(n) for e in seen for n in e.walk()}
-    assert {exp.Add, exp.Mul, exp.Paren, exp.Column, exp.Literal, exp.Cast} <= kinds  # both paths covered
+    assert {exp.Add, exp.Mul, exp.Paren, exp.Column, exp.Literal, exp.Cast, exp.Anonymous, exp.EQ,
+            exp.And} <= kinds  # both paths covered
 
 
 def test_same_text_as_sqlglot_on_odd_names_and_literals():
@@ -43,10 +44,18 @@ def test_same_text_as_sqlglot_on_odd_names_and_literals():
     for i, name in enumerate(names):
         col = sqltext.column(name)
         for j, lit in enumerate(literals):
-            op = ("Add", "Subtract", "Multiply", "Divide", "Remainder", "EqualTo")[(i + j) % 6]
+            op = ("Add", "Subtract", "Multiply", "Divide", "Remainder", "EqualTo", "GreaterThan",
+                  "LessThanOrEqual", "GreaterThanOrEqual", "LessThan")[(i + j) % 10]
             inner = sqltext.binary(op, col, lit)
+            cond = sqltext.binary("And", sqltext.binary("EqualTo", col, lit),
+                                  sqltext.binary("Or", inner, sqltext.binary("LessThan", lit, col)))
             trees += [col, lit, inner, sqltext.binary("Add", inner, sqltext.binary("Multiply", lit, col)),
-                      sqltext.call("concat", [inner, col]), sqltext.cast(inner, "bigint")]
+                      sqltext.call("concat", [inner, col]), sqltext.cast(inner, "bigint"), cond,
+                      sqltext.call("Coalesce_X", [cond, sqltext.call("max", [col]), lit]), sqltext.call("now", []),
+                      exp.Not(this=sqltext.binary("Or", cond, cond)), sqltext.cast(col, "decimal(7,2)")]
+            trees += [sqltext.cast(x, t) for x in (col, lit, inner) for t in
+                      ("json", "array<int>", "struct<a:int>", "map<string,int>", "decimal(5,-2)", "string",
+                       "varchar(10)", "char(3)", "timestamp", "interval day to second", "binary")]
     chain = sqltext.column("c0")
     for _ in range(150):  # deep: a withColumn chain
         chain = sqltext.binary("Add", chain, sqltext.literal(1, "int"))

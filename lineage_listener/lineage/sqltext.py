@@ -97,12 +97,46 @@ def wrap(e: exp.Expression) -> exp.Expression:
 
 
 def cast(e: exp.Expression, data_type: str | None) -> exp.Expression:
-    if not data_type or not isinstance(data_type, str):
+    """``CAST(e AS data_type)``; ``cast(e)`` for a type sqlglot does not know.
+
+    >>> render(cast(column("a"), "decimal(7,2)")), render(cast(column("a"), "no such type"))
+    ('CAST(a AS DECIMAL(7, 2))', 'cast(a)')
+    """
+    to, type_sql = _data_type(data_type) if data_type and isinstance(data_type, str) else (None, None)
+    if to is None:
         return call("cast", [e])
+    node = exp.Cast(this=e, to=to.copy())  # a copy: a node has one parent
+    if type_sql is not None:
+        node.meta[_TYPE_SQL] = type_sql
+    return node
+
+
+#: Spark type text -> its parsed sqlglot type (None: sqlglot does not know it) and that type's
+#: text in a ``CAST`` (None: rendered by the generator each time). Parsing builds a dialect and a
+#: tokenizer each time; a plan casts to the same few types again and again.
+_TYPES: dict[str, tuple[exp.DataType | None, str | None]] = {}
+#: Key of a cast's type text in its ``meta`` (sqlglot's own place for such notes).
+_TYPE_SQL = "lineage_type_sql"
+_PROBE = "CAST(x AS "
+
+
+def _data_type(text: str) -> tuple[exp.DataType | None, str | None]:
+    if text in _TYPES:
+        return _TYPES[text]
     try:
-        return exp.Cast(this=e, to=exp.DataType.build(data_type, dialect="spark"))
+        found: exp.DataType | None = exp.DataType.build(text, dialect="spark")
     except Exception:  # noqa: BLE001 - an exotic type sqlglot does not know: keep the text readable
-        return call("cast", [e])
+        found = None
+    type_sql = None
+    # Spark's generator writes a cast to JSON or to a nested type (from/to_json) otherwise.
+    if found is not None and not found.args.get("nested") and not found.is_type("json"):
+        probe = _generate(exp.Cast(this=column("x"), to=found.copy()), _generator())
+        if probe.startswith(_PROBE) and probe.endswith(")"):
+            type_sql = probe[len(_PROBE):-1]
+    if len(_TYPES) > _MEMO_MAX:
+        _TYPES.clear()
+    _TYPES[text] = (found, type_sql)
+    return found, type_sql
 
 
 def case(branches: Sequence[tuple[exp.Expression, exp.Expression]], default: exp.Expression | None) -> exp.Expression:
@@ -148,21 +182,28 @@ def render(e: exp.Expression | None) -> str | None:
 
     One sqlglot generator per thread is reused (building one per call was most of the cost of
     short expressions: a 1,000-column select renders 1,000). The operators the walk chains most
-    (``+ - *``, parentheses) are joined here from their operands' text, and a column or literal
+    (``+ - *``, comparisons, ``AND``/``OR``, parentheses) and function calls are joined here from
+    their operands' text, and a column or literal
     is rendered once per thread (memo): a 300-step ``withColumn`` chain renders trees of ~400
     nodes 300 times. Anything else goes to the generator (on a copy: the generator may change
     what it renders, and origins share their trees).
     """
     if e is None:
         return None
-    gen = getattr(_local, "generator", None)
-    if gen is None:
-        gen = _local.generator = Dialect.get_or_raise("spark").generator(normalize_functions="lower")
-        _local.memo = {}
+    gen = _generator()
     try:
         return _text(e, gen, _local.memo)
     except RecursionError:  # a very deep tree: the generator's own (iterative) way
         return _generate(e, gen)
+
+
+def _generator() -> Any:
+    """This thread's Spark SQL generator (its memo of rendered columns and literals beside it)."""
+    gen = getattr(_local, "generator", None)
+    if gen is None:
+        gen = _local.generator = Dialect.get_or_raise("spark").generator(normalize_functions="lower")
+        _local.memo = {}
+    return gen
 
 
 def _generate(e: exp.Expression, gen: Any) -> str:
@@ -170,8 +211,10 @@ def _generate(e: exp.Expression, gen: Any) -> str:
     return gen.generate(e, copy=True)
 
 
-#: Operators whose text is ``left <op> right`` whatever surrounds them (sqlglot's ``binary``).
-_JOINED = {exp.Add: " + ", exp.Sub: " - ", exp.Mul: " * "}
+#: Operators whose text is ``left <op> right`` whatever surrounds them (sqlglot's ``binary``, and
+#: ``connector_sql`` for AND / OR).
+_JOINED = {exp.Add: " + ", exp.Sub: " - ", exp.Mul: " * ", exp.EQ: " = ", exp.NEQ: " <> ", exp.GT: " > ",
+           exp.GTE: " >= ", exp.LT: " < ", exp.LTE: " <= ", exp.And: " AND ", exp.Or: " OR "}
 _MEMO_MAX = 100_000
 
 
@@ -185,6 +228,14 @@ def _text(e: exp.Expression, gen: Any, memo: dict[Any, str]) -> str:
         return _text(args["this"], gen, memo) + op + _text(args["expression"], gen, memo)
     if t is exp.Paren and len(args) == 1:
         return "(" + _text(args["this"], gen, memo) + ")"
+    if t is exp.Cast and len(args) == 2 and type(args["this"]) is not exp.Literal and e._meta:
+        type_sql = e._meta.get(_TYPE_SQL)  # set by cast(): not to JSON or a nested type
+        if type_sql is not None:
+            return "CAST(" + _text(args["this"], gen, memo) + " AS " + type_sql + ")"
+    if t is exp.Anonymous and len(args) == 2 and type(args["this"]) is str:  # sqlglot's ``func``
+        return (args["this"].lower() + "("
+                + ", ".join([_text(a, gen, memo) for a in args["expressions"] if a is not None and a is not True
+                             and a is not False]) + ")")
     if t is exp.Column and len(args) == 1 and type(args["this"]) is exp.Identifier:
         ident = args["this"]
         key = (t, ident.this, bool(ident.args.get("quoted")), len(ident.args))

@@ -83,7 +83,9 @@ def decode(text: str | dict) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         raise CompactError(f"not a compact plan: {exc}") from None
     if not isinstance(raw, dict) or raw.get("v") != VERSION:
         raise CompactError(f"not a version-{VERSION} compact plan")
-    attrs: list[dict[str, Any]] = [_node(a, []) for a in raw["attrs"]]
+    attrs: list[dict[str, Any]] = raw["attrs"]
+    if '"' + TREE + '"' in head:  # a tree in an attribute's fields (PlanReader writes none): expand it
+        attrs = [_node(a, []) for a in attrs]
     facts = _facts(raw)
 
     def hook(d: dict[str, Any]) -> Any:

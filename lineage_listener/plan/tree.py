@@ -91,37 +91,42 @@ def _build(items: list[dict], shared: dict[int, Node] | None = None) -> Node:
     by the dict's id: the items outlive the build).
     """
     shared = {} if shared is None else shared
-    pos = 0
-
-    def take() -> Node:
-        nonlocal pos
-        # Explicit stack of (dict, collected children) to avoid Python recursion limits.
-        root_raw = items[pos]
-        pos += 1
-        stack: list[tuple[dict, list[Node]]] = [(root_raw, [])]
-        while True:
-            raw, kids = stack[-1]
-            if len(kids) < int(raw.get("num-children", 0)) and pos < len(items):
-                nxt = items[pos]
-                pos += 1
-                stack.append((nxt, []))
-                continue
-            stack.pop()
-            node = shared.get(id(raw)) if not kids else None
+    end = len(items)
+    raw = items[0]
+    pos = 1
+    need = int(raw.get("num-children", 0))
+    kids: list[Node] = []
+    # The nodes above the current one, each with its children so far.
+    stack: list[tuple[dict, int, list[Node]]] = []
+    while True:
+        if len(kids) < need and pos < end:
+            stack.append((raw, need, kids))
+            raw = items[pos]
+            pos += 1
+            need = int(raw.get("num-children", 0))
+            kids = []
+            continue
+        if kids:
+            node = _node(raw, tuple(kids), shared)
+        else:
+            node = shared.get(id(raw))
             if node is None:
-                node = Node(
-                    cls=raw.get("class", "?"),
-                    fields={k: _convert(v, shared) if type(v) is list else v for k, v in raw.items()
-                            if k != "class" and k != "num-children"},
-                    children=tuple(kids),
-                )
-                if not kids:
-                    shared[id(raw)] = node
-            if not stack:
-                return node
-            stack[-1][1].append(node)
+                node = shared[id(raw)] = _node(raw, (), shared)
+        if not stack:
+            return node
+        raw, need, kids = stack.pop()
+        kids.append(node)
 
-    return take()
+
+def _node(raw: dict, children: tuple[Node, ...], shared: dict[int, Node]) -> Node:
+    """One node of ``raw``'s fields (list fields converted: nested trees become nodes)."""
+    fields = raw.copy()
+    fields.pop("class", None)
+    fields.pop("num-children", None)
+    for k, v in fields.items():
+        if type(v) is list:
+            fields[k] = _convert(v, shared)
+    return Node(raw.get("class", "?"), fields, children)
 
 
 def parse(text: str | list) -> Node:

@@ -66,17 +66,30 @@ def open_readonly(path: str | os.PathLike, retry_seconds: float = 5.0) -> duckdb
             delay = min(delay * 2, 0.5)
 
 
-def open_writable(path: str | os.PathLike) -> duckdb.DuckDBPyConnection:
+def open_writable(path: str | os.PathLike, host: duckdb.DuckDBPyConnection | None = None
+                  ) -> duckdb.DuckDBPyConnection:
     """Open (creating it atomically if needed) the store for writing, at the current schema.
 
+    With ``host`` (an in-memory connection kept by a writer), the store is attached to it as
+    :data:`ATTACHED` and made its default database, and ``host`` is returned: attaching a file costs
+    a fraction of a new database instance (DuckDB builds its whole catalog of functions for each);
+    :func:`release` detaches it, which closes the file as closing a connection would.
     Raises duckdb.Error / OSError (locked, unwritable, full) or :class:`StoreNeedsAction`.
+
+    >>> import tempfile; store = Path(tempfile.mkdtemp()) / "s.duckdb"; host = duckdb.connect()
+    >>> con = open_writable(store, host)
+    >>> con.execute("SELECT count(*) FROM queries").fetchone()[0]
+    0
+    >>> release(con, host)
+    >>> host.execute("SELECT count(*) FROM duckdb_databases() WHERE database_name = ?", [ATTACHED]).fetchone()[0]
+    0
     """
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     if not p.exists() or p.stat().st_size == 0:
-        create_atomically(p)
+        create_atomically(p, host)
     try:
-        con = duckdb.connect(str(p))
+        con = _open(p, host)
     except duckdb.Error as exc:
         if is_corrupt_error(exc):
             raise StoreNeedsAction(f"{p} is not a readable DuckDB store (not a valid DuckDB database file, "
@@ -85,21 +98,75 @@ def open_writable(path: str | os.PathLike) -> duckdb.DuckDBPyConnection:
     try:
         ensure_schema(con)
     except NewerStoreError as exc:
-        con.close()
+        release(con, host)
         raise StoreNeedsAction(f"{p}: {exc}") from None
     except Exception:
-        con.close()
+        release(con, host)
         raise
     return con
 
 
-def connect_writable(path: str | os.PathLike, deadline: Callable[[], float]) -> duckdb.DuckDBPyConnection:
+#: The name a writer's host connection attaches the store under (:func:`open_writable`).
+ATTACHED = "lineage_store"
+
+
+def _open(p: Path, host: duckdb.DuckDBPyConnection | None) -> duckdb.DuckDBPyConnection:
+    """A read-write connection to the file ``p``: a new one, or ``host`` with ``p`` attached as its
+    default database (:func:`release` closes either)."""
+    if host is None:
+        return duckdb.connect(str(p))
+    try:
+        host.execute(f"ATTACH {_literal(str(p))} AS {ATTACHED}")
+    except duckdb.Error as exc:
+        if "unique file handle conflict" not in str(exc).lower():
+            raise
+        # This process has the file open already (a user's connection): a connection shares that
+        # database when its configuration is the same, as it did before writers attached the store.
+        return duckdb.connect(str(p))
+    try:
+        host.execute(f"USE {ATTACHED}")
+    except Exception:
+        release(host, host)
+        raise
+    return host
+
+
+def _literal(text: str) -> str:
+    """A SQL string literal.
+
+    >>> _literal("it's")
+    "'it''s'"
+    """
+    return "'" + text.replace("'", "''") + "'"
+
+
+def release(con: duckdb.DuckDBPyConnection, host: duckdb.DuckDBPyConnection | None = None) -> None:
+    """Close what :func:`open_writable` opened: the connection, or the store attached to ``host``."""
+    if con is not host:
+        con.close()
+        return
+    with contextlib.suppress(duckdb.Error):
+        host.execute("ROLLBACK")  # a transaction left open by a failure would keep the file attached
+    host.execute("USE memory")
+    try:
+        host.execute(f"DETACH DATABASE IF EXISTS {ATTACHED}")
+    except duckdb.Error:
+        # The checkpoint on detach can fail (a full disk) after the store is detached: what was
+        # committed is in its write-ahead log, replayed by the next open, as after a close whose
+        # checkpoint failed. Raise only if the store is still attached.
+        if host.execute("SELECT count(*) FROM duckdb_databases() WHERE database_name = ?",
+                        [ATTACHED]).fetchone()[0]:
+            raise
+
+
+def connect_writable(path: str | os.PathLike, deadline: Callable[[], float],
+                     host: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyConnection:
     """:func:`open_writable`, retried while another process holds the file, until ``deadline()``
     (a ``time.monotonic()`` value, read on every retry: a writer may shorten its wait meanwhile)."""
     delay = 0.05
     while True:
         try:
-            return open_writable(path)
+            return open_writable(path, host)
         except (duckdb.Error, OSError) as exc:
             if not is_lock_error(exc) or time.monotonic() + delay > deadline():
                 raise
@@ -129,19 +196,20 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
     con.execute("COMMIT")
 
 
-def create_atomically(path: Path) -> None:
-    """Create an empty store with the schema at ``path`` unless one appeared meanwhile.
+def create_atomically(path: Path, host: duckdb.DuckDBPyConnection | None = None) -> None:
+    """Create an empty store with the schema at ``path`` unless one appeared meanwhile (built
+    attached to ``host`` when given, see :func:`open_writable`).
 
     A 0-byte file at ``path`` (left by an older version on a full disk) is replaced.
     """
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.creating")
     try:
-        con = duckdb.connect(str(tmp))
+        con = _open(tmp, host)
         try:
             ensure_schema(con)
             con.execute("CHECKPOINT")
         finally:
-            con.close()
+            release(con, host)
         if path.exists() and path.stat().st_size == 0:
             os.replace(tmp, path)
         else:

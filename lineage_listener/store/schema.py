@@ -204,6 +204,8 @@ def _add_missing_columns(con: duckdb.DuckDBPyConnection) -> None:
     present: dict[str, set[str]] = {}
     for table, column in con.execute("SELECT table_name, column_name FROM information_schema.columns").fetchall():
         present.setdefault(table, set()).add(column)
+    if not present:  # a new store: the DDL creates every table (no in-memory copy of the schema to read)
+        return
     for table, columns in expected_columns().items():
         if table not in present:
             continue  # created by the DDL

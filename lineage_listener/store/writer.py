@@ -1,7 +1,9 @@
 """Capture's store writer: each batch in one transaction of its own, retry while locked, spool otherwise.
 
 The store file is opened for each batch and closed right after, so other
-processes (another job, a user's ``duckdb`` shell) can use it in between. If the
+processes (another job, a user's ``duckdb`` shell) can use it in between: it is
+attached to an in-memory database the writer keeps, and detached after the batch
+(a new DuckDB instance per batch would build DuckDB's whole catalog each time). If the
 file stays locked past ``lock_timeout`` or cannot be written at all, the batch is
 appended to a spool file beside the store (``<store>.spool/``, or a temp folder
 when that is unwritable); the next successful write ingests the spool first.
@@ -16,11 +18,25 @@ import duckdb
 
 from lineage_listener.store.batch import Batch
 from lineage_listener.store import spool
-from lineage_listener.store.connection import StoreNeedsAction, connect_writable, is_config_conflict
+from lineage_listener.store.connection import StoreNeedsAction, connect_writable, is_config_conflict, release
 from lineage_listener.store.write import commit_batch
 from lineage_listener import redact
 
 log = redact.logger(__name__)
+
+
+def _version(text: str) -> tuple[int, ...]:
+    """``(major, minor)`` of a version text.
+
+    >>> _version("1.4.0"), _version("2.0.1.dev12")
+    ((1, 4), (2, 0))
+    """
+    return tuple(int("".join(ch for ch in part if ch.isdigit()) or 0) for part in text.split(".")[:2])
+
+
+#: DuckDB refuses, from 1.4 on, a file that another database of this process has open (attached
+#: or connected): only then may the store be attached to the writer's own in-memory database.
+ATTACH_SAFE = _version(duckdb.__version__) >= (1, 4)
 
 
 def _why(exc: BaseException) -> str:
@@ -51,6 +67,20 @@ class StoreWriter:
         self._warned: set[str] = set()
         #: Edges the last :meth:`write` added to the store (0 when all were there already).
         self.new_edges = 0
+        self._host: duckdb.DuckDBPyConnection | None = None  # the store is attached to it per batch
+
+    def close(self) -> None:
+        """Close the in-memory database batches are written through (the store is closed already)."""
+        host, self._host = self._host, None
+        if host is not None:
+            host.close()
+
+    def _host_connection(self) -> duckdb.DuckDBPyConnection | None:
+        """The in-memory database the store is attached to; None before DuckDB 1.4 (a connection per
+        batch then: earlier versions let two databases of one process open the same file)."""
+        if self._host is None and ATTACH_SAFE:
+            self._host = duckdb.connect()
+        return self._host
 
     # -- spool ---------------------------------------------------------------------
     def spool_dirs(self) -> list[Path]:
@@ -106,7 +136,8 @@ class StoreWriter:
             try:
                 if not got_turn:
                     raise TimeoutError(f"other writers held {self.path} for {self.lock_timeout:.0f} s")
-                con = connect_writable(self.path, deadline)
+                host = self._host_connection()
+                con = connect_writable(self.path, deadline, host)
             except StoreNeedsAction as exc:
                 self._park(batch, str(exc), needs_action=True)
                 return False
@@ -130,7 +161,12 @@ class StoreWriter:
                 self._park(batch, str(exc)[:200])
                 return False
             finally:
-                con.close()
+                try:
+                    release(con, host)
+                except duckdb.Error as exc:  # still attached: a new in-memory database for the next batch
+                    log.warning("lineage-listener: closing store %s failed: %s", self.path,
+                                (str(exc).splitlines() or [type(exc).__name__])[0][:200])
+                    self.close()
 
     def _park(self, batch: Batch, reason: str, needs_action: bool = False) -> None:
         """Keep ``batch`` (and anything held) for later: spool it, or hold it in memory."""
