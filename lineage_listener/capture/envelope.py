@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import Any, NamedTuple
+from typing import Any
 
 from lineage_listener.capture import (
     command_result,
@@ -87,8 +87,8 @@ class Reader:
         """An envelope for this action, or None for actions that carry no lineage (DDL, SET...).
 
         Read, then filter, then build: the query's head (:meth:`_head`), the head filters of
-        :mod:`~lineage_listener.capture.skips` (a dropped query's plan is never read), its plan, the
-        plan filters, its leaves' facts and write target, the facts filters, the envelope.
+        :mod:`~lineage_listener.capture.skips` (a dropped query's plan is never read), its plan with
+        its leaves' facts and write target (:meth:`_read_plan`), the plan filters, the envelope.
 
         ``folds(root, run_id, qe_id)``: whether a wrapper event folds into a write already recorded
         (:mod:`~lineage_listener.capture.wrappers`): then only its target is read, not its plan;
@@ -114,9 +114,6 @@ class Reader:
             read = self._read_plan(qe, head)
             if skips.skipped(skips.PLAN, query):
                 return None
-            self._read_facts(qe, head, read)
-            if skips.skipped(skips.FACTS, query):
-                return None
             read_error = read.fallback  # recorded (capture_errors), not an error of the capture
         except (*jvm_call_failed(), ValueError, RecursionError) as exc:  # recorded; Python bugs surface
             read_error = f"{type(exc).__name__}: {str(exc)[:500]}"
@@ -133,7 +130,7 @@ class Reader:
             query = skips.Query(func_name, str(head["root"]), command_result.reads_result(func_name, qe, head),
                                 sql_text=head.get("sql"))
             return _Head(query, self._run_of_app(str(head["app"]), qe),
-                         int(head["qe"]) if head.get("qe") is not None else None, _JvmPlan(qe))
+                         int(head["qe"]) if head.get("qe") is not None else None, qe)
         run = self.run(qe)
         try:
             qe_id = int(qe.id())
@@ -156,7 +153,7 @@ class Reader:
             except jvm_call_failed():
                 return None
         query = skips.Query(func_name, root, command_result.reads_result(func_name, qe, None), sql=sql)
-        return _Head(query, run, qe_id, _JvmPlan(qe, plan))
+        return _Head(query, run, qe_id, qe, plan)
 
     def _read_target(self, qe: Any, action: Envelope) -> Envelope:
         """A wrapper event that folds into the write recorded before it: its target alone (its plan
@@ -171,7 +168,7 @@ class Reader:
         return replace(action, target=target)
 
     def _read_plan(self, qe: Any, head: "_Head") -> planreader.QueryRead:
-        """The query's plan (into ``head.query``), with its facts when the compact reader read them too."""
+        """The query's plan, its leaves' facts and its write target (into ``head.query``)."""
         query = head.query
         if threading.get_ident() not in self._nodelay_threads:  # before the first big reply
             self._nodelay_threads.add(threading.get_ident())
@@ -183,6 +180,7 @@ class Reader:
         query.plan_json, query.items = read.text, read.items
         if stages.enabled():
             stages.add("transfer", stages.transfer_time(len(read.text)))
+        self._read_facts(qe, head, read)
         return read
 
     def _read_facts(self, qe: Any, head: "_Head", read: planreader.QueryRead) -> None:
@@ -252,25 +250,21 @@ class Reader:
         return self._runs[app_id]
 
 
-class _JvmPlan:
-    """The query's analyzed JVM plan, asked of the ``QueryExecution`` once, when first needed."""
-
-    def __init__(self, qe: Any, plan: Any = None) -> None:
-        self._qe, self._plan = qe, plan
-
-    def __call__(self) -> Any:
-        if self._plan is None:
-            self._plan = self._qe.analyzed()
-        return self._plan
-
-
-class _Head(NamedTuple):
-    """A query before its plan is read: what the filters see, its run, its id, its JVM plan."""
+@dataclass
+class _Head:
+    """A query before its plan is read: what the filters see, its run, its id; its analyzed JVM
+    plan, asked of the ``QueryExecution`` once, when first needed (:meth:`plan`)."""
 
     query: skips.Query
     run: dict[str, Any]
     qe_id: int | None
-    plan: _JvmPlan
+    qe: Any
+    jvm_plan: Any = None
+
+    def plan(self) -> Any:
+        if self.jvm_plan is None:
+            self.jvm_plan = self.qe.analyzed()
+        return self.jvm_plan
 
 
 def _current(qe: Any) -> tuple[str, str] | None:

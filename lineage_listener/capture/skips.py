@@ -4,11 +4,11 @@ Spark reports to a ``QueryExecutionListener`` much that is not the user's lineag
 result rows of a command already captured, a table format's own queries, its own schema
 inference. Each filter below says which event it drops and why. A filter looks at a
 :class:`Query`, what is known of the event at its stage, and runs at the first point that
-knowledge exists, so that nothing is read for an event that will be dropped:
+knowledge exists:
 
-- ``HEAD``: the query's head (action, root node, SQL text), before its plan is read;
-- ``PLAN``: its plan's nodes, before the facts of its leaves are read;
-- ``FACTS``: its leaves' facts and write target, once all is read.
+- ``HEAD``: the query's head (action, root node, SQL text), before its plan is read: the plan of
+  a query dropped here is never read;
+- ``PLAN``: the read plan: its nodes, its leaves' facts and its write target.
 
 >>> [s.name for s in SKIPS if s.stage == HEAD]
 ['command_result', 'utility_command', 'stream_sink', 'format_internal']
@@ -30,7 +30,7 @@ from lineage_listener.plan.classes import STREAM_SINK_WRITES, WRITE_COMMANDS
 
 log = redact.logger(__name__)
 
-HEAD, PLAN, FACTS = "head", "plan", "facts"
+HEAD, PLAN = "head", "plan"
 
 
 class Query:
@@ -118,11 +118,11 @@ SKIPS: tuple[Skip, ...] = (
     Skip("stream_sink", HEAD, _stream_sink),
     Skip("format_internal", HEAD, _format_internal),
     Skip("command_results_only", PLAN, _command_results_only),
-    Skip("schema_inference", FACTS, _schema_inference),
-    Skip("temp_view", FACTS, _temp_view),
-    Skip("format_internal_plan", FACTS, _format_internal_plan),
+    Skip("schema_inference", PLAN, _schema_inference),
+    Skip("temp_view", PLAN, _temp_view),
+    Skip("format_internal_plan", PLAN, _format_internal_plan),
 )
-_BY_STAGE = {stage: tuple(s for s in SKIPS if s.stage == stage) for stage in (HEAD, PLAN, FACTS)}
+_BY_STAGE = {stage: tuple(s for s in SKIPS if s.stage == stage) for stage in (HEAD, PLAN)}
 
 
 def skipped(stage: str, query: Query) -> str | None:
