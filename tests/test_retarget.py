@@ -8,6 +8,7 @@ from typing import Any
 import duckdb
 
 import lineage_listener
+from lineage_listener.plan.classes import WRAPPER_COMMANDS
 from lineage_listener.store import retarget
 from lineage_listener.store.batch import Batch
 from lineage_listener.store.writer import StoreWriter
@@ -69,3 +70,32 @@ def test_fold_in_the_batch_equals_the_rename_in_sql(spark, people, tmp_path, mon
     assert contents(later) == folded
     assert all(writer.write(b) for b in batches)  # replayed: nothing twice
     assert contents(later) == folded
+
+
+def test_a_wrapper_in_the_next_batch_moves_the_edges_and_forgets_the_path(spark, people, tmp_path):
+    """Each event its own batch: the saveAsTable's nested write is stored under the path, then its
+    wrapper's batch (the upgraded queries row, the table, the retarget) moves it to the table."""
+    batches: list[Batch] = []
+    store = tmp_path / "apart.duckdb"
+    handle = lineage_listener.enable(spark, store=str(store), max_batch_rows=1, after_write=batches.append)
+    try:
+        spark.table("people").selectExpr("id", "amount * 2 AS a2").write.mode("overwrite").saveAsTable("rt_apart")
+        assert handle.flush(60)
+    finally:
+        lineage_listener.disable(spark)
+        spark.sql("DROP TABLE IF EXISTS rt_apart")
+    [wrapper] = [b for b in batches if b.rows["retarget"]]
+    assert not wrapper.rows["column_lineage"], "the wrapper came in a batch of its own, after the nested write"
+    [(query_id, table, path)] = wrapper.rows["retarget"]
+    assert table == "spark_catalog.default.rt_apart" and path.rstrip("/").endswith("/rt_apart")
+    with duckdb.connect(str(store), read_only=True) as con:
+        [(stored_id, command, target)] = con.execute("SELECT query_id, command, target_dataset FROM queries").fetchall()
+        assert (stored_id, target) == (query_id, table) and command in WRAPPER_COMMANDS
+        assert con.execute("SELECT DISTINCT target_dataset FROM column_lineage").fetchall() == [(table,)]
+        assert set(con.execute("SELECT target_column, transform FROM column_lineage").fetchall()) == {
+            ("id", "identity"), ("a2", "derived")}
+        assert con.execute("SELECT count(*) FROM datasets WHERE dataset = ?", [path]).fetchone()[0] == 0
+        assert con.execute("SELECT count(*) FROM dataset_columns WHERE dataset = ?", [path]).fetchone()[0] == 0
+        assert con.execute("SELECT location FROM datasets WHERE dataset = ?", [table]).fetchone()[0] == path
+        assert con.execute("SELECT column_name FROM dataset_columns WHERE dataset = ? ORDER BY ordinal",
+                           [table]).fetchall() == [("id",), ("a2",)]

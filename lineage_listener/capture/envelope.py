@@ -11,35 +11,27 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
-from lineage_listener import redact
 from lineage_listener.capture import (
     command_result,
     facts,
-    inference,
-    internal,
     nodelay,
     planreader,
     rejected,
+    skips,
     stages,
     statement,
     streams,
 )
 from lineage_listener.capture.jvm import jvm_call_failed
-from lineage_listener.plan.classes import (
-    MICRO_BATCH_LEAF,
-    STREAM_SINK_WRITES,
-    WRAPPER_COMMANDS,
-    WRITE_COMMANDS,
-)
+from lineage_listener.plan.classes import MICRO_BATCH_LEAF, WRITE_COMMANDS
 from lineage_listener.plan.text import has_class
-
-log = redact.logger(__name__)
 
 #: Commands whose target is named relative to the session's current database.
 _NEEDS_CURRENT = frozenset({"SaveAsV1TableCommand", "CreateViewCommand", "AlterViewAsCommand"})
 
 
-#: ``folds(root, app_id, qe_id)``: whether a wrapper event folds into a write already recorded.
+#: ``folds(root, run_id, qe_id)``: whether an event folds into a write already recorded
+#: (:meth:`~lineage_listener.capture.wrappers.LastWrites.folds`); then only its target is read.
 Folds = Callable[[str, str, "int | None"], bool]
 
 
@@ -94,25 +86,51 @@ class Reader:
              now: datetime | None = None, folds: Folds | None = None) -> Envelope | None:
         """An envelope for this action, or None for actions that carry no lineage (DDL, SET...).
 
-        ``folds(root, app_id, qe_id)``: whether a wrapper event folds into a write already
-        recorded (then its plan, the same query again, is not read: only its target); given by a
-        capture that reads and records in turn on one thread (:meth:`Recorder.folds`).
+        Read, then filter, then build: the query's head (:meth:`_head`), the head filters of
+        :mod:`~lineage_listener.capture.skips` (a dropped query's plan is never read), its plan with
+        its leaves' facts and write target (:meth:`_read_plan`), the plan filters, the envelope.
+
+        ``folds(root, run_id, qe_id)``: whether a wrapper event folds into a write already recorded
+        (:mod:`~lineage_listener.capture.wrappers`): then only its target is read, not its plan;
+        given by a capture that reads and records in turn on one thread.
 
         With the bridge jar's compact reader, two JVM calls: the query's head, then (if its
         lineage is wanted) its plan with the facts of its leaves and write target.
         """
         now = now or datetime.now(timezone.utc).replace(tzinfo=None)
-        duration_ms = int(duration_ns // 1_000_000) if duration_ns is not None else None
-        err_text = _error_text(error) if error is not None else None
+        action = Envelope(func_name=func_name, captured_at=now, run={},
+                          duration_ms=int(duration_ns // 1_000_000) if duration_ns is not None else None,
+                          error=_error_text(error) if error is not None else None, duration_ns=duration_ns)
+        head = self._head(qe, action, error)
+        if isinstance(head, Envelope):  # rejected, or its analysis failed: what Spark said, no plan
+            return head
+        query = head.query
+        if skips.skipped(skips.HEAD, query):
+            return None
+        action = replace(action, run=head.run, qe_id=head.qe_id, root=query.root, sql_text=query.sql_text)
+        if folds is not None and folds(query.root, head.run["app_id"], head.qe_id):
+            return self._read_target(qe, action)
+        try:
+            read = self._read_plan(qe, head)
+            if skips.skipped(skips.PLAN, query):
+                return None
+            read_error = read.fallback  # recorded (capture_errors), not an error of the capture
+        except (*jvm_call_failed(), ValueError, RecursionError) as exc:  # recorded; Python bugs surface
+            read_error = f"{type(exc).__name__}: {str(exc)[:500]}"
+        return replace(action, plan_json=query.plan_json, leaves=query.leaves, target=query.target,
+                       read_error=read_error, plan_items=query.items)
+
+    def _head(self, qe: Any, action: Envelope, error: Any) -> "_Head | Envelope":
+        """What is known of the query before its plan is read; or the whole envelope of a statement
+        Spark rejected or could not analyze (nothing more to read). One JVM call with the compact
+        reader; else py4j calls (the SQL text only when asked)."""
+        func_name = action.func_name
         head = None if rejected.is_rejected(func_name) else planreader.head(qe)
         if head is not None and "root" in head:
-            if command_result.reads_result(func_name, qe, head):
-                return None  # the rows of a command that ran (and was captured) already
-            action = Envelope(func_name=func_name, captured_at=now, run=self._run_of_app(str(head["app"]), qe),
-                              qe_id=int(head["qe"]) if head.get("qe") is not None else None,
-                              root=str(head["root"]), sql_text=head.get("sql"), duration_ms=duration_ms,
-                              error=err_text, duration_ns=duration_ns)
-            return self._read_plan(qe, None, action, folds)
+            query = skips.Query(func_name, str(head["root"]), command_result.reads_result(func_name, qe, head),
+                                sql_text=head.get("sql"))
+            return _Head(query, self._run_of_app(str(head["app"]), qe),
+                         int(head["qe"]) if head.get("qe") is not None else None, qe)
         run = self.run(qe)
         try:
             qe_id = int(qe.id())
@@ -121,95 +139,74 @@ class Reader:
         if rejected.is_rejected(func_name):  # Spark 4: the analyzer rejected the statement
             err_text = rejected.error_text(error) if error is not None else "rejected during analysis"
             rejected.noted(func_name, err_text)
-            return Envelope(func_name=func_name, captured_at=now, run=run, qe_id=qe_id, root=rejected.command(qe),
-                            sql_text=rejected.sql_text(qe), error=err_text)
+            return Envelope(func_name=func_name, captured_at=action.captured_at, run=run, qe_id=qe_id,
+                            root=rejected.command(qe), sql_text=rejected.sql_text(qe), error=err_text)
         try:
             plan = qe.analyzed()
         except jvm_call_failed() as exc:  # analysis itself failed: record the failure
-            return Envelope(func_name=func_name, captured_at=now, run=run, qe_id=qe_id, duration_ms=duration_ms,
-                            error=err_text or _error_text(exc), duration_ns=duration_ns)
+            return replace(action, run=run, qe_id=qe_id, error=action.error or _error_text(exc))
         root = str(plan.nodeName())
-        if head is None and command_result.reads_result(func_name, qe, None):
-            return None  # the rows of a command that ran (and was captured) already
-        sql_text = None
-        try:  # below the root only for writes: a few py4j calls per node
-            sql_text = statement.statement_text(qe.logical(), statement.NODES if root in WRITE_COMMANDS else 0)
-        except jvm_call_failed():
-            pass
-        return self._read_plan(qe, plan, Envelope(func_name=func_name, captured_at=now, run=run, qe_id=qe_id,
-                                                  root=root, sql_text=sql_text, duration_ms=duration_ms,
-                                                  error=err_text, duration_ns=duration_ns), folds)
 
-    def _read_plan(self, qe: Any, plan: Any, action: Envelope, folds: Folds | None) -> Envelope | None:
-        """The envelope of an analyzed query: ``action`` (what the head told: no plan yet) with its plan,
-        leaves and target read (``plan``: the JVM plan, or None: asked when needed); None when the
-        query carries no lineage of the user's."""
-        func_name, root, run, qe_id, sql_text = action.func_name, action.root or "", action.run, action.qe_id, \
-            action.sql_text
-        if func_name == "command" and root not in WRITE_COMMANDS or root in STREAM_SINK_WRITES:
-            return None  # DDL/utility; a micro-batch's own write is captured from its progress event
-        if internal.reason(func_name, root, sql_text) is not None:
-            return None  # a table format's own work (Delta log replay, its data write...)
-
-        if root in WRAPPER_COMMANDS and folds is not None and folds(root, run["app_id"], qe_id):
-            current = _current(qe) if root in _NEEDS_CURRENT else None
+        def sql() -> str | None:  # below the root only for writes: a few py4j calls per node
             try:
-                with stages.timed("facts"):
-                    target = planreader.read_target(qe) or facts.target(qe.analyzed(), root, current)
-            except jvm_call_failed() as exc:
-                return replace(action, read_error=f"{type(exc).__name__}: {str(exc)[:500]}")
-            return replace(action, target=target)
+                return statement.statement_text(qe.logical(), statement.NODES if root in WRITE_COMMANDS else 0)
+            except jvm_call_failed():
+                return None
+        query = skips.Query(func_name, root, command_result.reads_result(func_name, qe, None), sql=sql)
+        return _Head(query, run, qe_id, qe, plan)
 
-        def jvm_plan() -> Any:  # py4j calls below need the plan object: one more call, once
-            nonlocal plan
-            if plan is None:
-                plan = qe.analyzed()
-            return plan
-        plan_json, items, leaves, target, read_error = None, None, {}, None, None
+    def _read_target(self, qe: Any, action: Envelope) -> Envelope:
+        """A wrapper event that folds into the write recorded before it: its target alone (its plan
+        is that write's query again; :mod:`~lineage_listener.capture.wrappers`)."""
+        root = action.root or ""
+        current = _current(qe) if root in _NEEDS_CURRENT else None
+        try:
+            with stages.timed("facts"):
+                target = planreader.read_target(qe) or facts.target(qe.analyzed(), root, current)
+        except jvm_call_failed() as exc:
+            return replace(action, read_error=f"{type(exc).__name__}: {str(exc)[:500]}")
+        return replace(action, target=target)
+
+    def _read_plan(self, qe: Any, head: "_Head") -> planreader.QueryRead:
+        """The query's plan, its leaves' facts and its write target (into ``head.query``)."""
+        query = head.query
         if threading.get_ident() not in self._nodelay_threads:  # before the first big reply
             self._nodelay_threads.add(threading.get_ident())
             nodelay.disable_nagle(qe)
-        try:
-            read = planreader.read_query(qe, root in WRITE_COMMANDS)
-            if read is None:  # no compact reader: toJSON, facts by py4j calls
-                text, decoded, fallback = planreader.read(jvm_plan())
-                read = planreader.QueryRead(text, decoded, fallback=fallback)
-            plan_json, items = read.text, read.items
-            if command_result.reads_only_results(root, items):
-                return None  # a command's result rows, and nothing else
-            read_error = read.fallback  # recorded (capture_errors), not an error of the capture
-            if stages.enabled():
-                stages.add("transfer", stages.transfer_time(len(plan_json)))
-            current = _current(qe) if root in _NEEDS_CURRENT else None
-            with stages.timed("facts"):
-                nulls: list[dict[str, Any]] = []
-                if read.leaves is None:
-                    leaves = facts.leaves(jvm_plan(), items, current, self._facts, nulls)
-                else:  # read with the plan; what the JVM side did not describe is read here
-                    leaves = dict(read.leaves)
-                    if read.unresolved:
-                        leaves.update(facts.resolve(jvm_plan(), read.unresolved, current, self._facts))
-                    if read.nulls:
-                        nulls = facts.null_fields(items)
-                if nulls:  # fields toJSON could not write: read from the JVM (leaves they hold too)
-                    leaves.update(facts.leaves(jvm_plan(), facts.repair_null_fields(jvm_plan(), items, nulls),
-                                               current, self._facts))
-                if has_class(plan_json, MICRO_BATCH_LEAF):  # a foreachBatch micro-batch: the stream's plan
-                    leaves.update(streams.foreach_batch_leaves(items, self.streams, self.stream_sessions,
-                                                               run.get("app_name")))
-                if root not in WRITE_COMMANDS and inference.is_schema_inference(func_name, leaves.values()):
-                    log.debug("lineage-listener: skipped Spark's schema inference read (%s)", func_name)
-                    return None  # Spark reading a file to infer its schema: not the user's lineage
-                if root in WRITE_COMMANDS:
-                    target = read.target if read.target is not None else facts.target(jvm_plan(), root, current)
-                if target is None and root == "CreateViewCommand":
-                    return None  # a temp view: not a dataset, nothing written
-            if plan_json is not None and internal.plan_reason(root, plan_json, leaves) is not None:
-                return None
-        except (*jvm_call_failed(), ValueError, RecursionError) as exc:  # recorded; Python bugs surface
-            read_error = f"{type(exc).__name__}: {str(exc)[:500]}"
-        return replace(action, plan_json=plan_json, leaves=leaves, target=target, read_error=read_error,
-                       plan_items=items)
+        read = planreader.read_query(qe, query.root in WRITE_COMMANDS)
+        if read is None:  # no compact reader: toJSON, facts by py4j calls
+            text, decoded, fallback = planreader.read(head.plan())
+            read = planreader.QueryRead(text, decoded, fallback=fallback)
+        query.plan_json, query.items = read.text, read.items
+        if stages.enabled():
+            stages.add("transfer", stages.transfer_time(len(read.text)))
+        self._read_facts(qe, head, read)
+        return read
+
+    def _read_facts(self, qe: Any, head: "_Head", read: planreader.QueryRead) -> None:
+        """The facts of the query's leaves and of its write target (into ``head.query``): what the
+        compact reader did not describe is read by py4j calls."""
+        query, plan, root = head.query, head.plan, head.query.root
+        current = _current(qe) if root in _NEEDS_CURRENT else None
+        items = query.items
+        with stages.timed("facts"):
+            nulls: list[dict[str, Any]] = []
+            if read.leaves is None:
+                query.leaves = leaves = facts.leaves(plan(), items, current, self._facts, nulls)
+            else:  # read with the plan; what the JVM side did not describe is read here
+                query.leaves = leaves = dict(read.leaves)
+                if read.unresolved:
+                    leaves.update(facts.resolve(plan(), read.unresolved, current, self._facts))
+                if read.nulls:
+                    nulls = facts.null_fields(items)
+            if nulls:  # fields toJSON could not write: read from the JVM (leaves they hold too)
+                leaves.update(facts.leaves(plan(), facts.repair_null_fields(plan(), items, nulls),
+                                           current, self._facts))
+            if has_class(read.text, MICRO_BATCH_LEAF):  # a foreachBatch micro-batch: the stream's plan
+                leaves.update(streams.foreach_batch_leaves(items, self.streams, self.stream_sessions,
+                                                           head.run.get("app_name")))
+            if root in WRITE_COMMANDS:
+                query.target = read.target if read.target is not None else facts.target(plan(), root, current)
 
     def read_stream(self, event: Any, query: Any, now: datetime) -> Envelope | None:
         """An envelope for one micro-batch: its progress, and the stream's plan the first time
@@ -251,6 +248,23 @@ class Reader:
         if app_id not in self._runs:
             self._runs[app_id] = facts.run_info(sc)
         return self._runs[app_id]
+
+
+@dataclass
+class _Head:
+    """A query before its plan is read: what the filters see, its run, its id; its analyzed JVM
+    plan, asked of the ``QueryExecution`` once, when first needed (:meth:`plan`)."""
+
+    query: skips.Query
+    run: dict[str, Any]
+    qe_id: int | None
+    qe: Any
+    jvm_plan: Any = None
+
+    def plan(self) -> Any:
+        if self.jvm_plan is None:
+            self.jvm_plan = self.qe.analyzed()
+        return self.jvm_plan
 
 
 def _current(qe: Any) -> tuple[str, str] | None:

@@ -339,7 +339,7 @@ class Capture:
         try:
             # reads and records alternate on this thread: whether a wrapper folds is known
             env = self.reader.read(event.func_name, event.qe, event.duration_ns, event.error, event.at,
-                                   folds=self.recorder.folds)
+                                   folds=self.recorder.writes.folds)
         except Exception as exc:  # noqa: BLE001
             log.warning("lineage-listener: could not read a %s action: %s", event.func_name, exc)
             return None

@@ -1,10 +1,7 @@
 """Envelope -> store rows: run, query, datasets, columns and edges of one action.
 
-Also folds nested command events into one logical write: ``saveAsTable`` and
-CTAS fire an inner ``InsertInto...`` event first and wrapper events after it;
-the wrappers upgrade the inner write's ``queries`` row instead of adding rows.
-A wrapper's plan is the inner write's query again: it is not walked a second time
-(its target columns are the inner write's, under the table's name).
+A CTAS or ``saveAsTable`` wrapper event folds into the nested write recorded just before it
+(:mod:`lineage_listener.capture.wrappers`): it adds no rows of its own but the upgraded write.
 """
 from __future__ import annotations
 
@@ -15,16 +12,14 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, NamedTuple
+from typing import Any
 
-from lineage_listener.capture import classification, stages
+from lineage_listener.capture import classification, stages, wrappers
 from lineage_listener.capture.envelope import Envelope
-from lineage_listener.lineage.datasets import datasets_of
 from lineage_listener.lineage.query import QueryLineage, lineage
-from lineage_listener.plan.classes import WRAPPER_COMMANDS
 from lineage_listener.plan.tree import parse
 from lineage_listener.store.batch import Batch
-from lineage_listener.store.rows import (CaptureErrorRow, DatasetColumnRow, DatasetRow, EdgeRow, QueryRow, Retarget,
+from lineage_listener.store.rows import (CaptureErrorRow, DatasetColumnRow, DatasetRow, EdgeRow, QueryRow,
                                          RunReopened, RunRow, StreamRow)
 from lineage_listener import redact
 
@@ -92,13 +87,6 @@ def iso(t: datetime | None) -> str | None:
     return t.isoformat(sep=" ") if t is not None else None
 
 
-class _Write(NamedTuple):
-    """A run's most recent write: its ``queries`` row and the id of its ``QueryExecution``."""
-
-    row: QueryRow
-    qe_id: int | None
-
-
 @dataclass(frozen=True)
 class StreamLineage:
     """A stream run's lineage, computed from its first micro-batch: later ones only count."""
@@ -121,12 +109,11 @@ def lineage_hash(root: str | None, target: str | None, result: QueryLineage | No
 
 
 class Recorder:
-    """Turns envelopes into batches; remembers recent writes to merge wrapper events."""
+    """Turns envelopes into batches; remembers each run's last write to fold wrapper events into it."""
 
     def __init__(self) -> None:
-        self._last_write: dict[str, _Write] = {}  # run_id -> its most recent write
-        #: run_id -> (name, type, nullable) of the columns its most recent write wrote, in order
-        self._last_columns: dict[str, list[tuple[str, Any, Any]]] = {}
+        #: Each run's last write; ``writes.folds`` is the reader's fold test.
+        self.writes = wrappers.LastWrites()
         self._lineage_errors: set[str] = set()
         self._streams: dict[str, StreamLineage] = {}  # stream run id -> its lineage
         self._open_runs: set[str] = set()  # runs this recorder has reopened (until it ends them)
@@ -157,10 +144,10 @@ class Recorder:
         run_id = env.run["app_id"]
         query_id = query_id_of(env)
         now = iso(env.captured_at)
-        if env.root in WRAPPER_COMMANDS and self._inner_of(env) is not None:
+        if self.writes.folds(env.root, run_id, env.qe_id):
             if env.read_error:
                 batch.add(_error(now, run_id, query_id, "listener", env.read_error))
-            self._merge_wrapper(batch, env)
+            self.writes.fold(env, batch, now)
             return batch
         status = "failed" if env.error else "succeeded"
         error = env.error
@@ -181,9 +168,8 @@ class Recorder:
                        captured_at=now, target_dataset=target)
         batch.add(row)
         if target is not None:
-            self._last_write[run_id] = _Write(row, env.qe_id)
-            self._last_columns[run_id] = [r[1:4] for r in column_rows(result.columns, None, only=target)] \
-                if result is not None else []
+            self.writes.remember(row, env.qe_id, column_rows(result.columns, None, only=target)
+                                 if result is not None else [])
         if result is not None:
             self._add_lineage(batch, query_id, run_id, target, result, now)
             if classification.present(env.plan_json, env.leaves, env.target):
@@ -266,49 +252,6 @@ class Recorder:
                               source_dataset=e.source.dataset, source_column=e.source.name,
                               transform=e.transform.value, kind=e.kind, expression=e.expression, masking=e.masking,
                               captured_at=now))
-
-    def folds(self, root: str, run_id: str, qe_id: int | None) -> bool:
-        """Whether a ``root`` event of ``run_id`` with id ``qe_id`` folds into a recorded write."""
-        return root in WRAPPER_COMMANDS and self._inner(run_id, qe_id) is not None
-
-    def _inner(self, run_id: str, qe_id: int | None) -> QueryRow | None:
-        inner = self._last_write.get(run_id)
-        if inner is None or inner.qe_id is None or qe_id is None or inner.qe_id <= qe_id:
-            return None
-        return inner.row
-
-    def _inner_of(self, env: Envelope) -> QueryRow | None:
-        """The nested write a wrapper event wraps (fired just before it, a later id), if known."""
-        return self._inner(env.run["app_id"], env.qe_id)
-
-    def _merge_wrapper(self, batch: Batch, env: Envelope) -> None:
-        """Fold a wrapper event into the nested write it wraps: the same query, now named by its table."""
-        run_id = env.run["app_id"]
-        inner = self._inner_of(env)
-        assert inner is not None
-        try:
-            target = datasets_of(env.target)[0] if env.target else None
-        except Exception:  # noqa: BLE001 - facts we cannot name: the inner write's target stays
-            target = None
-        upgraded = inner._replace(action=env.func_name, command=env.root,
-                                  sql_text=env.sql_text or inner.sql_text,
-                                  status="failed" if env.error else inner.status, error=env.error or inner.error,
-                                  duration_ms=env.duration_ms if env.duration_ms is not None else inner.duration_ms,
-                                  target_dataset=target.name if target is not None else inner.target_dataset)
-        self._last_write[run_id] = _Write(upgraded, env.qe_id)
-        batch.add(upgraded)
-        if target is not None and target.name != inner.target_dataset:
-            # The inner write named the table by its path; the logical write targets the table.
-            now = iso(env.captured_at)
-            location = target.location or (inner.target_dataset if "://" in (inner.target_dataset or "")
-                                           or (inner.target_dataset or "").startswith("file:") else None)
-            batch.add(DatasetRow(dataset=target.name, kind=target.kind, format=target.format, location=location,
-                                 properties=target.properties_json(), first_seen=now, last_seen=now))
-            for position, (column, dtype, nullable) in enumerate(self._last_columns.get(run_id, ()), 1):
-                batch.add(DatasetColumnRow(dataset=target.name, column_name=column, data_type=dtype, nullable=nullable,
-                                           first_seen=now, last_seen=now, ordinal=position))
-            batch.add(Retarget(query_id=inner.query_id, target_dataset=target.name,
-                               previous_target=inner.target_dataset))
 
     def end_run(self, run: Mapping[str, Any], ended: datetime) -> Batch:
         """The run's end (``runs.ended_at``); a later action of the run reopens it."""

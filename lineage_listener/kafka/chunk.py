@@ -13,14 +13,17 @@ still ``running``) starts a new chunk.
 >>> def ds(seen):
 ...     b = Batch(); b.add(row_of("datasets", ("t", "table", None, None, None, seen, seen))); return b
 >>> c = Chunk()
->>> c.take(ds("2026-01-01 10:00:00")), c.take(ds("2026-01-01 11:00:00")), c.batch.rows["datasets"]
-(True, True, [('t', 'table', None, None, None, '2026-01-01 10:00:00', '2026-01-01 11:00:00')])
+>>> c.take(ds("2026-01-01 10:00:00")), c.take(ds("2026-01-01 11:00:00"))
+(True, True)
+>>> c.batch.rows["datasets"][0][-2:]
+('2026-01-01 10:00:00', '2026-01-01 11:00:00')
 """
 from __future__ import annotations
 
 from typing import Any
 
 from lineage_listener.store.batch import COLUMNS, KEYS, Batch
+from lineage_listener.store.rows import row_of
 
 #: (first_seen, last_seen) positions of the tables whose rows fold to the earliest and the latest.
 _SEEN = {t: (COLUMNS[t].index("first_seen"), COLUMNS[t].index("last_seen")) for t in ("datasets", "dataset_columns")}
@@ -89,29 +92,30 @@ class Chunk:
 
 
 def _merged(table: str, old: tuple, new: tuple) -> tuple | None:
-    """The one row that writes what ``old`` then ``new`` would, or None when there is none.
+    """The one row (of ``table``'s row type) that writes what ``old`` then ``new`` would, or None
+    when there is none.
 
     >>> started, ended = ("a", "a", "job", None, None, None, "t0", None), ("a", "a", "job", None, None, None, "t0", "t1")
     >>> _merged("runs", started, ended)
-    ('a', 'a', 'job', None, None, None, 't0', 't1')
+    RunRow(run_id='a', app_id='a', app_name='job', spark_version=None, spark_user=None, master=None, started_at='t0', ended_at='t1')
     >>> _merged("runs", ended, started)
     """
     if old == new:
-        return new
+        return row_of(table, new)
     if table in _SEEN:
         first, last = _SEEN[table]
         if _without(old, first, last) == _without(new, first, last):
             out = list(new)
             out[first] = _least(old[first], new[first])
             out[last] = max(v for v in (old[last], new[last]) if v is not None) if (old[last] or new[last]) else None
-            return tuple(out)
+            return row_of(table, out)
         return None
     if table == "runs":  # coalesce(new, old) everywhere but started_at: new may only fill what old lacks
-        return new if all(o is None or o == n for o, n in zip(old, new)) else None
+        return row_of(table, new) if all(o is None or o == n for o, n in zip(old, new)) else None
     if table == "queries":
         if "running" in (old[_STATUS], new[_STATUS]):
             return None
-        return new if all(new[i] is not None or old[i] is None for i in _QUERY_KEPT) else None
+        return row_of(table, new) if all(new[i] is not None or old[i] is None for i in _QUERY_KEPT) else None
     return None
 
 

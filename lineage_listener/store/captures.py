@@ -94,7 +94,7 @@ def write_edges(con: duckdb.DuckDBPyConnection, rows: list[Sequence]) -> int:
     if not captures:
         return 0
     unknown = sorted(set(sets.values()) - known)
-    if unknown:  # never captured; a retarget may have left its members behind
+    if unknown:  # never captured; a retarget (store/retarget.py) may have left its members behind
         known |= {r[0] for r in con.execute("SELECT DISTINCT set_id FROM edge_sets WHERE set_id IN "
                                             "(SELECT unnest($1))", [unknown]).fetchall()}
         members = sorted({(sid, eid) for key, sid in sets.items() if sid not in known for eid in captures[key]})
@@ -115,14 +115,3 @@ def _add_members(con: duckdb.DuckDBPyConnection, members: list[tuple[int, int]],
     con.execute(LIST_SETS.format(members="(SELECT unnest($1) AS set_id, unnest($2) AS edge_id)"),
                 [[m[0] for m in members], [m[1] for m in members]])
 
-
-def retarget(con: duckdb.DuckDBPyConnection, query_id: str, target: str) -> None:
-    """Every edge of ``query_id`` now names ``target`` as its target dataset (a table seen after
-    its path); captures keep their time, and an edge the query then holds twice is kept once."""
-    if not con.execute("SELECT count(*) FROM edge_captures WHERE query_id = ?", [query_id]).fetchone()[0]:
-        return
-    rows = con.execute(f"""SELECT {", ".join("? AS target_dataset" if c == "target_dataset" else c for c in _ROW)}
-                           FROM column_lineage WHERE query_id = ? ORDER BY captured_at""",
-                       [target, query_id]).fetchall()
-    con.execute("DELETE FROM edge_captures WHERE query_id = ?", [query_id])
-    write_edges(con, rows)

@@ -18,36 +18,42 @@ no ``label_changes`` row.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+
 import duckdb
 
-_LABEL_KEY = ("dataset", "column_name", "label", "source")
+from lineage_listener.store.rows import LabelFile, LabelRow, LabelUnset, MaskingFunctionRow, typed
 
 
-def write_labels(con: duckdb.DuckDBPyConnection, rows: dict[str, list[tuple]]) -> None:
+def write_labels(con: duckdb.DuckDBPyConnection, rows: Mapping[str, Iterable[tuple]]) -> None:
     """Apply the label rows of one batch, in the batch's transaction (the caller's)."""
-    for origin, changed_by, changed_at in rows.get("label_file", []):
-        keep = [(r[0], r[1], r[2]) for r in rows.get("column_labels", []) if r[4] == "file" and r[5] == origin]
-        functions = [r[0].lower() for r in rows.get("masking_functions", []) if r[1] == origin]
-        _forget_file(con, origin, keep, functions, changed_by, changed_at)
-    for dataset, column, label, source, changed_by, changed_at in rows.get("label_unset", []):
+    labels: list[LabelRow] = typed(LabelRow, rows.get(LabelRow.TABLE, ()))
+    functions: list[MaskingFunctionRow] = typed(MaskingFunctionRow, rows.get(MaskingFunctionRow.TABLE, ()))
+    for file in typed(LabelFile, rows.get(LabelFile.TABLE, ())):
+        keep = [(r.dataset, r.column_name, r.label) for r in labels if r.source == "file" and r.origin == file.origin]
+        _forget_file(con, file.origin, keep, [f.name.lower() for f in functions if f.origin == file.origin],
+                     file.changed_by, file.changed_at)
+    for u in typed(LabelUnset, rows.get(LabelUnset.TABLE, ())):
         gone = con.execute("DELETE FROM column_labels WHERE dataset = ? AND column_name = ? AND label = ? "
-                           "AND source = ? RETURNING value, origin", [dataset, column, label, source]).fetchall()
+                           "AND source = ? RETURNING value, origin", [u.dataset, u.column_name, u.label,
+                                                                      u.source]).fetchall()
         for value, origin in gone:
-            _changed(con, changed_at, "unset", dataset, column, label, value, source, origin, changed_by)
-    labels = _last_per_key(rows.get("column_labels", []))
-    if labels:
-        _set(con, labels)
-    functions = rows.get("masking_functions", [])
+            _changed(con, u.changed_at, "unset", u.dataset, u.column_name, u.label, value, u.source, origin,
+                     u.changed_by)
+    last = _last_per_key(labels)
+    if last:
+        _set(con, last)
     if functions:
         con.execute("""INSERT INTO masking_functions SELECT lower(unnest(?)), unnest(?), CAST(unnest(?) AS TIMESTAMP)
                        ON CONFLICT (name) DO UPDATE SET origin = excluded.origin""",
                     [list(column) for column in zip(*functions)])
 
 
-def _last_per_key(rows: list[tuple]) -> list[tuple]:
-    out: dict[tuple, tuple] = {}
+def _last_per_key(rows: list[LabelRow]) -> list[LabelRow]:
+    """The last row of each (dataset, column, label, source): the one a batch keeps."""
+    out: dict[tuple, LabelRow] = {}
     for r in rows:
-        out[(r[0], r[1], r[2], r[4])] = r
+        out[(r.dataset, r.column_name, r.label, r.source)] = r
     return list(out.values())
 
 

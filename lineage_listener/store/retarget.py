@@ -1,13 +1,20 @@
-"""A nested write's target renamed in the batch itself, before anything is written.
+"""The CTAS / ``saveAsTable`` fold, store side: a nested write's edges renamed from the table's path to the table.
 
-A CTAS or ``saveAsTable`` fires an inner ``InsertInto...`` event that names the table's
-*path*, then a wrapper event naming the *table*; the recorder adds a ``retarget`` instruction
-(``query_id``, table, path). Both events almost always land in one batch: then the inner
-query's edges are given the table here, and the path's ``datasets`` / ``dataset_columns`` rows
-are dropped when nothing else in the batch names the path. The store then never holds the
-path-named edges, and no SQL reads them back, rewrites them or scans the store for other users
-of the path. A retarget whose inner write went in an earlier batch stays an instruction for
-:func:`lineage_listener.store.captures.retarget`.
+Why a CTAS or ``saveAsTable`` fires two events, and which rows capture makes of them:
+:mod:`lineage_listener.capture.wrappers`. The store receives the nested write's rows (edges into
+the table's *path*, the path's ``datasets`` / ``dataset_columns`` rows), the upgraded ``queries``
+row, the table's dataset and columns, and a :class:`~lineage_listener.store.rows.Retarget`
+instruction (``query_id``, table, path). This module applies it, whichever batch each part is in:
+
+- :func:`fold`: both in one batch (the usual case): the query's edges are given the table in the
+  batch itself, and the path's rows are dropped when nothing else in the batch names the path; the
+  store never holds the path-named edges;
+- :func:`apply`: the nested write went in an earlier batch: its stored edges name the table now
+  (captures keep their time; an edge the query then holds twice is kept once), and the path's
+  dataset goes when no edge or query names it any more.
+
+Either way the store ends up the same: one ``queries`` row targeting the table, the table's
+dataset (its ``location`` the path) and columns, and edges into the table.
 
 >>> rows = {"queries": [("q", "r", "command", "Insert", None, "succeeded", None, 1, "t", "file:/w/t"),
 ...                     ("q", "r", "command", "CTAS", None, "succeeded", None, 1, "t", "db.t")],
@@ -16,20 +23,18 @@ of the path. A retarget whose inner write went in an earlier batch stays an inst
 ...         "column_lineage": [("q", "r", "file:/w/t", "a", "db.s", "a", "identity", "direct", "a", False, "t")],
 ...         "retarget": [("q", "db.t", "file:/w/t")]}
 >>> out = fold(rows)
->>> [r[2] for r in out["column_lineage"]], out["datasets"], out["dataset_columns"], out["retarget"]
-(['db.t'], [], [], [])
+>>> [(r.query_id, r.target_dataset) for r in out["column_lineage"]], out["datasets"], out["retarget"]
+([('q', 'db.t')], [], [])
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from lineage_listener.store.rows import EdgeRow, QueryRow
+import duckdb
 
-_Q = QueryRow._fields
-_E = EdgeRow._fields
-_QID, _QTARGET = _Q.index("query_id"), _Q.index("target_dataset")
-_EQ, _ETARGET, _ESOURCE = _E.index("query_id"), _E.index("target_dataset"), _E.index("source_dataset")
+from lineage_listener.store.captures import write_edges
+from lineage_listener.store.rows import DatasetColumnRow, DatasetRow, EdgeRow, QueryRow, Retarget, typed
 
 Rows = Mapping[str, Sequence[tuple[Any, ...]]]
 
@@ -37,32 +42,72 @@ Rows = Mapping[str, Sequence[tuple[Any, ...]]]
 def fold(rows: Rows) -> dict[str, list[tuple[Any, ...]]]:
     """``rows`` (a batch's, per table) with every retarget whose inner write is in them applied;
     the others stay as instructions. The input is not changed (a batch may be written again)."""
-    pending = list(rows.get("retarget", ()))
-    if not pending:
-        return {table: list(r) for table, r in rows.items()}
-    inner = {(r[_QID], r[_QTARGET]) for r in rows.get("queries", ())}
-    here = {query_id: (target, previous) for query_id, target, previous in pending
-            if (query_id, previous) in inner}  # the inner write's own queries row: its edges are all here
     out = {table: list(r) for table, r in rows.items()}
+    pending = typed(Retarget, rows.get(Retarget.TABLE, ()))
+    if not pending:
+        return out
+    queries = typed(QueryRow, rows.get(QueryRow.TABLE, ()))
+    inner = {(q.query_id, q.target_dataset) for q in queries}
+    here = {r.query_id: r for r in pending
+            if (r.query_id, r.previous_target) in inner}  # the inner write's own queries row: its edges are all here
     if not here:
         return out
-    out["retarget"] = [r for r in pending if r[0] not in here]
-    out["column_lineage"] = [
-        r[:_ETARGET] + (here[r[_EQ]][0],) + r[_ETARGET + 1:] if r[_EQ] in here and r[_ETARGET] == here[r[_EQ]][1] else r
-        for r in out.get("column_lineage", ())]
-    used = _named(out)
-    gone = {previous for _, previous in here.values() if previous not in used}
-    for table in ("datasets", "dataset_columns"):
-        out[table] = [r for r in out.get(table, ()) if r[0] not in gone]
+    out[Retarget.TABLE] = [r for r in pending if r.query_id not in here]
+    edges = typed(EdgeRow, rows.get(EdgeRow.TABLE, ()))
+    out[EdgeRow.TABLE] = [
+        e._replace(target_dataset=here[e.query_id].target_dataset)
+        if e.query_id in here and e.target_dataset == here[e.query_id].previous_target else e for e in edges]
+    used = _named(queries, out[EdgeRow.TABLE])
+    gone = {r.previous_target for r in here.values() if r.previous_target not in used}
+    for cls in (DatasetRow, DatasetColumnRow):
+        out[cls.TABLE] = [r for r in typed(cls, rows.get(cls.TABLE, ())) if r.dataset not in gone]
     return out
 
 
-def _named(rows: Rows) -> set[Any]:
+def apply(con: duckdb.DuckDBPyConnection, rows: Iterable[tuple[Any, ...]]) -> None:
+    """Retargets whose inner write went in an earlier batch (those :func:`fold` left): its edges
+    name the table now, and the path goes if nothing else uses it."""
+    for r in typed(Retarget, rows):
+        _retarget_edges(con, r.query_id, r.target_dataset)
+        if r.previous_target:
+            _forget_unused_path(con, r.previous_target)
+
+
+def _named(queries: Iterable[QueryRow], edges: Iterable[EdgeRow]) -> set[Any]:
     """Datasets the batch still names as an edge's end or a query's target (a query's last row
     is the one written: an inner write's first row is replaced by its wrapper's)."""
-    last = {r[_QID]: r[_QTARGET] for r in rows.get("queries", ())}
-    names = set(last.values())
-    for r in rows.get("column_lineage", ()):
-        names.add(r[_ETARGET])
-        names.add(r[_ESOURCE])
+    names = set({q.query_id: q.target_dataset for q in queries}.values())
+    for e in edges:
+        names.add(e.target_dataset)
+        names.add(e.source_dataset)
     return names
+
+
+def _retarget_edges(con: duckdb.DuckDBPyConnection, query_id: str, target: str) -> None:
+    """Every stored edge of ``query_id`` now names ``target`` as its target dataset; captures keep
+    their time, and an edge the query then holds twice is kept once."""
+    if not con.execute("SELECT count(*) FROM edge_captures WHERE query_id = ?", [query_id]).fetchone()[0]:
+        return
+    rows = con.execute(f"""SELECT {", ".join("? AS target_dataset" if c == "target_dataset" else c
+                                             for c in EdgeRow._fields)}
+                           FROM column_lineage WHERE query_id = ? ORDER BY captured_at""",
+                       [target, query_id]).fetchall()
+    con.execute("DELETE FROM edge_captures WHERE query_id = ?", [query_id])
+    write_edges(con, rows)
+
+
+def _forget_unused_path(con: duckdb.DuckDBPyConnection, dataset: str) -> None:
+    """Drop a ``path`` dataset no edge or query names any more (a table's location seen first).
+
+    The edges naming it are found through the indexes on either end, their captures through
+    each edge's list of sets: no scan of the store's history.
+    """
+    used = con.execute(
+        """WITH held AS (SELECT unnest(sets) AS set_id FROM edges WHERE target_dataset = $1
+                         UNION ALL SELECT unnest(sets) AS set_id FROM edges WHERE source_dataset = $1)
+           SELECT EXISTS (SELECT 1 FROM edge_captures c WHERE c.set_id IN (SELECT set_id FROM held))
+               OR EXISTS (SELECT 1 FROM queries WHERE target_dataset = $1)""", [dataset]).fetchone()[0]
+    if not used:
+        con.execute("DELETE FROM dataset_columns WHERE dataset = $1 AND EXISTS "
+                    "(SELECT 1 FROM datasets WHERE dataset = $1 AND kind = 'path')", [dataset])
+        con.execute("DELETE FROM datasets WHERE dataset = $1 AND kind = 'path'", [dataset])

@@ -48,6 +48,15 @@ def row_of(table: str, values: Iterable[Any]) -> Any:
     return cls._make(values)
 
 
+def typed(cls: Any, rows: Iterable[Any]) -> list[Any]:
+    """``rows`` as rows of type ``cls``: a plain tuple (older spool files, older senders) becomes one.
+
+    >>> typed(QueryStarted, [("q", None)])
+    [QueryStarted(query_id='q', started_at=None)]
+    """
+    return [r if type(r) is cls else row_of(cls.TABLE, r) for r in rows]
+
+
 @_spec
 class RunRow(NamedTuple):
     run_id: str

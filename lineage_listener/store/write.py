@@ -17,7 +17,7 @@ from lineage_listener.store import captures, labels, retarget
 from lineage_listener.store.batch import Batch
 from lineage_listener.store.connection import transaction
 from lineage_listener.store.rows import (INSTRUCTIONS, LABEL_ROWS, TABLES, EdgeRow, QueryStarted, Retarget,
-                                         RunReopened, RunRow, StreamRow, row_of)
+                                         RunReopened, RunRow, StreamRow, typed)
 
 
 def _fold_streams(rows: list[StreamRow]) -> list[StreamRow]:
@@ -44,8 +44,7 @@ def _typed(cls: Any, rows: list[tuple]) -> list[Any]:
     """Rows of type ``cls``: a plain tuple (put into a batch's rows directly) becomes one, shorter
     ones (spooled or sent by an older version) get nulls; a stream's micro-batch rows fold into one
     row per stream plan."""
-    if any(type(r) is not cls for r in rows):
-        rows = [r if type(r) is cls else row_of(cls.TABLE, r) for r in rows]
+    rows = typed(cls, rows)
     return _fold_streams(rows) if cls is StreamRow else rows
 
 
@@ -92,7 +91,7 @@ def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> int:
     the store are skipped, so a replayed batch adds nothing and later events of a run
     add what they newly carry (:mod:`~lineage_listener.store.captures`).
     """
-    folded = retarget.fold(batch.rows)  # a CTAS's path renamed in memory when its inner write is here
+    folded = retarget.fold(batch.rows)  # a CTAS's edges renamed to its table when its inner write is here
     new_edges = 0
     _reopen(con, folded.get(RunReopened.TABLE, []))
     for table, cls in TABLES.items():
@@ -105,7 +104,7 @@ def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> int:
             _insert(con, cls, rows)
     _set_started(con, folded.get(QueryStarted.TABLE, []))
     labels.write_labels(con, {cls.TABLE: folded.get(cls.TABLE, []) for cls in LABEL_ROWS})
-    _retarget(con, folded.get(Retarget.TABLE, []))
+    retarget.apply(con, folded.get(Retarget.TABLE, []))  # those whose inner write went in an earlier batch
     return new_edges
 
 
@@ -125,14 +124,6 @@ def _insert(con: duckdb.DuckDBPyConnection, cls: Any, rows: list[tuple]) -> None
         sql += f" ON CONFLICT ({', '.join(cls.KEY)}) DO UPDATE SET {cls.MERGE}"
     for part in _rounds(cls, rows):
         con.execute(sql, [list(column) for column in zip(*part)])
-
-
-def _retarget(con: duckdb.DuckDBPyConnection, rows: list[Retarget]) -> None:
-    """Retargets whose inner write went in an earlier batch: its edges name the table now."""
-    for query_id, target, previous in rows:
-        captures.retarget(con, query_id, target)
-        if previous:
-            _forget_unused_path(con, previous)
 
 
 def _reopen(con: duckdb.DuckDBPyConnection, rows: list[tuple]) -> None:
@@ -157,19 +148,3 @@ def _set_started(con: duckdb.DuckDBPyConnection, rows: list[tuple]) -> None:
                    FROM query_starts s WHERE q.query_id = s.query_id AND q.query_id IN (SELECT unnest(?))
                    AND q.status <> 'running' AND q.captured_at >= s.started_at""", [ids])
 
-
-def _forget_unused_path(con: duckdb.DuckDBPyConnection, dataset: str) -> None:
-    """Drop a ``path`` dataset no edge or query names any more (a table's location seen first).
-
-    The edges naming it are found through the indexes on either end, their captures through
-    each edge's list of sets: no scan of the store's history.
-    """
-    used = con.execute(
-        """WITH held AS (SELECT unnest(sets) AS set_id FROM edges WHERE target_dataset = $1
-                         UNION ALL SELECT unnest(sets) AS set_id FROM edges WHERE source_dataset = $1)
-           SELECT EXISTS (SELECT 1 FROM edge_captures c WHERE c.set_id IN (SELECT set_id FROM held))
-               OR EXISTS (SELECT 1 FROM queries WHERE target_dataset = $1)""", [dataset]).fetchone()[0]
-    if not used:
-        con.execute("DELETE FROM dataset_columns WHERE dataset = $1 AND EXISTS "
-                    "(SELECT 1 FROM datasets WHERE dataset = $1 AND kind = 'path')", [dataset])
-        con.execute("DELETE FROM datasets WHERE dataset = $1 AND kind = 'path'", [dataset])
