@@ -298,7 +298,8 @@ class ViolationRow(NamedTuple):
 @_spec
 class Retarget(NamedTuple):
     """Instruction: edges of ``query_id`` written to the path of a table (a CTAS/saveAsTable's nested
-    write) now name the table; the path dataset goes if nothing else uses it."""
+    write) now name the table; the path dataset goes if nothing else uses it
+    (:mod:`~lineage_listener.store.retarget` applies it)."""
 
     query_id: str
     target_dataset: str
