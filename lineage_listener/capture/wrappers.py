@@ -48,6 +48,7 @@ from lineage_listener.store.rows import DatasetColumnRow, DatasetRow, QueryRow, 
 if TYPE_CHECKING:
     from lineage_listener.capture.envelope import Envelope
 
+
 class _Write(NamedTuple):
     """A run's most recent write: its ``queries`` row, its ``QueryExecution`` id, its target's columns."""
 
