@@ -8,8 +8,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from functools import partial
 from datetime import datetime, timezone
+from functools import partial
 from typing import Any
 
 from lineage_listener.capture import (

@@ -4,9 +4,9 @@ Spark reports to a ``QueryExecutionListener`` much that is not the user's lineag
 result rows of a command already captured, a table format's own queries, its own schema
 inference. Each filter below says which event it drops and why. One head filter keeps its event
 but spares its plan: :data:`FOLD`, a CTAS or ``saveAsTable`` wrapper folding into the write
-recorded just before it (its plan is that write's query again; only its target is read). A filter looks at a
-:class:`Query`, what is known of the event at its stage, and runs at the first point that
-knowledge exists:
+recorded just before it (its plan is that write's query again; only its target is read).
+A filter looks at a :class:`Query`, what is known of the event at its stage, and runs at the
+first point that knowledge exists:
 
 - ``HEAD``: the query's head (action, root node, SQL text), before its plan is read: the plan of
   a query dropped here is never read;
