@@ -109,7 +109,7 @@ def growth(spark: Any, work: Path, batches: int) -> None:
         p = replace(base, batch_id=i, at=base.at + timedelta(seconds=10 * i))
         env = replace(first, stream=p, captured_at=p.at) if i == 0 else replace(
             first, stream=p, captured_at=p.at, plan_json=None, plan_items=None, root=None)
-        assert writer.write(recorder.record(env))
+        assert writer.write(recorder.record(env).rows)
         after_first = after_first or store.stat().st_size
     took = time.perf_counter() - start
     with duckdb.connect(str(store), read_only=True) as con:

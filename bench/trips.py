@@ -1,7 +1,8 @@
-"""How a captured query travels through the package: the modules Reader.read and Recorder.record enter.
+"""How a captured query travels through the package: the modules its trips enter.
 
 For one real CTAS with a join and an aggregate, captured in process, every Python call made under
-``Reader.read`` and ``Recorder.record`` is followed (``sys.setprofile`` on the capture thread) and
+``Reader.read``, ``Recorder.record`` (the nested write) and ``Recorder.fold`` (the CTAS wrapper
+folding into it) is followed (``sys.setprofile`` on the capture thread) and
 reduced to the package modules it runs in. Printed per trip and per depth (2: the method's callees and
 theirs; 3: one level more): the stays (consecutive calls in one module count once), the modules
 entered, and the returns (entering a module the trip had left).
@@ -22,7 +23,7 @@ from lineage_listener.capture import envelope, records
 
 PACKAGE = str(Path(lineage_listener.__file__).resolve().parent) + "/"
 #: Per trip, per call of the traced method: the package modules entered, with the call depth.
-TRIPS: dict[str, list[list[tuple[str, int]]]] = {"Reader.read": [], "Recorder.record": []}
+TRIPS: dict[str, list[list[tuple[str, int]]]] = {"Reader.read": [], "Recorder.record": [], "Recorder.fold": []}
 #: Depths reported: 2 follows the traced method's callees and theirs (the route, not every leaf helper).
 DEPTHS = [int(a) for a in sys.argv[1:]] or [2, 3]
 
@@ -76,6 +77,7 @@ def summary(stays: list[str]) -> tuple[int, int, int]:
 def main() -> None:
     envelope.Reader.read = traced("Reader.read", envelope.Reader.read)
     records.Recorder.record = traced("Recorder.record", records.Recorder.record)
+    records.Recorder.fold = traced("Recorder.fold", records.Recorder.fold)
     work = Path(tempfile.mkdtemp())
     spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false") \
         .config("spark.sql.warehouse.dir", str(work / "wh")).getOrCreate()
@@ -89,6 +91,9 @@ def main() -> None:
     spark.stop()
     for depth in DEPTHS:
         for name, trips in TRIPS.items():
+            if not trips:
+                print(f"depth {depth}: {name}: not called")
+                continue
             longest = max((stays(t, depth) for t in trips), key=len)
             s, m, r = summary(longest)
             print(f"depth {depth}: {name}: {len(trips)} calls; the longest: {s} stays in {m} modules, {r} returns")

@@ -64,10 +64,12 @@ def test_each_filter_drops_its_spark_event(spark: Any, tmp_path: Path, dropped: 
         finally:
             stream.stop()
         spark.range(3).collect()  # kept: the user's own read
+        spark.sql("CREATE TABLE sk_ctas USING parquet AS SELECT 1 AS x")  # kept: one write, read once
         assert handle.flush(60)
     finally:
         lineage_listener.disable(spark)
         spark.sql("DROP TABLE IF EXISTS sk_t")
+        spark.sql("DROP TABLE IF EXISTS sk_ctas")
         spark.catalog.dropTempView("sk_v")
     by_filter: dict[str, set[tuple[str, str]]] = {}
     for name, action, root in dropped:
@@ -79,13 +81,16 @@ def test_each_filter_drops_its_spark_event(spark: Any, tmp_path: Path, dropped: 
     assert ("command", "CreateViewCommand") in by_filter["temp_view"]
     assert {a for a, _ in by_filter["format_internal_plan"]} == {"collectToPython"}
     assert {r for _, r in by_filter["stream_sink"]} <= STREAM_SINK_WRITES and by_filter["stream_sink"]
+    assert by_filter[skips.FOLD] == {("command", "CreateDataSourceTableAsSelectCommand")}  # its target only
     assert set(by_filter) == {s.name for s in skips.SKIPS} - {"format_internal"}  # Delta's: the next test
     head_dropped = {(a, r) for name, a, r in dropped
                     if next(s.stage for s in skips.SKIPS if s.name == name) == skips.HEAD}
     assert head_dropped and not head_dropped & set(plans_read), "a query dropped on its head is never read"
     with duckdb.connect(str(store), read_only=True) as con:
-        kept = con.execute("SELECT action, command FROM queries WHERE action <> 'stream'").fetchall()
-    assert kept == [("collectToPython", "Range")]
+        kept = con.execute("SELECT action, command, target_dataset FROM queries WHERE action <> 'stream' "
+                           "ORDER BY action").fetchall()
+    assert kept == [("collectToPython", "Range", None),
+                    ("command", "CreateDataSourceTableAsSelectCommand", "spark_catalog.default.sk_ctas")]
 
 
 def test_a_table_formats_own_action_is_dropped_before_its_plan_is_read(spark: Any, people: str, dropped: list,

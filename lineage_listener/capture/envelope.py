@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
+from functools import partial
 from typing import Any
 
 from lineage_listener.capture import (
@@ -31,7 +32,8 @@ _NEEDS_CURRENT = frozenset({"SaveAsV1TableCommand", "CreateViewCommand", "AlterV
 
 
 #: ``folds(root, run_id, qe_id)``: whether an event folds into a write already recorded
-#: (:meth:`~lineage_listener.capture.wrappers.LastWrites.folds`); then only its target is read.
+#: (:meth:`~lineage_listener.capture.wrappers.LastWrites.folds`); then only its target is read
+#: (the head filter :data:`~lineage_listener.capture.skips.FOLD`).
 Folds = Callable[[str, str, "int | None"], bool]
 
 
@@ -91,7 +93,8 @@ class Reader:
         its leaves' facts and write target (:meth:`_read_plan`), the plan filters, the envelope.
 
         ``folds(root, run_id, qe_id)``: whether a wrapper event folds into a write already recorded
-        (:mod:`~lineage_listener.capture.wrappers`): then only its target is read, not its plan;
+        (:mod:`~lineage_listener.capture.wrappers`), asked by the head filter
+        :data:`~lineage_listener.capture.skips.FOLD`: then only its target is read, not its plan;
         given by a capture that reads and records in turn on one thread.
 
         With the bridge jar's compact reader, two JVM calls: the query's head, then (if its
@@ -105,10 +108,13 @@ class Reader:
         if isinstance(head, Envelope):  # rejected, or its analysis failed: what Spark said, no plan
             return head
         query = head.query
-        if skips.skipped(skips.HEAD, query):
+        if folds is not None:
+            query.folds = partial(folds, query.root, head.run["app_id"], head.qe_id)
+        skip = skips.skipped(skips.HEAD, query)
+        if skip is not None and skip != skips.FOLD:
             return None
         action = replace(action, run=head.run, qe_id=head.qe_id, root=query.root, sql_text=query.sql_text)
-        if folds is not None and folds(query.root, head.run["app_id"], head.qe_id):
+        if skip == skips.FOLD:
             return self._read_target(qe, action)
         try:
             read = self._read_plan(qe, head)
@@ -129,8 +135,8 @@ class Reader:
         if head is not None and "root" in head:
             query = skips.Query(func_name, str(head["root"]), command_result.reads_result(func_name, qe, head),
                                 sql_text=head.get("sql"))
-            return _Head(query, self._run_of_app(str(head["app"]), qe),
-                         int(head["qe"]) if head.get("qe") is not None else None, qe)
+            run = self._runs.get(str(head["app"])) or self.run(qe)  # read from the JVM once per application
+            return _Head(query, run, int(head["qe"]) if head.get("qe") is not None else None, qe)
         run = self.run(qe)
         try:
             qe_id = int(qe.id())
@@ -178,7 +184,7 @@ class Reader:
             text, decoded, fallback = planreader.read(head.plan())
             read = planreader.QueryRead(text, decoded, fallback=fallback)
         query.plan_json, query.items = read.text, read.items
-        if stages.enabled():
+        if stages.on:  # benchmark only
             stages.add("transfer", stages.transfer_time(len(read.text)))
         self._read_facts(qe, head, read)
         return read
@@ -236,11 +242,6 @@ class Reader:
         return Envelope(func_name="stream", captured_at=progress.at, run=run, root=plan.root,
                         plan_json=plan.plan_json, duration_ms=progress.duration_ms, leaves=plan.leaves,
                         target=plan.target, read_error=plan.fallback, plan_items=plan.items, stream=progress)
-
-    def _run_of_app(self, app_id: str, qe: Any) -> dict[str, Any]:
-        """The facts of application ``app_id`` (read from the JVM the first time it is seen)."""
-        found = self._runs.get(app_id)
-        return found if found is not None else self.run(qe)
 
     def run_of_session(self, jsession: Any) -> dict[str, Any]:
         sc = jsession.sparkContext()

@@ -34,6 +34,7 @@ from lineage_listener import redact
 
 if TYPE_CHECKING:  # pragma: no cover - built on the capture thread (imports take a while)
     from lineage_listener.capture.records import Recorder
+    from lineage_listener.capture.wrappers import LastWrites
     from lineage_listener.store.remote import RemoteWriter
     from lineage_listener.store.writer import StoreWriter
 
@@ -103,6 +104,7 @@ class Capture:
         self._writer: StoreWriter | RemoteWriter | Any = writer
         self._writer_args = (url, token, lock_timeout)
         self._recorder: Recorder | None = None
+        self._writes: LastWrites | None = None  # each run's last write, for the CTAS/saveAsTable fold
         self._ready = threading.Event()  # the recorder and the writer are built
         self._warm_up = warm_up
         if writer is not None:
@@ -145,6 +147,7 @@ class Capture:
     def _build(self) -> None:
         """On the capture thread, before the first item: the recorder, the writer, the warm-up."""
         from lineage_listener.capture.records import Recorder
+        from lineage_listener.capture.wrappers import LastWrites
 
         own_store = self._writer is None and not self._writer_args[0]
         if self._writer is None:
@@ -158,6 +161,7 @@ class Capture:
 
                 self._writer = StoreWriter(self.store, lock_timeout=lock_timeout)
         self._recorder = Recorder()
+        self._writes = LastWrites()
         self._ready.set()
         if self._hurried:  # hurry() came before the writer was there
             self._writer.lock_timeout = min(self._writer.lock_timeout, EXIT_LOCK_WAIT)
@@ -318,15 +322,24 @@ class Capture:
         self._record(env)
 
     def _record(self, env: Envelope | None) -> None:
-        """The envelope's rows into the pending batch (an action without lineage: None, nothing)."""
+        """The envelope's rows into the pending batch (an action without lineage: None, nothing).
+
+        A CTAS or ``saveAsTable`` wrapper event folds into the write recorded just before it
+        (:mod:`~lineage_listener.capture.wrappers`); any other envelope is recorded as itself.
+        Either way the write it leaves is remembered here, for the next wrapper.
+        """
         if env is None:
             return
+        writes = self._writes
+        assert writes is not None  # built with the recorder, before the first item
         try:
             with stages.timed("record"):
-                rows = self.recorder.record(env)
+                inner = writes.inner(env)
+                rows, write = self.recorder.record(env) if inner is None else self.recorder.fold(env, inner)
         except Exception:  # noqa: BLE001
             log.exception("lineage-listener: could not record an action")
             return
+        writes.remember(write)
         self._add_rows(rows)
 
     def _add_rows(self, rows: Batch) -> None:
@@ -338,8 +351,9 @@ class Capture:
     def _read(self, event: "_Event") -> Envelope | None:
         try:
             # reads and records alternate on this thread: whether a wrapper folds is known
+            assert self._writes is not None
             env = self.reader.read(event.func_name, event.qe, event.duration_ns, event.error, event.at,
-                                   folds=self.recorder.writes.folds)
+                                   folds=self._writes.folds)
         except Exception as exc:  # noqa: BLE001
             log.warning("lineage-listener: could not read a %s action: %s", event.func_name, exc)
             return None

@@ -1,7 +1,10 @@
 """Envelope -> store rows: run, query, datasets, columns and edges of one action.
 
-A CTAS or ``saveAsTable`` wrapper event folds into the nested write recorded just before it
+A query's rows are built first (its run, its ``queries`` row, the rows of its lineage, its
+columns' labels), then enter a :class:`~lineage_listener.store.batch.Batch` at once. A CTAS or
+``saveAsTable`` wrapper event folds into the nested write recorded just before it
 (:mod:`lineage_listener.capture.wrappers`): it adds no rows of its own but the upgraded write.
+The recorder returns the write it recorded; the capture loop remembers it for the next wrapper.
 """
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, NamedTuple
 
 from lineage_listener.capture import classification, stages, wrappers
 from lineage_listener.capture.envelope import Envelope
@@ -75,6 +78,13 @@ def query_id_of(env: Envelope) -> str:
     return f"{env.run['app_id']}:{env.qe_id if env.qe_id is not None else 'q'}:{digest}"
 
 
+class Recorded(NamedTuple):
+    """What recording one envelope gives: its rows, and the write it records (None: no write)."""
+
+    rows: Batch
+    write: wrappers.Write | None
+
+
 def _items(env: Envelope) -> Any:
     """The envelope's plan, decoded (by the reader already, unless the envelope was made elsewhere)."""
     if env.plan_items is not None:
@@ -109,11 +119,9 @@ def lineage_hash(root: str | None, target: str | None, result: QueryLineage | No
 
 
 class Recorder:
-    """Turns envelopes into batches; remembers each run's last write to fold wrapper events into it."""
+    """Turns envelopes into batches of rows."""
 
     def __init__(self) -> None:
-        #: Each run's last write; ``writes.folds`` is the reader's fold test.
-        self.writes = wrappers.LastWrites()
         self._lineage_errors: set[str] = set()
         self._streams: dict[str, StreamLineage] = {}  # stream run id -> its lineage
         self._open_runs: set[str] = set()  # runs this recorder has reopened (until it ends them)
@@ -126,29 +134,28 @@ class Recorder:
                       spark_version=r.get("spark_version"), spark_user=r.get("spark_user"), master=r.get("master"),
                       started_at=iso(started_at), ended_at=iso(ended))
 
-    def _add_run(self, batch: Batch, env: Envelope) -> None:
+    def _run_rows(self, env: Envelope) -> list[tuple[Any, ...]]:
         """The run's row; the first time this recorder sees the run, also reopen it: a capture
         disabled earlier in the same application wrote an end that no longer holds."""
         run_id = env.run["app_id"]
-        if run_id not in self._open_runs:
-            self._open_runs.add(run_id)
-            batch.add(RunReopened(run_id=run_id))
-        batch.add(self.run_row(env))
+        if run_id in self._open_runs:
+            return [self.run_row(env)]
+        self._open_runs.add(run_id)
+        return [RunReopened(run_id=run_id), self.run_row(env)]
 
-    def record(self, env: Envelope) -> Batch:
-        """Rows for one envelope (may be only an upgraded ``queries`` row)."""
+    def record(self, env: Envelope) -> Recorded:
+        """Rows for one envelope, and the write it records (a query with a target).
+
+        The route: the run, the plan walked (:meth:`_lineage`), the ``queries`` row, the lineage's
+        rows, the columns' labels (:mod:`~lineage_listener.capture.classification`), one batch.
+        A wrapper event that folds into the write before it goes to :meth:`fold` instead.
+        """
         if env.stream is not None:
-            return self.record_stream(env)
-        batch = Batch()
-        self._add_run(batch, env)
+            return Recorded(self.record_stream(env), None)
+        rows = self._run_rows(env)
         run_id = env.run["app_id"]
         query_id = query_id_of(env)
         now = iso(env.captured_at)
-        if self.writes.folds(env.root, run_id, env.qe_id):
-            if env.read_error:
-                batch.add(_error(now, run_id, query_id, "listener", env.read_error))
-            self.writes.fold(env, batch, now)
-            return batch
         status = "failed" if env.error else "succeeded"
         error = env.error
         result: QueryLineage | None = None
@@ -157,27 +164,40 @@ class Recorder:
             if walk_error is not None:
                 status = "lineage_error" if not env.error else status
                 error = (error + "\n" if error else "") + walk_error
-                batch.add(_error(now, run_id, query_id, "walk", error[:4000]))
-        for problem in result.problems if result is not None else ():
-            batch.add(_error(now, run_id, query_id, "plan", problem))
+                rows.append(_error(now, run_id, query_id, "walk", error[:4000]))
+        rows += [_error(now, run_id, query_id, "plan", problem)
+                 for problem in (result.problems if result is not None else ())]
         if env.read_error:
-            batch.add(_error(now, run_id, query_id, "listener", env.read_error))
+            rows.append(_error(now, run_id, query_id, "listener", env.read_error))
         target = result.target.name if result is not None and result.target is not None else None
         row = QueryRow(query_id=query_id, run_id=run_id, action=env.func_name, command=env.root,
                        sql_text=env.sql_text, status=status, error=error, duration_ms=env.duration_ms,
                        captured_at=now, target_dataset=target)
-        batch.add(row)
-        if target is not None:
-            self.writes.remember(row, env.qe_id, column_rows(result.columns, None, only=target)
-                                 if result is not None else [])
+        rows.append(row)
+        write = None
         if result is not None:
-            self._add_lineage(batch, query_id, run_id, target, result, now)
+            if target is not None:
+                write = wrappers.Write(row, env.qe_id, column_rows(result.columns, None, only=target))
+            items = _items(env)  # decoded for the walk already
+            rows += self._lineage_rows(query_id, run_id, target, result, now)
             if classification.present(env.plan_json, env.leaves, env.target):
-                for label in classification.rows(_items(env), env.leaves, result.columns,
-                                                 env.run.get("spark_user"), now,
-                                                 (target, env.target) if target else None, result.edges):
-                    batch.add(label)
-        return batch
+                rows += classification.rows(items, env.leaves, result.columns, env.run.get("spark_user"), now,
+                                            (target, env.target) if target else None, result.edges)
+        batch = Batch()
+        batch.add_all(rows)
+        return Recorded(batch, write)
+
+    def fold(self, env: Envelope, inner: wrappers.Write) -> Recorded:
+        """Rows for a wrapper event that folds into ``inner``, the write recorded just before it
+        (:func:`~lineage_listener.capture.wrappers.fold`), and the upgraded write."""
+        rows = self._run_rows(env)
+        now = iso(env.captured_at)
+        if env.read_error:
+            rows.append(_error(now, env.run["app_id"], query_id_of(env), "listener", env.read_error))
+        folded, write = wrappers.fold(env, inner, now)
+        batch = Batch()
+        batch.add_all(rows + folded)
+        return Recorded(batch, write)
 
     def _lineage(self, env: Envelope) -> tuple[QueryLineage | None, str | None]:
         """Walk the envelope's plan: its lineage, or None and the error."""
@@ -201,16 +221,15 @@ class Recorder:
         restart from the checkpoint with the same code updates it and adds no edge, while new
         code (other lineage) gets a new row and new edges; the old row keeps its last batch.
         """
-        batch = Batch()
         progress = env.stream
         assert progress is not None
         run_id = env.run["app_id"]
-        self._add_run(batch, env)
+        rows = self._run_rows(env)
         now = iso(env.captured_at)
         known = self._streams.get(progress.stream_run_id)
-        if known is None:
-            if env.plan_json is None and env.read_error is None:
-                return batch  # a later batch of a run whose first was never read: nothing to count on
+        if known is None and env.plan_json is None and env.read_error is None:
+            pass  # a later batch of a run whose first was never read: nothing to count on
+        elif known is None:
             result, error = None, env.read_error
             if env.plan_json is not None:
                 result, error = self._lineage(env)
@@ -222,36 +241,40 @@ class Recorder:
                 self._streams.clear()
             self._streams[progress.stream_run_id] = known
             if error and not env.read_error:
-                batch.add(_error(now, run_id, known.query_id, "walk", error[:4000]))
+                rows.append(_error(now, run_id, known.query_id, "walk", error[:4000]))
             if env.read_error:
-                batch.add(_error(now, run_id, known.query_id, "listener", env.read_error))
-            for problem in result.problems if result is not None else ():
-                batch.add(_error(now, run_id, known.query_id, "plan", problem))
+                rows.append(_error(now, run_id, known.query_id, "listener", env.read_error))
+            rows += [_error(now, run_id, known.query_id, "plan", problem)
+                     for problem in (result.problems if result is not None else ())]
             if result is not None:
-                self._add_lineage(batch, known.query_id, run_id, known.target, result, now)
-        batch.add(QueryRow(query_id=known.query_id, run_id=run_id, action="stream", command=known.command,
-                                      sql_text=None, status=known.status, error=known.error,
-                                      duration_ms=env.duration_ms, captured_at=now, target_dataset=known.target))
-        batch.add(StreamRow(query_id=known.query_id, stream_id=progress.stream_id,
-                            stream_run_id=progress.stream_run_id, name=progress.name, run_id=run_id,
-                            target_dataset=known.target, lineage_hash=known.lineage_hash,
-                            first_batch_id=progress.batch_id, last_batch_id=progress.batch_id,
-                            first_batch_at=iso(progress.at), last_batch_at=iso(progress.at), batch_count=1))
+                rows += self._lineage_rows(known.query_id, run_id, known.target, result, now)
+        if known is not None:
+            rows.append(QueryRow(query_id=known.query_id, run_id=run_id, action="stream", command=known.command,
+                                 sql_text=None, status=known.status, error=known.error,
+                                 duration_ms=env.duration_ms, captured_at=now, target_dataset=known.target))
+            rows.append(StreamRow(query_id=known.query_id, stream_id=progress.stream_id,
+                                  stream_run_id=progress.stream_run_id, name=progress.name, run_id=run_id,
+                                  target_dataset=known.target, lineage_hash=known.lineage_hash,
+                                  first_batch_id=progress.batch_id, last_batch_id=progress.batch_id,
+                                  first_batch_at=iso(progress.at), last_batch_at=iso(progress.at), batch_count=1))
+        batch = Batch()
+        batch.add_all(rows)
         return batch
 
     @staticmethod
-    def _add_lineage(batch: Batch, query_id: str, run_id: str, target: str | None, result: QueryLineage,
-                     now: str | None) -> None:
+    def _lineage_rows(query_id: str, run_id: str, target: str | None, result: QueryLineage,
+                      now: str | None) -> list[tuple[Any, ...]]:
+        """The ``dataset_columns``, ``datasets`` and ``edges`` rows of a query's lineage."""
+        rows: list[tuple[Any, ...]] = list(column_rows(result.columns, now))
         for ds in result.datasets.values():
-            batch.add(DatasetRow(dataset=ds.name, kind=ds.kind, format=ds.format, location=ds.location,
-                                 properties=ds.properties_json(), first_seen=now, last_seen=now))
-        for row in column_rows(result.columns, now):
-            batch.add(row)
+            rows.append(DatasetRow(dataset=ds.name, kind=ds.kind, format=ds.format, location=ds.location,
+                                   properties=ds.properties_json(), first_seen=now, last_seen=now))
         for e in result.edges:
-            batch.add(EdgeRow(query_id=query_id, run_id=run_id, target_dataset=target, target_column=e.target_column,
-                              source_dataset=e.source.dataset, source_column=e.source.name,
-                              transform=e.transform.value, kind=e.kind, expression=e.expression, masking=e.masking,
-                              captured_at=now))
+            rows.append(EdgeRow(query_id=query_id, run_id=run_id, target_dataset=target,
+                                target_column=e.target_column, source_dataset=e.source.dataset,
+                                source_column=e.source.name, transform=e.transform.value, kind=e.kind,
+                                expression=e.expression, masking=e.masking, captured_at=now))
+        return rows
 
     def end_run(self, run: Mapping[str, Any], ended: datetime) -> Batch:
         """The run's end (``runs.ended_at``); a later action of the run reopens it."""

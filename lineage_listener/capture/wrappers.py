@@ -10,14 +10,18 @@ nested write's query again.
 
 So the capture records one write, under the table's name:
 
-- the nested write is read, walked and recorded as any write (:meth:`LastWrites.remember` keeps
-  its ``queries`` row, ``QueryExecution`` id and target columns, per run);
-- the wrapper *folds* into it (:meth:`LastWrites.folds`: a wrapper command whose id is earlier
-  than the remembered write's): the reader reads only its target, not its plan; nothing is walked;
-- :meth:`LastWrites.fold` turns it into rows: the nested write's ``queries`` row upgraded (the
-  wrapper's action, command, SQL text, status and the table as target), the table's ``datasets``
-  row and ``dataset_columns`` rows (the nested write's columns), and a
-  :class:`~lineage_listener.store.rows.Retarget` instruction (query, table, path).
+- the nested write is read, walked and recorded as any write; the capture loop
+  (:mod:`lineage_listener.capture.pipeline`) remembers the :class:`Write` the recorder returns
+  (its ``queries`` row, ``QueryExecution`` id and target columns, per run: :meth:`LastWrites.remember`);
+- the wrapper *folds* into it (a wrapper command whose id is earlier than the remembered write's):
+  the reader reads only its target, not its plan (:meth:`LastWrites.folds`, one of the reader's
+  head filters, :mod:`~lineage_listener.capture.skips`); the capture loop finds the write it folds
+  into (:meth:`LastWrites.inner`) and nothing is walked;
+- :func:`fold` turns it into rows: the nested write's ``queries`` row upgraded (the wrapper's
+  action, command, SQL text, status and the table as target), the table's ``datasets`` row and
+  ``dataset_columns`` rows (the nested write's columns), and a
+  :class:`~lineage_listener.store.rows.Retarget` instruction (query, table, path); the upgraded
+  write is remembered in turn.
 
 The store applies the instruction (:mod:`lineage_listener.store.retarget`): the query's edges
 name the table, and the path's ``datasets`` / ``dataset_columns`` rows go when nothing else names
@@ -29,7 +33,7 @@ edges into the table; the path is the table's ``location``, never a dataset of i
 >>> row = QueryRow(query_id="app:7:x", run_id="app", action="command",
 ...                command="InsertIntoHadoopFsRelationCommand", sql_text=None, status="succeeded", error=None,
 ...                duration_ms=5, captured_at=None, target_dataset="file:/w/t")
->>> writes.remember(row, 7, [])
+>>> writes.remember(Write(row, 7, []))
 >>> writes.folds("CreateDataSourceTableAsSelectCommand", "app", 6), writes.folds("Project", "app", 6)
 (True, False)
 >>> writes.folds("CreateDataSourceTableAsSelectCommand", "app", 8)  # a later write: not its wrapper
@@ -38,18 +42,17 @@ False
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lineage_listener.lineage.datasets import datasets_of
 from lineage_listener.plan.classes import WRAPPER_COMMANDS
-from lineage_listener.store.batch import Batch
 from lineage_listener.store.rows import DatasetColumnRow, DatasetRow, QueryRow, Retarget
 
 if TYPE_CHECKING:
     from lineage_listener.capture.envelope import Envelope
 
 
-class _Write(NamedTuple):
+class Write(NamedTuple):
     """A run's most recent write: its ``queries`` row, its ``QueryExecution`` id, its target's columns."""
 
     row: QueryRow
@@ -58,53 +61,60 @@ class _Write(NamedTuple):
 
 
 class LastWrites:
-    """The memory of each run's last write, and the fold of a wrapper event into it."""
+    """The memory of each run's last write: whether a wrapper event folds into it, and which."""
 
     def __init__(self) -> None:
-        self._last: dict[str, _Write] = {}  # run_id -> its most recent write
+        self._last: dict[str, Write] = {}  # run_id -> its most recent write
 
-    def remember(self, row: QueryRow, qe_id: int | None, columns: Sequence[DatasetColumnRow]) -> None:
-        """``row`` is the run's latest write (``columns``: its target's ``dataset_columns`` rows)."""
-        self._last[row.run_id] = _Write(row, qe_id, columns)
+    def remember(self, write: Write | None) -> None:
+        """``write`` is its run's latest write (None: the event recorded was no write)."""
+        if write is not None:
+            self._last[write.row.run_id] = write
 
     def folds(self, root: str | None, run_id: str, qe_id: int | None) -> bool:
         """Whether a ``root`` event of ``run_id`` with id ``qe_id`` folds into its remembered write."""
         return root in WRAPPER_COMMANDS and self._inner(run_id, qe_id) is not None
 
-    def _inner(self, run_id: str, qe_id: int | None) -> _Write | None:
+    def inner(self, env: "Envelope") -> Write | None:
+        """The write wrapper event ``env`` folds into, or None: ``env`` is recorded as itself."""
+        if env.stream is not None or env.root not in WRAPPER_COMMANDS:
+            return None
+        return self._inner(env.run["app_id"], env.qe_id)
+
+    def _inner(self, run_id: str, qe_id: int | None) -> Write | None:
         """The nested write a wrapper with id ``qe_id`` wraps (fired just before it: a later id), if known."""
         inner = self._last.get(run_id)
         if inner is None or inner.qe_id is None or qe_id is None or inner.qe_id <= qe_id:
             return None
         return inner
 
-    def fold(self, env: "Envelope", batch: Batch, now: str | None) -> None:
-        """Add the rows of wrapper event ``env`` (it :meth:`folds`) to ``batch``: the nested write's
-        ``queries`` row upgraded and, when the wrapper names a table, its dataset, its columns and the
-        :class:`~lineage_listener.store.rows.Retarget` of the write's edges to it."""
-        run_id = env.run["app_id"]
-        inner = self._inner(run_id, env.qe_id)
-        assert inner is not None
-        try:
-            target = datasets_of(env.target)[0] if env.target else None
-        except Exception:  # noqa: BLE001 - facts we cannot name: the inner write's target stays
-            target = None
-        row = inner.row
-        upgraded = row._replace(action=env.func_name, command=env.root, sql_text=env.sql_text or row.sql_text,
-                                status="failed" if env.error else row.status, error=env.error or row.error,
-                                duration_ms=env.duration_ms if env.duration_ms is not None else row.duration_ms,
-                                target_dataset=target.name if target is not None else row.target_dataset)
-        self._last[run_id] = _Write(upgraded, env.qe_id, inner.columns)
-        batch.add(upgraded)
-        if target is None or target.name == row.target_dataset:
-            return
-        path = row.target_dataset or ""
-        location = target.location or (path if "://" in path or path.startswith("file:") else None)
-        batch.add(DatasetRow(dataset=target.name, kind=target.kind, format=target.format, location=location,
-                             properties=target.properties_json(), first_seen=now, last_seen=now))
-        for column in inner.columns:
-            batch.add(column._replace(dataset=target.name, first_seen=now, last_seen=now))
-        batch.add(Retarget(query_id=row.query_id, target_dataset=target.name, previous_target=row.target_dataset))
+
+def fold(env: "Envelope", inner: Write, now: str | None) -> tuple[list[tuple[Any, ...]], Write]:
+    """The rows of wrapper event ``env`` folded into ``inner`` (:meth:`LastWrites.inner`), and the
+    upgraded write: the nested write's ``queries`` row upgraded and, when the wrapper names a table,
+    its dataset, its columns and the :class:`~lineage_listener.store.rows.Retarget` of the write's
+    edges to it."""
+    try:
+        target = datasets_of(env.target)[0] if env.target else None
+    except Exception:  # noqa: BLE001 - facts we cannot name: the inner write's target stays
+        target = None
+    row = inner.row
+    upgraded = row._replace(action=env.func_name, command=env.root, sql_text=env.sql_text or row.sql_text,
+                            status="failed" if env.error else row.status, error=env.error or row.error,
+                            duration_ms=env.duration_ms if env.duration_ms is not None else row.duration_ms,
+                            target_dataset=target.name if target is not None else row.target_dataset)
+    write = Write(upgraded, env.qe_id, inner.columns)
+    if target is None or target.name == row.target_dataset:
+        return [upgraded], write
+    path = row.target_dataset or ""
+    location = target.location or (path if "://" in path or path.startswith("file:") else None)
+    rows: list[tuple[Any, ...]] = [upgraded, DatasetRow(
+        dataset=target.name, kind=target.kind, format=target.format, location=location,
+        properties=target.properties_json(), first_seen=now, last_seen=now)]
+    for column in inner.columns:
+        rows.append(column._replace(dataset=target.name, first_seen=now, last_seen=now))
+    rows.append(Retarget(query_id=row.query_id, target_dataset=target.name, previous_target=row.target_dataset))
+    return rows, write
 
 
-__all__ = ["LastWrites"]
+__all__ = ["LastWrites", "Write", "fold"]

@@ -6,6 +6,7 @@ this is the one door into the store, the spool and anything sent on from a batch
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,8 +40,19 @@ class Batch:
         >>> b.rows["query_started"]
         [QueryStarted(query_id='q', started_at='2026-01-01 10:00:00')]
         """
-        redacted = redact_row(row)
-        self.rows[row.TABLE].append(row if redacted == row else row._make(redacted))  # type: ignore[attr-defined]
+        self.add_all((row,))
+
+    def add_all(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        """Add typed rows, each redacted: a query's rows, built first, enter the batch at once.
+
+        >>> from lineage_listener.store.rows import QueryStarted
+        >>> b = Batch(); b.add_all([QueryStarted("q1", None), QueryStarted("q2", None)])
+        >>> [r.query_id for r in b.rows["query_started"]]
+        ['q1', 'q2']
+        """
+        for row in rows:
+            redacted = redact_row(row)
+            self.rows[row.TABLE].append(row if redacted == row else row._make(redacted))  # type: ignore[attr-defined]
 
     def extend(self, other: "Batch") -> None:
         for table, rows in other.rows.items():
