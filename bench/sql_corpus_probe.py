@@ -49,8 +49,8 @@ from lineage_listener.lineage import walker  # noqa: E402
 
 #: The trait of logical plans Spark runs as commands (``spark.sql`` runs them before it returns).
 COMMAND = "org.apache.spark.sql.catalyst.plans.logical.Command"
-#: Leaves that read nothing (a ``SELECT`` without ``FROM``).
-NO_DATA_LEAVES = ("OneRowRelation",)
+#: Leaves that read no data of their own (a ``SELECT`` without ``FROM``, a read of a CTE).
+NO_DATA_LEAVES = ("OneRowRelation", "CTERelationRef", "UnionLoopRef")
 #: Problem categories that are suspicious rather than wrong (they do not fail the run).
 SUSPICIOUS = ("zero_edges",)
 

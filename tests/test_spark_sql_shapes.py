@@ -2,6 +2,8 @@
 its exact edges, on real Spark."""
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 
@@ -39,3 +41,17 @@ def test_recursive_cte_follows_a_value_several_steps_back(lineage, spark, people
                  "WithCTE")
     assert got.simple("direct") == {("first", "name", "rename"), ("first", "dept", "rename"),
                                     ("first", "dept", "derived"), ("first", "name", "derived")}
+
+
+def test_sql_table_function_is_its_body(lineage, spark, people, caplog):
+    if not _spark_at_least(spark, 4, 0):
+        pytest.skip("SQL table functions need Spark 4.0")
+    spark.sql("CREATE OR REPLACE TEMPORARY FUNCTION big_spenders(floor_amount DOUBLE) "
+              "RETURNS TABLE (who STRING, spent DOUBLE) "
+              "RETURN SELECT name, amount * 2 FROM people WHERE amount > floor_amount")
+    with caplog.at_level(logging.WARNING, logger="lineage_listener"):
+        got = lineage.run("SELECT who, spent FROM big_spenders(20)")
+    assert not [r.getMessage() for r in caplog.records if "unknown plan node" in r.getMessage()]
+    assert got.simple() == {("who", "name", "rename"), ("spent", "amount", "derived"), (None, "amount", "filter")}
+    joined = lineage.run("SELECT p.id, s.spent FROM people p, LATERAL big_spenders(p.amount) s")
+    assert joined.simple("direct") == {("id", "id", "identity"), ("spent", "amount", "derived")}

@@ -52,8 +52,10 @@ def define_items(walk: Walk, items: tuple[Node, ...]) -> list[Attribute]:
 @handler("SubqueryAlias", "GlobalLimit", "LocalLimit", "Limit", "Offset", "Tail",
          "Repartition", "RepartitionByExpression", "RebalancePartitions", "Sample", "ResolvedHint",
          "Subquery", "CollectMetrics", "EventTimeWatermark",
-         "UnresolvedHint", "Project_passthrough", "IdentityRelation", "Hint")
+         "UnresolvedHint", "Project_passthrough", "IdentityRelation", "Hint", "SQLFunctionNode")
 def passthrough(node: Node, walk: Walk) -> list[Attribute]:
+    """Nodes whose outputs are their child's, rows unchanged or only some of them (a SQL table
+    function's ``SQLFunctionNode`` wraps the function's body)."""
     return children(node, walk)
 
 
