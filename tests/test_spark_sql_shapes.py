@@ -55,3 +55,14 @@ def test_sql_table_function_is_its_body(lineage, spark, people, caplog):
     assert got.simple() == {("who", "name", "rename"), ("spent", "amount", "derived"), (None, "amount", "filter")}
     joined = lineage.run("SELECT p.id, s.spent FROM people p, LATERAL big_spenders(p.amount) s")
     assert joined.simple("direct") == {("id", "id", "identity"), ("spent", "amount", "derived")}
+
+
+def test_sql_scalar_function_is_its_expression(lineage, spark, people):
+    if not _spark_at_least(spark, 4, 0):
+        pytest.skip("SQL functions need Spark 4.0")
+    spark.sql("CREATE OR REPLACE TEMPORARY FUNCTION label_of(who STRING, d STRING) RETURNS STRING "
+              "RETURN concat(upper(who), '/', d)")
+    spark.sql("CREATE OR REPLACE TEMPORARY FUNCTION same(x INT) RETURNS INT RETURN x")
+    got = lineage.run("SELECT label_of(name, dept) AS tag, same(id) AS key FROM people")
+    assert got.simple() == {("tag", "name", "derived"), ("tag", "dept", "derived"), ("key", "id", "rename")}
+    assert got.edge("tag", "name").expression == "CAST(concat(upper(name), '/', dept) AS STRING)"  # the return type

@@ -279,7 +279,7 @@ def union_loop(node: Node, walk: Walk) -> list[Attribute]:
     (:func:`union_of`). What the recursion reads of the loop is what the loop outputs, so the
     recursion is walked again with the outputs found so far until they no longer grow: a value
     two steps from its column (``SELECT b, a + b FROM fib``) is followed back to it. The row
-    influences are those of the anchor and of the recursion's last walk.
+    influences are those of the anchor and of the recursion's last walk (docs/reference/semantics.md).
     """
     anchor = walk.plan(node.children[0]) if node.children else []
     ids = [i.get("id") for i in node.get("outputAttrIds") or () if isinstance(i, dict)]
