@@ -22,6 +22,10 @@ capture is flushed and the store is read. Problems, one line each (``file:line  
 * ``unknown_node``: a plan node class the walker has no handler for (handled by the fallback);
 * ``exception``: a warning or error the capture logged (a Python exception in capture);
 * ``not_captured``: a query that returned rows and left no ``queries`` row;
+* ``extra_query``: a query that returned rows and left more than one ``queries`` row (Spark ran
+  a part of it as a query of its own, and capture recorded that as a user's query);
+* ``unknown_expression``: an expression class outside Spark's built-in functions without a rule
+  (treated as derived from its inputs: suspicious);
 * ``zero_edges``: a query captured with no edge although it reads a relation and returns columns
   (suspicious, not necessarily wrong: ``SELECT count(*) FROM t`` has none).
 
@@ -52,7 +56,9 @@ COMMAND = "org.apache.spark.sql.catalyst.plans.logical.Command"
 #: Leaves that read no data of their own (a ``SELECT`` without ``FROM``, a read of a CTE).
 NO_DATA_LEAVES = ("OneRowRelation", "CTERelationRef", "UnionLoopRef")
 #: Problem categories that are suspicious rather than wrong (they do not fail the run).
-SUSPICIOUS = ("zero_edges",)
+SUSPICIOUS = ("zero_edges", "unknown_expression")
+#: What the walker logs (at INFO) for an expression class outside Spark's built-ins without a rule.
+NO_RULE = "no specific rule for expression "
 
 
 @dataclass
@@ -128,7 +134,7 @@ class LogTap(logging.Handler):
         self.records: list[logging.LogRecord] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        if record.levelno >= logging.WARNING:
+        if record.levelno >= logging.WARNING or record.getMessage().startswith(NO_RULE):
             self.records.append(record)
 
     def take(self) -> list[logging.LogRecord]:
@@ -168,6 +174,7 @@ class Probe:
         self.seen: set[str] = set()
         self.tap = LogTap()
         logging.getLogger("lineage_listener").addHandler(self.tap)
+        logging.getLogger(walker.__name__).setLevel(logging.INFO)  # its notes of expressions without a rule
         self.report = Report()
 
     def is_command(self, plan: Any) -> bool:
@@ -219,12 +226,17 @@ class Probe:
             message = record.getMessage()
             if message.startswith("unknown plan node "):
                 report.add(statement, "unknown_node", message.split()[3].rstrip(":"))
+            elif message.startswith(NO_RULE):
+                report.add(statement, "unknown_expression", message[len(NO_RULE):].split(":")[0])
             else:
                 report.add(statement, "exception", message.splitlines()[0][:300])
         if not new:
             if collected:
                 report.add(statement, "not_captured", "no queries row for a collected query")
             return
+        if collected and len(new) > 1:
+            commands = self._read("SELECT command FROM queries WHERE query_id IN (SELECT unnest(?))", [new])
+            report.add(statement, "extra_query", f"{len(new)} queries rows: {', '.join(sorted(c for c, in commands))}")
         for query_id, status, error, command in self._read(
                 "SELECT query_id, status, error, command FROM queries WHERE query_id IN (SELECT unnest(?))", [new]):
             if status == "lineage_error":

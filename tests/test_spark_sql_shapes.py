@@ -20,27 +20,31 @@ def _query(got, command: str):
     return Captured(got.store, [q["query_id"] for q in got.queries if q["command"] == command])
 
 
-def test_recursive_cte_outputs_copy_the_anchor_and_the_recursion(lineage, spark, people):
-    if not _spark_at_least(spark, 4, 1):
-        pytest.skip("WITH RECURSIVE needs Spark 4.1")
-    got = _query(lineage.run("WITH RECURSIVE r(n, who) AS (SELECT id, name FROM people "
-                             "UNION ALL SELECT n + 1, upper(who) FROM r WHERE n < 5) SELECT n, who FROM r"),
-                 "WithCTE")
-    assert got.simple() == {("n", "id", "rename"), ("n", "id", "derived"), ("who", "name", "rename"),
-                            ("who", "name", "derived"), (None, "id", "filter")}
-    assert [q["status"] for q in got.queries] == ["succeeded"]
-
-
-def test_recursive_cte_follows_a_value_several_steps_back(lineage, spark, people):
-    if not _spark_at_least(spark, 4, 1):
-        pytest.skip("WITH RECURSIVE needs Spark 4.1")
+RECURSIVE = {
+    # Each output is a UNION of the anchor's column and the recursion's value; its WHERE filters.
+    "anchor and recursion": (
+        "WITH RECURSIVE r(n, who) AS (SELECT id, name FROM people "
+        "UNION ALL SELECT n + 1, upper(who) FROM r WHERE n < 5) SELECT n, who FROM r",
+        None, {("n", "id", "rename"), ("n", "id", "derived"), ("who", "name", "rename"),
+               ("who", "name", "derived"), (None, "id", "filter")}),
     # Step one copies ``b`` (dept) into ``a``; ``b`` becomes ``concat(a, b)``: name and dept reach
     # ``a`` as values computed from them only through two steps of the recursion.
-    got = _query(lineage.run("WITH RECURSIVE f(a, b) AS (SELECT name, dept FROM people "
-                             "UNION ALL SELECT b, concat(a, b) FROM f WHERE length(a) < 20) SELECT a AS first FROM f"),
-                 "WithCTE")
-    assert got.simple("direct") == {("first", "name", "rename"), ("first", "dept", "rename"),
-                                    ("first", "dept", "derived"), ("first", "name", "derived")}
+    "two steps back": (
+        "WITH RECURSIVE f(a, b) AS (SELECT name, dept FROM people "
+        "UNION ALL SELECT b, concat(a, b) FROM f WHERE length(a) < 20) SELECT a AS first FROM f",
+        "direct", {("first", "name", "rename"), ("first", "dept", "rename"), ("first", "dept", "derived"),
+                   ("first", "name", "derived")}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RECURSIVE))
+def test_recursive_cte(lineage, spark, people, case):
+    if not _spark_at_least(spark, 4, 1):
+        pytest.skip("WITH RECURSIVE needs Spark 4.1")
+    sql, kind, expected = RECURSIVE[case]
+    got = _query(lineage.run(sql), "WithCTE")
+    assert got.simple(kind) == expected
+    assert [q["status"] for q in got.queries] == ["succeeded"]
 
 
 def test_sql_table_function_is_its_body(lineage, spark, people, caplog):
