@@ -20,6 +20,14 @@ def _query(got, command: str):
     return Captured(got.store, [q["query_id"] for q in got.queries if q["command"] == command])
 
 
+def _run_known(lineage, caplog, sql: str):
+    """Capture ``sql``; the walk met no plan node it has no handler for."""
+    with caplog.at_level(logging.WARNING, logger="lineage_listener"):
+        got = lineage.run(sql)
+    assert not [r.getMessage() for r in caplog.records if "unknown plan node" in r.getMessage()]
+    return got
+
+
 RECURSIVE = {
     # Each output is a UNION of the anchor's column and the recursion's value; its WHERE filters.
     "anchor and recursion": (
@@ -53,9 +61,7 @@ def test_sql_table_function_is_its_body(lineage, spark, people, caplog):
     spark.sql("CREATE OR REPLACE TEMPORARY FUNCTION big_spenders(floor_amount DOUBLE) "
               "RETURNS TABLE (who STRING, spent DOUBLE) "
               "RETURN SELECT name, amount * 2 FROM people WHERE amount > floor_amount")
-    with caplog.at_level(logging.WARNING, logger="lineage_listener"):
-        got = lineage.run("SELECT who, spent FROM big_spenders(20)")
-    assert not [r.getMessage() for r in caplog.records if "unknown plan node" in r.getMessage()]
+    got = _run_known(lineage, caplog, "SELECT who, spent FROM big_spenders(20)")
     assert got.simple() == {("who", "name", "rename"), ("spent", "amount", "derived"), (None, "amount", "filter")}
     joined = lineage.run("SELECT p.id, s.spent FROM people p, LATERAL big_spenders(p.amount) s")
     assert joined.simple("direct") == {("id", "id", "identity"), ("spent", "amount", "derived")}
@@ -70,3 +76,21 @@ def test_sql_scalar_function_is_its_expression(lineage, spark, people):
     got = lineage.run("SELECT label_of(name, dept) AS tag, same(id) AS key FROM people")
     assert got.simple() == {("tag", "name", "derived"), ("tag", "dept", "derived"), ("key", "id", "rename")}
     assert got.edge("tag", "name").expression == "CAST(concat(upper(name), '/', dept) AS STRING)"  # the return type
+
+
+def test_pipe_where_filters_the_rows_before_it(lineage, spark, people, caplog):
+    if not _spark_at_least(spark, 4, 0):
+        pytest.skip("SQL pipe syntax needs Spark 4.0")
+    got = _run_known(lineage, caplog, "FROM people |> WHERE amount > 10 |> SELECT id, upper(name) AS u "
+                                      "|> WHERE id > 1")
+    assert got.simple() == {("id", "id", "identity"), ("u", "name", "derived"), (None, "amount", "filter"),
+                            (None, "id", "filter")}
+
+
+def test_inline_table_evaluated_when_run_is_local_data(lineage, caplog):
+    # ``now()`` keeps the VALUES unevaluated until the query runs (Spark 3.5: ResolvedInlineTable).
+    got = _run_known(lineage, caplog, "SELECT a, upper(b) AS ub, t FROM VALUES ('one', 'x', now()), "
+                                      "('two', 'y', now()) AS data(a, b, t)")
+    assert got.simple() == {("a", "a", "identity"), ("ub", "b", "derived"), ("t", "t", "identity")}
+    assert {e.source_dataset for e in got.edges} == {got.edges[0].source_dataset}
+    assert got.edges[0].source_dataset.startswith("local:")

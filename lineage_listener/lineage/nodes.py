@@ -52,10 +52,11 @@ def define_items(walk: Walk, items: tuple[Node, ...]) -> list[Attribute]:
 @handler("SubqueryAlias", "GlobalLimit", "LocalLimit", "Limit", "Offset", "Tail",
          "Repartition", "RepartitionByExpression", "RebalancePartitions", "Sample", "ResolvedHint",
          "Subquery", "CollectMetrics", "EventTimeWatermark",
-         "UnresolvedHint", "Project_passthrough", "IdentityRelation", "Hint", "SQLFunctionNode")
+         "UnresolvedHint", "Project_passthrough", "IdentityRelation", "Hint", "SQLFunctionNode", "PipeOperator")
 def passthrough(node: Node, walk: Walk) -> list[Attribute]:
     """Nodes whose outputs are their child's, rows unchanged or only some of them (a SQL table
-    function's ``SQLFunctionNode`` wraps the function's body)."""
+    function's ``SQLFunctionNode`` wraps the function's body, a ``PipeOperator`` marks where a
+    ``|>`` stood)."""
     return children(node, walk)
 
 
@@ -354,6 +355,20 @@ def leaf(node: Node, walk: Walk) -> list[Attribute]:
     if not outs:
         return []
     fact = walk.leaves.get(outs[0].expr_id) or json_fact(node, outs, walk.scope)
+    return define_leaf(walk, fact, outs)
+
+
+@handler("ResolvedInlineTable")
+def inline_table(node: Node, walk: Walk) -> list[Attribute]:
+    """``VALUES`` rows Spark evaluates only when the query runs (``now()``): in-memory data, as a
+    ``LocalRelation`` of evaluated rows is, named by the text of its rows."""
+    outs = attributes(node.trees("output"))
+    if not outs:
+        return []
+    rows = [[walk.expression(e).text() if isinstance(e, Node) else str(e) for e in row]
+            for row in node.get("rows") or () if isinstance(row, tuple)]
+    fact = {"node": node.name, "columns": [a.name for a in outs], "scope": walk.scope,
+            "content": json.dumps(rows, default=str), "format": "local"}
     return define_leaf(walk, fact, outs)
 
 
