@@ -14,7 +14,8 @@ from typing import Any
 
 from lineage_listener.lineage import column_path, sqltext
 from lineage_listener.lineage.datasets import datasets_of
-from lineage_listener.lineage.model import Attribute, Column, Flow, Origin, Transform, as_influences, combine
+from lineage_listener.lineage.model import (Attribute, Column, Flow, Influence, Origin, Transform, as_influences,
+                                            combine)
 from lineage_listener.lineage.walker import DEFAULT, HANDLERS, Walk, attributes, handler
 from lineage_listener.plan.classes import GROUPING_ID, LEAVES
 from lineage_listener.plan.tree import Node
@@ -289,7 +290,7 @@ def union_loop(node: Node, walk: Walk) -> list[Attribute]:
     first = [walk.env.get(a.expr_id, Origin()) for a in anchor]
     current = first
     saved = walk.influences
-    added: list[Any] = []
+    added: list[Influence] = []
     try:
         for _ in range(len(outs) + 2):  # each round adds a column of one output to another, or stops
             walk.ctes[_loop_key(node.get("id"))] = list(zip(outs, current))
