@@ -56,8 +56,10 @@ def attribute(node: Node, walk: Walk) -> Origin:
 
 
 @rule("Alias", "KnownNotNull", "KnownFloatingPointNormalized", "PromotePrecision",
-      "CheckOverflow", "NormalizeNaNAndZero", "Unevaluable", "AssertNotNull", "UpCast")
+      "CheckOverflow", "NormalizeNaNAndZero", "Unevaluable", "AssertNotNull", "UpCast", "SQLScalarFunction")
 def passthrough(node: Node, walk: Walk) -> Origin:
+    """Wrappers whose value is their child's (a SQL scalar function's child is its body, its
+    arguments in place: docs/reference/semantics.md)."""
     return evaluate(node.children[0], walk) if node.children else Origin()
 
 

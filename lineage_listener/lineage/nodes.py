@@ -14,7 +14,8 @@ from typing import Any
 
 from lineage_listener.lineage import column_path, sqltext
 from lineage_listener.lineage.datasets import datasets_of
-from lineage_listener.lineage.model import Attribute, Column, Flow, Origin, Transform, as_influences, combine
+from lineage_listener.lineage.model import (Attribute, Column, Flow, Influence, Origin, Transform, as_influences,
+                                            combine)
 from lineage_listener.lineage.walker import DEFAULT, HANDLERS, Walk, attributes, handler
 from lineage_listener.plan.classes import GROUPING_ID, LEAVES
 from lineage_listener.plan.tree import Node
@@ -52,8 +53,11 @@ def define_items(walk: Walk, items: tuple[Node, ...]) -> list[Attribute]:
 @handler("SubqueryAlias", "GlobalLimit", "LocalLimit", "Limit", "Offset", "Tail",
          "Repartition", "RepartitionByExpression", "RebalancePartitions", "Sample", "ResolvedHint",
          "Subquery", "CollectMetrics", "EventTimeWatermark",
-         "UnresolvedHint", "Project_passthrough", "IdentityRelation", "Hint")
+         "UnresolvedHint", "Project_passthrough", "IdentityRelation", "Hint", "SQLFunctionNode", "PipeOperator")
 def passthrough(node: Node, walk: Walk) -> list[Attribute]:
+    """Nodes whose outputs are their child's, rows unchanged or only some of them (a SQL table
+    function's ``SQLFunctionNode`` wraps the function's body, a ``PipeOperator`` marks where a
+    ``|>`` stood)."""
     return children(node, walk)
 
 
@@ -160,13 +164,17 @@ def union(node: Node, walk: Walk) -> list[Attribute]:
     branches = [walk.plan(c) for c in node.children]
     first = branches[0] if branches else []
     for i, attr in enumerate(first):
-        parts = [walk.env.get(b[i].expr_id, Origin()) for b in branches if i < len(b)]
-        merged = combine(parts, Transform.COPY, None)
-        texts = [p.text() for p in parts]
-        sql = parts[0].sql if len(set(texts)) == 1 and parts else None
-        flows = merged.flows if sql is not None else branch_flows(parts, texts)
-        walk.define(attr.expr_id, Origin(flows, merged.influences, sql, parts[0].size if sql else 1))
+        walk.define(attr.expr_id, union_of([walk.env.get(b[i].expr_id, Origin()) for b in branches if i < len(b)]))
     return first
+
+
+def union_of(parts: list[Origin]) -> Origin:
+    """One output of a UNION: a copy of its value in each branch (``parts``, in branch order)."""
+    merged = combine(parts, Transform.COPY, None)
+    texts = [p.text() for p in parts]
+    sql = parts[0].sql if len(set(texts)) == 1 and parts else None
+    flows = merged.flows if sql is not None else branch_flows(parts, texts)
+    return Origin(flows, merged.influences, sql, parts[0].size if sql else 1)
 
 
 def branch_flows(parts: list[Origin], texts: list[str | None]) -> frozenset[Flow]:
@@ -247,11 +255,69 @@ def cte_def(node: Node, walk: Walk) -> list[Attribute]:
 
 @handler("CTERelationRef")
 def cte_ref(node: Node, walk: Walk) -> list[Attribute]:
+    return reference(node, walk, node.get("cteId"))
+
+
+def reference(node: Node, walk: Walk, key: Any) -> list[Attribute]:
+    """A read of a relation defined elsewhere in the plan (``walk.ctes[key]``): its outputs copy,
+    by position, the origins the definition gave its own."""
     outs = attributes(node.trees("output"))
-    for a, (_, origin) in zip(outs, walk.ctes.get(node.get("cteId"), [])):
+    for a, (_, origin) in zip(outs, walk.ctes.get(key, [])):
         if origin is not None:
             walk.define(a.expr_id, origin)
     return outs
+
+
+def _loop_key(loop_id: Any) -> tuple[str, Any]:
+    return ("UnionLoop", loop_id)
+
+
+@handler("UnionLoop")
+def union_loop(node: Node, walk: Walk) -> list[Attribute]:
+    """``WITH RECURSIVE r AS (anchor UNION ALL recursion)``: the anchor's rows, then the rows the
+    recursion makes from the rows so far (it reads them through ``UnionLoopRef``).
+
+    Each output is a UNION of the anchor's column and the recursion's value at its position
+    (:func:`union_of`). What the recursion reads of the loop is what the loop outputs, so the
+    recursion is walked again with the outputs found so far until they no longer grow: a value
+    two steps from its column (``SELECT b, a + b FROM fib``) is followed back to it. The row
+    influences are those of the anchor and of the recursion's last walk (docs/reference/semantics.md).
+    """
+    anchor = walk.plan(node.children[0]) if node.children else []
+    ids = [i.get("id") for i in node.get("outputAttrIds") or () if isinstance(i, dict)]
+    outs = [Attribute(ids[i] if i < len(ids) else a.expr_id, a.name, a.data_type, a.nullable)
+            for i, a in enumerate(anchor)]
+    first = [walk.env.get(a.expr_id, Origin()) for a in anchor]
+    current = first
+    saved = walk.influences
+    added: list[Influence] = []
+    try:
+        for _ in range(len(outs) + 2):  # each round adds a column of one output to another, or stops
+            walk.ctes[_loop_key(node.get("id"))] = list(zip(outs, current))
+            walk.influences = []
+            recursion = walk.plan(node.children[1]) if len(node.children) > 1 else []
+            added = walk.influences
+            found = [union_of([first[i], walk.env.get(recursion[i].expr_id, Origin())])
+                     if i < len(recursion) else first[i] for i in range(len(outs))]
+            grown = [_sources(f) != _sources(c) for f, c in zip(found, current)]
+            current = found
+            if not any(grown):
+                break
+    finally:
+        walk.influences = saved + added
+    for a, o in zip(outs, current):
+        walk.define(a.expr_id, o)
+    return outs
+
+
+def _sources(o: Origin) -> frozenset[tuple[Column, Transform]]:
+    return frozenset((f.source, f.transform) for f in (*o.flows, *o.influences))
+
+
+@handler("UnionLoopRef")
+def union_loop_ref(node: Node, walk: Walk) -> list[Attribute]:
+    """The rows of a recursive CTE so far, read by its recursion (see :func:`union_loop`)."""
+    return reference(node, walk, _loop_key(node.get("loopId")))
 
 
 @handler("View")
@@ -290,6 +356,20 @@ def leaf(node: Node, walk: Walk) -> list[Attribute]:
     if not outs:
         return []
     fact = walk.leaves.get(outs[0].expr_id) or json_fact(node, outs, walk.scope)
+    return define_leaf(walk, fact, outs)
+
+
+@handler("ResolvedInlineTable")
+def inline_table(node: Node, walk: Walk) -> list[Attribute]:
+    """``VALUES`` rows Spark evaluates only when the query runs (``now()``): in-memory data, as a
+    ``LocalRelation`` of evaluated rows is, named by the text of its rows."""
+    outs = attributes(node.trees("output"))
+    if not outs:
+        return []
+    rows = [[walk.expression(e).text() if isinstance(e, Node) else str(e) for e in row]
+            for row in node.get("rows") or () if isinstance(row, tuple)]
+    fact = {"node": node.name, "columns": [a.name for a in outs], "scope": walk.scope,
+            "content": json.dumps(rows, default=str), "format": "local"}
     return define_leaf(walk, fact, outs)
 
 
