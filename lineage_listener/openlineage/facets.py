@@ -97,9 +97,11 @@ def edges_of(facet: dict, name_of: Callable[[str, str], str]) -> list[Edge]:
 
     for target, spec in (facet.get("fields") or {}).items():
         # Facets before 1-2-0 carry one transformation per output field, not per input.
+        # An input field with no transformation at all feeds the column in a way not said: derived.
         legacy = {"type": "DIRECT", "subtype": spec.get("transformationType") or "TRANSFORMATION",
                   "description": spec.get("transformationDescription"),
-                  "masking": spec.get("transformationType") == "MASKED"}
+                  "masking": (spec.get("transformationType") or "").upper() == "MASKED"}
         add(target, spec.get("inputFields"), legacy)
-    add(None, facet.get("dataset") or [], {"type": "INDIRECT", "subtype": "FILTER"})
+    # The dataset list names fields that affect every row; without a transformation, which way is not said.
+    add(None, facet.get("dataset") or [], {"type": "INDIRECT"})
     return out
