@@ -5,6 +5,7 @@ DuckDB names. Each fixture under ``tests/fixtures/openlineage/`` is checked agai
 JSON Schemas first, then ingested into a real store whose rows are asserted."""
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -151,15 +152,24 @@ def test_the_1_0_facet_maps_per_field_types_and_reads_masked_in_any_case(tmp_pat
 
 
 def test_an_airflow_task_run_belongs_to_its_dag_run(tmp_path):
+    """The DAG run's own events (jobType DAG) are the application run: its start and end, no query."""
     store = ingested(tmp_path, "airflow_dag_task.ndjson")
     dag_run = "openlineage:0197a0c0-0000-7000-8000-0000000000d1"
-    assert rows(store, "SELECT run_id, app_name FROM runs") == [(dag_run, "sales_dag")]
+    assert rows(store, "SELECT run_id, app_name, CAST(started_at AS VARCHAR), CAST(ended_at AS VARCHAR) "
+                       "FROM runs") == [(dag_run, "sales_dag", "2025-06-05 05:59:58", "2025-06-05 06:01:00")]
     assert rows(store, "SELECT query_id, run_id, command, status, duration_ms FROM queries") == [
         ("openlineage:0197a0c0-0000-7000-8000-0000000000d2", dag_run, "sales_dag.load_totals", "succeeded", 42500)]
     orders, totals = ("jdbc:snowflake://org-acct/ANALYTICS/PUBLIC.ORDERS", "jdbc:snowflake://org-acct/ANALYTICS/PUBLIC.TOTALS")
     assert set(rows(store, "SELECT target_dataset, target_column, source_dataset, source_column, transform "
                            "FROM column_lineage")) == {
         (totals, "TOTAL", orders, "AMOUNT", "aggregate"), (totals, None, orders, "CUSTOMER_ID", "group_by")}
+    # one request per event, last first (as an HTTP transport may deliver them): the same rows
+    one_by_one = tmp_path / "one_by_one.duckdb"
+    for line in reversed((FIXTURES / "airflow_dag_task.ndjson").read_text().splitlines()):
+        assert ingest.ingest(str(one_by_one), io.StringIO(line))["written"]
+    for sql in ("SELECT * FROM runs", "SELECT * FROM queries",
+                "SELECT * FROM column_lineage ORDER BY ALL"):
+        assert rows(one_by_one, sql) == rows(store, sql)
 
 
 def test_dbt_spark_and_duckdb_names_are_kept_as_sent(tmp_path):

@@ -25,6 +25,9 @@ from lineage_listener.store.rows import DatasetColumnRow, DatasetRow, EdgeRow, Q
 
 #: Event types that end a run: its status, error and end time come from them.
 TERMINAL = ("COMPLETE", "FAIL", "ABORT")
+#: ``jobType`` facet values of a run that is an application (the Spark agent's application
+#: events, an Airflow DAG run): a ``runs`` row with its start and end, the parent of its jobs' queries.
+APPLICATION_JOB_TYPES = ("APPLICATION", "DAG")
 
 
 def read_events(stream: IO[str]) -> Iterator[dict]:
@@ -73,6 +76,8 @@ class _Run:
     target: str | None = None
     #: False for a DatasetEvent without column lineage: its datasets only, no query.
     record: bool = True
+    #: An application's (DAG's) own run: a query only if it carries column lineage.
+    application: bool = False
     #: dataset -> (kind, location)
     datasets: dict[str, tuple[str, str | None]] = field(default_factory=dict)
     columns: dict[tuple[str, str], str | None] = field(default_factory=dict)
@@ -102,11 +107,16 @@ def to_batch(events: Iterable[dict], table_namespace: str | None = None) -> tupl
         ours = run_facets.get("lineage_listener") or {}
         parent = run_facets.get("parent") or {}
         run_id = ev["run"]["runId"]
+        job_type = (((ev["job"].get("facets") or {}).get("jobType") or {}).get("jobType") or "").upper()
         r = runs.get(run_id)
         if r is None:
-            app_run = (f"openlineage:{parent['run']['runId']}" if parent.get("run") else
-                       f"openlineage:{ev['job']['namespace']}/{ev['job']['name']}")
-            r = runs[run_id] = _Run(f"openlineage:{run_id}", app_run)
+            if job_type in APPLICATION_JOB_TYPES:  # the application (DAG) run itself, parent of its jobs' runs
+                r = runs[run_id] = _Run(f"openlineage:{run_id}", f"openlineage:{run_id}", application=True,
+                                        app_name=ev["job"]["name"])
+            else:
+                app_run = (f"openlineage:{parent['run']['runId']}" if parent.get("run") else
+                           f"openlineage:{ev['job']['namespace']}/{ev['job']['name']}")
+                r = runs[run_id] = _Run(f"openlineage:{run_id}", app_run)
         if ours.get("queryId"):  # our own export: our ids back (START events do not carry them)
             r.query_id, r.run_id = ours["queryId"], ours.get("runId") or r.run_id
         r.app_name = r.app_name or (parent.get("job") or {}).get("name") or ev["job"]["name"]
@@ -216,7 +226,13 @@ def _rows(runs: Iterable[_Run]) -> Batch:
         ended = r.ended if r.status != "running" else None
         at = (ended or r.seen or datetime.now(timezone.utc).replace(tzinfo=None)).isoformat(sep=" ")
         if r.record:
-            _query_rows(b, r, ended, at)
+            app = r.application
+            b.add(RunRow(run_id=r.run_id, app_id=None, app_name=r.app_name, spark_version=r.spark_version,
+                         spark_user=None, master=None,
+                         started_at=r.started.isoformat(sep=" ") if app and r.started else None,
+                         ended_at=ended.isoformat(sep=" ") if app and ended else None))
+            if r.edges or not app:
+                _query_rows(b, r, ended, at)
         for name, (kind, location) in r.datasets.items():
             b.add(DatasetRow(dataset=name, kind=kind, format=None, location=location, properties=None,
                              first_seen=at, last_seen=at))
@@ -229,10 +245,8 @@ def _rows(runs: Iterable[_Run]) -> Batch:
 
 
 def _query_rows(b: Batch, r: _Run, ended: datetime | None, at: str) -> None:
-    """The run, query and edge rows of one run."""
+    """The query and edge rows of one run."""
     duration = int((ended - r.started).total_seconds() * 1000) if r.started and ended else None
-    b.add(RunRow(run_id=r.run_id, app_id=None, app_name=r.app_name, spark_version=r.spark_version,
-                 spark_user=None, master=None, started_at=None, ended_at=None))
     b.add(QueryRow(query_id=r.query_id, run_id=r.run_id, action=r.action, command=r.command, sql_text=r.sql,
                    status=r.status, error=r.error, duration_ms=duration, captured_at=at, target_dataset=r.target))
     # The store keeps the start (and computes the duration) whichever event comes first.
