@@ -14,6 +14,7 @@ Per file the probe reports:
 - ``naming``: a dataset whose (namespace, name) does not come back unchanged through
   the store's name (``naming.to_openlineage(naming.from_openlineage(...))``), or whose name
   breaks the naming spec (a path namespace with a relative name, a table name with a slash);
+- ``unknown-sources``: edges whose source dataset has no ``datasets`` row;
 - ``unended``: runs still ``running`` after the file (no COMPLETE/FAIL/ABORT in it);
 - ``static``: DatasetEvents and JobEvents (no run), which record no query.
 
@@ -143,6 +144,8 @@ def probe(path: Path, complete: bool = False) -> dict:
             stored = con.execute("SELECT count(*) FROM (SELECT DISTINCT target_dataset, target_column, "
                                  "source_dataset, source_column FROM column_lineage)").fetchone()[0]
             unended = con.execute("SELECT count(*) FROM queries WHERE status = 'running'").fetchone()[0]
+            unknown = con.execute("SELECT DISTINCT source_dataset FROM column_lineage WHERE source_dataset "
+                                  "NOT IN (SELECT dataset FROM datasets) ORDER BY 1").fetchall()
         finally:
             con.close()
     expected = _expected_edges(events)
@@ -150,6 +153,8 @@ def probe(path: Path, complete: bool = False) -> dict:
         found["no-edges"] = [f"{len(expected)} facet edges, none stored"]
     elif stored < len(expected):
         found["lost-edges"] = [f"{len(expected)} facet edges, {stored} stored"]
+    if unknown:
+        found["unknown-sources"] = [f"edge sources not in datasets: {', '.join(u for u, in unknown)}"]
     if unended:
         found["unended"] = [f"{unended} runs without COMPLETE/FAIL/ABORT"]
     return found

@@ -95,6 +95,15 @@ def test_a_job_event_is_the_static_lineage_of_its_job(tmp_path):
     assert rows(store, "SELECT count(*) FROM queries") == [(1,)]
 
 
+def test_a_source_named_only_in_the_facet_is_a_dataset(tmp_path):
+    ev = events_of(FIXTURES / "job_event_static.json")[0]
+    del ev["inputs"]
+    store = tmp_path / "lineage.duckdb"
+    assert ingest.ingest(str(store), io.StringIO(json.dumps(ev)))["edges"] == 4
+    assert rows(store, "SELECT dataset, kind FROM datasets ORDER BY dataset") == [
+        (f"{TRINO}/hive.mart.daily_revenue", "table"), (f"{TRINO}/hive.shop.orders", "table")]
+
+
 def test_dataset_events_record_schemas_and_their_column_lineage(tmp_path):
     store = ingested(tmp_path, "dataset_events.ndjson")
     pg = "jdbc:postgresql://db.example.com:5432/crm"

@@ -181,6 +181,10 @@ def _datasets(r: _Run, ev: dict, name_of) -> None:
         if lineage:
             for e in facets.edges_of(lineage, name_of):
                 r.edges[(target, *e)] = e
+            # a source named only in the facet (its event listed no inputs) is a dataset all the same
+            for f in [*(f for spec in (lineage.get("fields") or {}).values() for f in spec["inputFields"]),
+                      *(lineage.get("dataset") or [])]:
+                r.datasets.setdefault(name_of(f["namespace"], f["name"]), (naming.kind_of(f["namespace"]), None))
 
 
 def _dataset(r: _Run, ds: dict, name_of) -> str:
