@@ -45,8 +45,9 @@ import duckdb
 
 from lineage_listener.openlineage import ingest, naming, validate
 
-_PLACEHOLDER = re.compile(r'"(\$\{json-unit[^}]*\}|\{\{[^}]*\}\})"')
-_TIME_KEYS = re.compile(r'("(?:eventTime|nominalStartTime|nominalEndTime)"\s*:\s*)"(\$\{json-unit[^}]*\}|\{\{[^}]*\}\})"')
+_MATCHER = r'(\$\{json-unit[^}]*\}|\{\{[^}]*\}\})'
+_PLACEHOLDER = re.compile(f'"{_MATCHER}"')
+_TIME_KEYS = re.compile(r'("(?:eventTime|nominalStartTime|nominalEndTime)"\s*:\s*)' + f'"{_MATCHER}"')
 
 
 def _untemplate(text: str) -> tuple[str, bool]:

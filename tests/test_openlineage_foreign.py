@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import duckdb
@@ -124,7 +125,8 @@ def test_dataset_events_record_schemas_and_their_column_lineage(tmp_path):
 def test_symlinks_link_a_table_and_its_location_as_one_dataset(tmp_path):
     store = ingested(tmp_path, "symlinks.ndjson")
     table, path = "hive://metastore.example.com:9083/mart.events", "s3://lake/warehouse/mart.db/events"
-    sessions, sessions_path = "hive://metastore.example.com:9083/mart.sessions", "hdfs://namenode:8020/warehouse/mart.db/sessions"
+    sessions = "hive://metastore.example.com:9083/mart.sessions"
+    sessions_path = "hdfs://namenode:8020/warehouse/mart.db/sessions"
     assert set(rows(store, "SELECT dataset, kind, location FROM datasets")) == {
         ("s3://lake/raw/events", "path", None), (path, "path", None), (table, "table", path),
         (sessions, "table", sessions_path), ("hive://metastore.example.com:9083/mart.events_daily", "table", None)}
@@ -168,7 +170,7 @@ def test_an_airflow_task_run_belongs_to_its_dag_run(tmp_path):
                        "FROM runs") == [(dag_run, "sales_dag", "2025-06-05 05:59:58", "2025-06-05 06:01:00")]
     assert rows(store, "SELECT query_id, run_id, command, status, duration_ms FROM queries") == [
         ("openlineage:0197a0c0-0000-7000-8000-0000000000d2", dag_run, "sales_dag.load_totals", "succeeded", 42500)]
-    orders, totals = ("jdbc:snowflake://org-acct/ANALYTICS/PUBLIC.ORDERS", "jdbc:snowflake://org-acct/ANALYTICS/PUBLIC.TOTALS")
+    orders, totals = (f"jdbc:snowflake://org-acct/ANALYTICS/PUBLIC.{t}" for t in ("ORDERS", "TOTALS"))
     assert set(rows(store, "SELECT target_dataset, target_column, source_dataset, source_column, transform "
                            "FROM column_lineage")) == {
         (totals, "TOTAL", orders, "AMOUNT", "aggregate"), (totals, None, orders, "CUSTOMER_ID", "group_by")}
@@ -203,3 +205,28 @@ def test_a_job_event_without_a_job_name_is_refused_in_one_line(tmp_path):
     assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [proc.stderr.strip()], proc.stderr
     assert "job.name: required" in proc.stderr
     assert not store.exists()
+
+
+def test_static_events_posted_to_the_server_are_stored_as_from_a_file(tmp_path):
+    pytest.importorskip("fastapi")
+    from lineage_listener.store.batch import Batch
+    from lineage_listener.store.writer import StoreWriter
+    from tests.server_helpers import TOKEN, Server
+
+    store = tmp_path / "served.duckdb"
+    assert StoreWriter(store).write(Batch())
+    events = events_of(FIXTURES / "job_event_static.json") + events_of(FIXTURES / "dataset_events.ndjson")
+    srv = Server(store).start()
+    try:
+        req = urllib.request.Request(f"{srv.url}/api/v1/lineage", data=json.dumps(events).encode(), method="POST",
+                                     headers={"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"})
+        with urllib.request.urlopen(req, timeout=120) as answer:
+            assert answer.status == 200
+    finally:
+        srv.stop()
+    from_file = ingested(tmp_path, "job_event_static.json", "dataset_events.ndjson")
+    for sql in ("SELECT query_id, run_id, action, status, target_dataset FROM queries ORDER BY ALL",
+                "SELECT query_id, target_dataset, target_column, source_dataset, source_column, transform "
+                "FROM column_lineage ORDER BY ALL",
+                "SELECT dataset, column_name, ordinal FROM dataset_columns ORDER BY ALL"):
+        assert rows(store, sql) == rows(from_file, sql) != []

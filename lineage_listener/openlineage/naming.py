@@ -23,9 +23,10 @@ True
 'spark_catalog.shop.orders'
 
 Other producers' names (the naming spec, https://openlineage.io/docs/spec/naming) come back
-as they were sent: tables of a ``scheme://authority`` namespace (Hive, Trino, Cassandra, ...)
-(and Spark Thrift, DuckDB, ...) are stored as ``<namespace>/<name>``; object stores and Kafka keep their key or topic as is;
-JDBC databases become ``jdbc:`` names; a namespace without ``://`` (``bigquery``, a Glue ARN)
+as they were sent: tables of a ``scheme://authority`` namespace (Hive, Trino, Cassandra, Spark
+Thrift, DuckDB, ...) are stored as ``<namespace>/<name>`` (a database file's namespace,
+``duckdb:///data/shop.duckdb``, keeps its path); object stores and Kafka keep their key or
+topic as is; JDBC databases become ``jdbc:`` names; a namespace without ``://`` (``bigquery``, a Glue ARN)
 is a catalog: ``<namespace>.<name>``.
 
 >>> spec = [("hive://metastore:9083", "shop.orders"), ("trino://t:8080", "hive.shop.orders"),
