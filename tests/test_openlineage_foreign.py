@@ -105,6 +105,16 @@ def test_a_source_named_only_in_the_facet_is_a_dataset(tmp_path):
         (f"{TRINO}/hive.mart.daily_revenue", "table"), (f"{TRINO}/hive.shop.orders", "table")]
 
 
+def test_a_direct_transformation_in_the_dataset_list_is_an_influence(tmp_path):
+    ev = events_of(FIXTURES / "job_event_static.json")[0]
+    entry = ev["outputs"][0]["facets"]["columnLineage"]["dataset"][1]
+    entry["transformations"] = [{"type": "DIRECT", "subtype": "AGGREGATION", "masking": False}]
+    store = tmp_path / "lineage.duckdb"
+    assert ingest.ingest(str(store), io.StringIO(json.dumps(ev)))["written"]
+    assert rows(store, "SELECT source_column, transform, kind FROM column_lineage WHERE target_column IS NULL "
+                       "ORDER BY 1") == [("day", "aggregation", "indirect"), ("status", "filter", "indirect")]
+
+
 def test_dataset_events_record_schemas_and_their_column_lineage(tmp_path):
     store = ingested(tmp_path, "dataset_events.ndjson")
     pg = "jdbc:postgresql://db.example.com:5432/crm"
