@@ -8,7 +8,10 @@ end time come from the terminal event (COMPLETE -> succeeded, FAIL/ABORT -> fail
 duration runs from START to the end, whichever arrived first. Our own export carries its ids in
 the ``lineage_listener`` run facet, so a round trip gives back the same query ids;
 others get ``openlineage:<runId>``. The Spark application (or scheduler DAG) is the
-parent run when the event names one.
+parent run when the event names one; the application's (DAG's) own events, known by
+their ``jobType`` facet, give that run its start and end. A JobEvent (a job's lineage
+without a run) is one query per job, a DatasetEvent records its dataset (and a query
+when it carries column lineage). How each facet maps: docs/openlineage.md.
 """
 from __future__ import annotations
 
