@@ -4,7 +4,12 @@ identity and rename -> DIRECT/IDENTITY (a rename is an identity whose input fiel
 another name, which is how it comes back), derived -> DIRECT/TRANSFORMATION,
 aggregate -> DIRECT/AGGREGATION, indirect types -> INDIRECT/<TYPE>. ``expression`` is the
 transformation's ``description``, ``masking`` its ``masking``. Indirect edges for every
-column of the target (``target_column`` NULL) go to the facet's ``dataset`` list.
+column of the target (``target_column`` NULL) go to the facet's ``dataset`` list, and
+everything read from that list is indirect.
+
+>>> edges_of({"dataset": [{"namespace": "file", "name": "/o", "field": "day",
+...     "transformations": [{"type": "DIRECT", "subtype": "AGGREGATION"}]}]}, lambda ns, n: ns + ":" + n)
+[Edge(source_dataset='file:/o', source_column='day', target_column=None, transform='aggregation', kind='indirect', expression=None, masking=False)]
 
 >>> e = Edge("orders", "amount", "total", "aggregate", "direct", "sum(amount)", False)
 >>> from_transformation(*to_transformation(e.transform, e.kind), "total", "amount")
@@ -91,15 +96,20 @@ def edges_of(facet: dict, name_of: Callable[[str, str], str]) -> list[Edge]:
         for f in inputs or []:
             source = name_of(f["namespace"], f["name"])
             for t in f.get("transformations") or [fallback]:
-                transform, kind = from_transformation(t.get("type"), t.get("subtype"), target, f["field"])
+                # Whatever its type says, a field that affects the whole dataset (no target column)
+                # is an influence, never a copy into every column: kind indirect, subtype kept.
+                type_ = t.get("type") if target is not None else "INDIRECT"
+                transform, kind = from_transformation(type_, t.get("subtype"), target, f["field"])
                 out.append(Edge(source, f["field"], target, transform, kind, t.get("description"),
                                 bool(t.get("masking", False))))
 
     for target, spec in (facet.get("fields") or {}).items():
         # Facets before 1-2-0 carry one transformation per output field, not per input.
+        # An input field with no transformation at all feeds the column in a way not said: derived.
         legacy = {"type": "DIRECT", "subtype": spec.get("transformationType") or "TRANSFORMATION",
                   "description": spec.get("transformationDescription"),
-                  "masking": spec.get("transformationType") == "MASKED"}
+                  "masking": (spec.get("transformationType") or "").upper() == "MASKED"}
         add(target, spec.get("inputFields"), legacy)
-    add(None, facet.get("dataset") or [], {"type": "INDIRECT", "subtype": "FILTER"})
+    # The dataset list names fields that affect every row; without a transformation, which way is not said.
+    add(None, facet.get("dataset") or [], {"type": "INDIRECT"})
     return out

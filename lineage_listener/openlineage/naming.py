@@ -23,9 +23,10 @@ True
 'spark_catalog.shop.orders'
 
 Other producers' names (the naming spec, https://openlineage.io/docs/spec/naming) come back
-as they were sent: tables of a ``scheme://authority`` namespace (Hive, Trino, Cassandra, ...)
-are stored as ``<namespace>/<name>``; object stores and Kafka keep their key or topic as is;
-JDBC databases become ``jdbc:`` names; a namespace without ``://`` (``bigquery``, a Glue ARN)
+as they were sent: tables of a ``scheme://authority`` namespace (Hive, Trino, Cassandra, Spark
+Thrift, DuckDB, ...) are stored as ``<namespace>/<name>`` (a database file's namespace,
+``duckdb:///data/shop.duckdb``, keeps its path); object stores and Kafka keep their key or
+topic as is; JDBC databases become ``jdbc:`` names; a namespace without ``://`` (``bigquery``, a Glue ARN)
 is a catalog: ``<namespace>.<name>``.
 
 >>> spec = [("hive://metastore:9083", "shop.orders"), ("trino://t:8080", "hive.shop.orders"),
@@ -38,7 +39,8 @@ is a catalog: ``<namespace>.<name>``.
 ...     ("s3://bucket", "raw/orders.csv"), ("gs://bucket", "raw/o"), ("abfss://c@acct.dfs.core.windows.net", "raw/o"),
 ...     ("wasbs://c@acct.blob.core.windows.net", "raw/o"), ("hdfs://nn:8020", "/warehouse/t"), ("dbfs://ws", "/mnt/t"),
 ...     ("file", "/data/o.csv"), ("file://host", "/data/o.csv"), ("kafka://broker:9092", "orders"),
-...     ("spark-local", "q1/Range/ab12"), ("spark_catalog", "shop.orders")]
+...     ("spark-local", "q1/Range/ab12"), ("spark_catalog", "shop.orders"), ("spark://h:10000", "db.t"),
+...     ("duckdb://shop.db", "shop.main.t"), ("duckdb:///data/shop.duckdb", "shop.main.t")]
 >>> [(ns, n) for ns, n in spec if to_openlineage(from_openlineage(ns, n)) != (ns, n)]
 []
 >>> from_openlineage("hive://metastore:9083", "shop.orders"), kind_of("hive://metastore:9083")
@@ -59,7 +61,8 @@ _JDBC_NAMESPACES = ("postgres", "mysql", "sqlserver", "oracle", "db2", "redshift
 #: Table services of the naming spec other than JDBC ones: the name is ``db.table`` (or the
 #: service's own form), kept as sent after ``<namespace>/``.
 _TABLE_SERVICES = ("hive", "trino", "presto", "cassandra", "crate", "oceanbase", "mssql", "awsathena", "azurekusto",
-                   "azurecosmos", "spanner", "clickhouse", "databricks", "dremio", "vertica", "sqlite")
+                   "azurecosmos", "spanner", "clickhouse", "databricks", "dremio", "vertica", "sqlite", "spark",
+                   "duckdb", "impala", "druid", "pinot", "mongodb", "couchbase", "sybase")
 
 
 def kind_of(namespace: str) -> str:
@@ -92,6 +95,9 @@ def to_openlineage(dataset: str, table_namespace: str | None = None) -> tuple[st
     if "://" in dataset:
         scheme, _, tail = dataset.partition("://")
         authority, _, path = tail.partition("/")
+        if scheme in _TABLE_SERVICES and not authority:  # a database file: duckdb:///data/shop.duckdb
+            where, _, table = path.rpartition("/")
+            return f"{scheme}:///{where}", table
         if scheme in _OBJECT_STORES or scheme in _TABLE_SERVICES:
             return f"{scheme}://{authority}", path
         return f"{scheme}://{authority}", "/" + path

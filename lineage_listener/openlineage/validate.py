@@ -3,7 +3,8 @@
 Only the fields ingest uses are checked (a producer's other facets pass untouched), with
 the types the OpenLineage JSON Schemas give them (``OpenLineage.json`` 2-0-2,
 ``ColumnLineageDatasetFacet`` 1-2-0, ``SchemaDatasetFacet``, ``ParentRunFacet``,
-``ErrorMessageRunFacet``, ``SQLJobFacet``). A mismatch is a :class:`BadEvent` naming its
+``ErrorMessageRunFacet``, ``SQLJobFacet``, ``SymlinksDatasetFacet``; ``JobEvent`` and
+``DatasetEvent`` as well as ``RunEvent``). A mismatch is a :class:`BadEvent` naming its
 JSON path, e.g. ``outputs[0].facets.columnLineage.fields: expected an object, got a string``.
 
 >>> check({"run": {"runId": "r"}, "job": {"namespace": "n", "name": "j"},
@@ -56,14 +57,17 @@ def check(ev: Any) -> None:
     """Raise :class:`BadEvent` if ``ev`` is not a RunEvent (or Dataset/JobEvent) ingest can read."""
     _want(ev, dict, "(the event)", optional=False)
     if "run" not in ev:
-        if "dataset" in ev or "job" in ev:
-            return  # a DatasetEvent or JobEvent: no run, nothing ingest reads
-        raise BadEvent("run: required (an OpenLineage RunEvent has run and job)")
+        if "job" in ev:  # a JobEvent: static lineage of a job
+            _job(ev)
+            _datasets(ev)
+        elif "dataset" in ev:  # a DatasetEvent: one dataset's metadata
+            _dataset(ev["dataset"], "dataset")
+        else:
+            raise BadEvent("run: required (an OpenLineage RunEvent has run and job)")
+        return
     run = _key(ev, "run", dict, "", optional=False)
     _key(run, "runId", str, "run", optional=False)
-    job = _key(ev, "job", dict, "", optional=False)
-    _key(job, "namespace", str, "job", optional=False)
-    _key(job, "name", str, "job", optional=False)
+    job = _job(ev)
     state = _key(ev, "eventType", str, "")
     if state is not None and state.upper() not in EVENT_TYPES:
         raise BadEvent(f"eventType: {state!r} is not one of {', '.join(EVENT_TYPES)}")
@@ -84,9 +88,20 @@ def check(ev: Any) -> None:
     _key(run_facets.get("errorMessage") or {}, "message", str, "run.facets.errorMessage")
     for key in ("queryId", "runId", "action", "command", "status"):
         _key(run_facets.get("lineage_listener") or {}, key, str, "run.facets.lineage_listener")
+    _datasets(ev)
+
+
+def _job(ev: dict) -> dict:
+    job = _key(ev, "job", dict, "", optional=False)
+    _key(job, "namespace", str, "job", optional=False)
+    _key(job, "name", str, "job", optional=False)
     job_facets = _key(job, "facets", dict, "job") or {}
     if _key(job_facets, "sql", dict, "job.facets"):
         _key(job_facets["sql"], "query", str, "job.facets.sql")
+    return job
+
+
+def _datasets(ev: dict) -> None:
     for side in ("inputs", "outputs"):
         for i, ds in enumerate(_key(ev, side, list, "") or []):
             _dataset(ds, f"{side}[{i}]")
@@ -99,10 +114,14 @@ def _dataset(ds: Any, path: str) -> None:
     facets = _key(ds, "facets", dict, path) or {}
     where = f"{path}.facets"
     if _key(facets, "schema", dict, where):
-        for i, f in enumerate(_key(facets["schema"], "fields", list, f"{where}.schema") or []):
-            _want(f, dict, f"{where}.schema.fields[{i}]", optional=False)
-            _key(f, "name", str, f"{where}.schema.fields[{i}]", optional=False)
-            _key(f, "type", str, f"{where}.schema.fields[{i}]")
+        _fields(_key(facets["schema"], "fields", list, f"{where}.schema") or [], f"{where}.schema.fields")
+    if _key(facets, "symlinks", dict, where):
+        for i, link in enumerate(_key(facets["symlinks"], "identifiers", list, f"{where}.symlinks") or []):
+            at = f"{where}.symlinks.identifiers[{i}]"
+            _want(link, dict, at, optional=False)
+            for key in ("namespace", "name"):
+                _key(link, key, str, at, optional=False)
+            _key(link, "type", str, at)
     lineage = _key(facets, "columnLineage", dict, where)
     if lineage is None:
         return
@@ -114,6 +133,16 @@ def _dataset(ds: Any, path: str) -> None:
         _key(spec, "transformationType", str, at)
         _inputs(_key(spec, "inputFields", list, at, optional=False), f"{at}.inputFields")
     _inputs(_key(lineage, "dataset", list, where) or [], f"{where}.dataset")
+
+
+def _fields(fields: list, path: str) -> None:
+    """A schema facet's fields, nested struct fields (``fields``) included."""
+    for i, f in enumerate(fields):
+        at = f"{path}[{i}]"
+        _want(f, dict, at, optional=False)
+        _key(f, "name", str, at, optional=False)
+        _key(f, "type", str, at)
+        _fields(_key(f, "fields", list, at) or [], f"{at}.fields")
 
 
 def _inputs(fields: list, path: str) -> None:
