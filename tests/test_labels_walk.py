@@ -108,6 +108,25 @@ def test_a_path_backwards_in_time_carries_no_label(tmp_path):
     assert hops[-1]["run_id"] == f"{b}-7-identity-again"
 
 
+def test_a_path_arriving_among_many_captures_is_timed_from_those_read_with_the_hops(tmp_path, monkeypatch):
+    """a -> b was captured every day for 150 days, s -> a on day 80 only: the path uses a -> b's day 80
+    capture, one far from both ends of its captures. Every capture time of the hops on the paths is
+    read with them, so the walk asks the store for no capture time of its own."""
+    s, a, b = DB + "s", DB + "a", DB + "b"
+    rows = [step((s, "x"), (a, "x"), 80)] + [step((a, "x"), (b, "x"), day) for day in range(1, 151)]
+    path = store_of(tmp_path, rows, [(s, "x", "confidential", True)])
+    expected = agrees_with_the_whole_store(path, b)
+
+    def no_lookup(*args, **kwargs):
+        raise AssertionError("a capture time was looked up")
+    monkeypatch.setattr("lineage_listener.govern.answers.nearest_captures", no_lookup)
+    answer = column_labels(open_store(path), b, influence=False)
+    assert answer == expected and labels_of(answer) == {"x": {"confidential"}}
+    hops = answer["columns"][0]["labels"][0]["hops"]
+    assert [(h["captured_at"], h["run_id"]) for h in hops] == [(at(80), f"{a}-80-identity"),
+                                                               (at(80), f"{b}-80-identity")]
+
+
 def test_a_path_written_by_storage_location_continues_the_table(tmp_path):
     """a job wrote file:/wh/a (the location of table a) from s; another copied table a to b."""
     s, a, b = DB + "s", DB + "a", DB + "b"

@@ -4,6 +4,7 @@ time bound). Checked on the plans DuckDB runs (``EXPLAIN ANALYZE``), not on timi
 from __future__ import annotations
 
 import json
+import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -138,7 +139,7 @@ def test_the_datasets_and_key_edges_upstream_are_read_by_index(store, tmp_path):
     assert among["edges"] == {"Index Scan"}, among
 
 
-def test_the_hops_among_chosen_columns_and_the_captures_paths_use_are_read_by_index(store, tmp_path):
+def test_the_hops_among_chosen_columns_and_the_captures_paths_use_are_read_by_index(store, tmp_path, monkeypatch):
     from lineage_listener.query.expand import Among, captures_at
     from lineage_listener.query.names import Aliases
 
@@ -148,8 +149,11 @@ def test_the_hops_among_chosen_columns_and_the_captures_paths_use_are_read_by_in
         keys = {"spark_catalog.db.t1": {"a"}, "spark_catalog.db.t2": {"a"}}
         aliases.resolve(keys)     # the names are known: the query read last is Among's own
         box: list = []
-        plan = scans(con, lambda: box.append(Among(con, keys, aliases, Filters(direct_only=True))),
-                     tmp_path / "plan.json")
+        with monkeypatch.context() as m:   # the edges with their captures' aggregates: the query before the times
+            m.setattr(sys.modules[Among.__module__], "set_times", lambda *args: {})
+            plan = scans(con, lambda: Among(con, keys, aliases, Filters(direct_only=True)), tmp_path / "plan.json")
+        times = scans(con, lambda: box.append(Among(con, keys, aliases, Filters(direct_only=True))),
+                      tmp_path / "times.json")
         rows = box[0]([("spark_catalog.db.t1", "a")], aliases)
         when = T0 + timedelta(days=3, minutes=2)
         pins: dict = {}
@@ -159,7 +163,8 @@ def test_the_hops_among_chosen_columns_and_the_captures_paths_use_are_read_by_in
         con.close()
     assert [(r["target_dataset"], r["target_column"], r["ok_first"], r["ok_last"]) for r in rows] == [
         ("spark_catalog.db.t2", "a", T0 + timedelta(minutes=2), T0 + timedelta(days=4, minutes=2))]
-    assert rows[0]["ok_lows"] and len(rows[0]["ok_lows"]) == 5       # every capture time known
+    assert rows[0]["all_times"] == tuple(T0 + timedelta(days=d, minutes=2) for d in range(5))  # every one known
     assert pins == {(rows[0]["edge_id"], when): ("q2:3", "run3")}
     assert plan["edges"] == {"Index Scan"} and plan["edge_captures"] == {"Index Scan"}, plan
+    assert times == {"edge_captures": {"Index Scan"}}, times
     assert pinned["edge_captures"] == {"Index Scan"}, pinned

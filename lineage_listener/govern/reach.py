@@ -7,7 +7,7 @@ start columns at once, into the graph :func:`~lineage_listener.query.graph.build
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import TypeVar
 
@@ -187,28 +187,40 @@ def between(edges: Iterable[KeyEdge], sources: Iterable[Node],
     [('a', 'x'), ('c', 'y')]
     """
     edges, targets = list(edges), set(targets)
-    succ: dict[Node, set[Node]] = {}
-    wide: dict[Node, set[str]] = {}   # source -> datasets its edges with a null target column go to
-    of_dataset: dict[str, set[Node]] = {}
+    succ: dict[Node, list[Node]] = {}
+    wide: set[str] = set()    # datasets an edge with a null target column goes to
     for source, target in edges:
-        of_dataset.setdefault(source[0], set()).add(source)
+        succ.setdefault(source, []).append(target)
         if target[1] is None:
-            wide.setdefault(source, set()).add(target[0])
-        else:
-            succ.setdefault(source, set()).add(target)
-            of_dataset.setdefault(target[0], set()).add(target)
-    for node in targets:
-        of_dataset.setdefault(node[0], set()).add(node)
+            wide.add(target[0])
+    of_dataset: dict[str, set[Node]] = {d: set() for d in wide}   # the nodes of those datasets
+    if wide:
+        for source, target in edges:
+            if source[0] in wide:
+                of_dataset[source[0]].add(source)
+            if target[1] is not None and target[0] in wide:
+                of_dataset[target[0]].add(target)
+        for node in targets:
+            if node[0] in wide:
+                of_dataset[node[0]].add(node)
+
+    def forward(n: Node) -> Iterator[Node]:
+        for target in succ.get(n, ()):
+            if target[1] is None:
+                yield from of_dataset[target[0]]
+            else:
+                yield target
     # what the sources reach first (a labelled column's copies: few), then, among those only,
     # what leads to the targets (every column of a dataset: most of the edges, when walked first)
-    below = _closure(sources, lambda n: succ.get(n, set()).union(*(of_dataset[d] for d in wide.get(n, ()))))
+    below = _closure(sources, forward)
     pred: dict[Node, set[Node]] = {}
     wide_in: dict[str, set[Node]] = {}
-    for source, target in edges:
-        if source in below and target[1] is None:
-            wide_in.setdefault(target[0], set()).add(source)
-        elif source in below and target in below:
-            pred.setdefault(target, set()).add(source)
+    for source in below:
+        for target in succ.get(source, ()):
+            if target[1] is None:
+                wide_in.setdefault(target[0], set()).add(source)
+            elif target in below:
+                pred.setdefault(target, set()).add(source)
     return _closure(targets & below, lambda n: pred.get(n, set()) | wide_in.get(n[0], set()))
 
 

@@ -85,19 +85,27 @@ class Filters:
 KNOWN_CAPTURES = 12
 
 
-def _stats_sql(filters: Filters, known: int = KNOWN_CAPTURES) -> str:
+def _when(cond: str) -> str:
+    return f" FILTER (WHERE {cond})" if cond else ""
+
+
+def _usable(filters: Filters) -> str:
+    """The aggregate filter keeping captures ``c`` not after the window's end (those a path may use)."""
+    return _when("c.captured_at <= $until" if filters.until is not None else "")
+
+
+def _stats_sql(filters: Filters, known: int | None = KNOWN_CAPTURES) -> str:
     """Per edge (``x.edge_id``) aggregates of its captures ``c`` not after the window's end (the
-    bounds of a path's times, with the first and last ``known`` times, and the last
+    bounds of a path's times, with the first and last ``known`` times unless None, and the last
     one's query and run: in the window when any is), how many of them lie in the window and the
     first of those, and how many captures lie outside it."""
-    def when(cond: str) -> str:
-        return f" FILTER (WHERE {cond})" if cond else ""
-    usable = when("c.captured_at <= $until" if filters.until is not None else "")
+    when, usable = _when, _usable(filters)
     out = (f"min(c.captured_at){usable} AS ok_first, max(c.captured_at){usable} AS ok_last, "
            f"sum(c.captures){usable} AS ok_n, arg_max(c.query_id, c.captured_at){usable} AS ok_query, "
-           f"arg_max(c.run_id, c.captured_at){usable} AS ok_run, "
-           f"min(c.captured_at, {known}){usable} AS ok_lows, "
-           f"max(c.captured_at, {known}){usable} AS ok_highs, {known} AS ok_known")
+           f"arg_max(c.run_id, c.captured_at){usable} AS ok_run")
+    if known is not None:
+        out += (f", min(c.captured_at, {known}){usable} AS ok_lows, "
+                f"max(c.captured_at, {known}){usable} AS ok_highs, {known} AS ok_known")
     if not filters.windowed:
         return out
     window = " AND ".join(filter(None, ["c.captured_at >= $since" if filters.since is not None else "",
@@ -124,7 +132,8 @@ def _hop_sql(direction: Direction, filters: Filters) -> tuple[str, dict]:
     return _with_stats("WITH f AS (SELECT unnest($d) AS d, unnest($c) AS c)", found, filters), params
 
 
-def _with_stats(head: str, found: str, filters: Filters, known: int = KNOWN_CAPTURES) -> str:
+def _with_stats(head: str, found: str, filters: Filters, known: int | None = KNOWN_CAPTURES,
+                columns: str = _COLUMNS) -> str:
     """The query of the edges ``found`` selects (``head``: the ``WITH`` it reads), each with the
     aggregates of its captures (:func:`_stats_sql`); an edge without a usable capture is left out."""
     return f"""
@@ -136,7 +145,7 @@ def _with_stats(head: str, found: str, filters: Filters, known: int = KNOWN_CAPT
             JOIN edge_captures c ON c.set_id = x.set_id
             WHERE {filters.live()}
             GROUP BY x.edge_id)
-        SELECT {_COLUMNS} FROM e JOIN h ON h.hid = e.edge_id"""
+        SELECT {columns} FROM e JOIN h ON h.hid = e.edge_id"""
 
 
 def column_key(column: str) -> str:
@@ -154,16 +163,14 @@ def column_key(column: str) -> str:
 COLUMN_KEY_SQL = "replace(split_part({}, '.', 1), '`', '')"
 
 
-#: How many first and last capture times :class:`Among` reads per edge: a few edges, their times
-#: all known for the daily jobs of two months (no exact lookup then while paths are timed).
-AMONG_KNOWN = 64
-
-
 class Among:
-    """The downstream hops among some columns (by :func:`column_key`), with their captures' aggregates,
-    read in one query: the rows :func:`expand` fetches hop by hop, served from memory. ``keys``: per
-    dataset name (every name of it, aliases included), the keys of its columns; an edge is read when
-    both ends are among them (or, stored with a null target column, its target dataset is).
+    """The downstream hops among some columns (by :func:`column_key`), with their captures' aggregates
+    and every capture time a path may use, read in two queries: the rows :func:`expand` fetches hop by
+    hop, served from memory, each with all its times known (a walk over them asks the store nothing
+    more). ``keys``: per dataset name (every name of it, aliases included), the keys of its columns;
+    an edge is read when both ends are among them (or, stored with a null target column, its target
+    dataset is). The times are read per set of edges (``edge_captures`` rows are per set: one job's
+    edges share them), not per edge.
     """
 
     def __init__(self, con: duckdb.DuckDBPyConnection, keys: dict[str, set[str]], aliases: Aliases,
@@ -177,12 +184,19 @@ class Among:
               AND ((e.target_dataset, {key("e.target_column")}) IN (SELECT d, k FROM f)
                    OR (e.target_column IS NULL AND e.target_dataset IN (SELECT d FROM f)))
               {on_edge}"""
-        sql = _with_stats("WITH f AS (SELECT unnest($d) AS d, unnest($k) AS k)", found, filters, AMONG_KNOWN)
+        sql = _with_stats("WITH f AS (SELECT unnest($d) AS d, unnest($k) AS k)", found, filters, None,
+                          _COLUMNS + ", e.sets")
         cur = con.execute(sql, {**params, "d": [d for d, _ in pairs], "k": [k for _, k in pairs]})
         names = [d[0] for d in cur.description]
+        rows = [dict(zip(names, r)) for r in cur.fetchall()]
+        times = set_times(con, {s for r in rows for s in r["sets"]}, filters)
+        merged: dict[tuple[int, ...], tuple[datetime, ...]] = {}   # the edges of one job share their sets
         self.rows: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for r in cur.fetchall():
-            row = dict(zip(names, r))
+        for row in rows:
+            sets = tuple(row["sets"])
+            if sets not in merged:
+                merged[sets] = _union([times.get(s, ()) for s in sets])
+            row["all_times"] = merged[sets]
             self.rows.setdefault((row["source_dataset"], row["source_column"]), []).append(row)
         aliases.resolve(name for (name, _), found in self.rows.items() for r in found
                         for name in (name, r["target_dataset"]))
@@ -191,6 +205,34 @@ class Among:
         """The rows of the edges out of ``frontier`` (canonical names)."""
         return [r for dataset, column in frontier for name in sorted(aliases.names(dataset))
                 for r in self.rows.get((name, column), ())]
+
+
+def set_times(con: duckdb.DuckDBPyConnection, set_ids: Iterable[int], filters: Filters = Filters()
+              ) -> dict[int, tuple[datetime, ...]]:
+    """Per set of edges, the distinct times of its captures a path may use (not after the window's
+    end, failed writes left out unless ``filters`` include them), oldest first, in one query: the
+    times :func:`nearest_captures` would search, read once."""
+    ids = sorted(set(set_ids))
+    if not ids:
+        return {}
+    params = {"s": ids, **({"until": filters.until} if filters.until is not None else {})}
+    rows = con.execute(f"""
+        SELECT c.set_id, list(DISTINCT c.captured_at ORDER BY c.captured_at){_usable(filters)}
+        FROM {indexed("edge_captures", "set_id", "SELECT unnest($s)")} c
+        WHERE {filters.live()}
+        GROUP BY c.set_id""", params).fetchall()
+    return {set_id: tuple(found) for set_id, found in rows}
+
+
+def _union(times: list[tuple[datetime, ...]]) -> tuple[datetime, ...]:
+    """Sorted distinct times of several sorted distinct tuples (the one tuple itself when alone).
+
+    >>> _union([(1, 3), (2, 3)]), _union([(1, 3)])
+    ((1, 2, 3), (1, 3))
+    """
+    if len(times) == 1:
+        return times[0]
+    return tuple(sorted(set().union(*times)))
 
 
 def captures(con: duckdb.DuckDBPyConnection, edge_ids: list[int], filters: Filters = Filters()
@@ -313,7 +355,8 @@ def _times(r: dict[str, Any]) -> dict[str, Any]:
     """An edge's capture fields from its aggregates: in the window, else before it (``before_window``).
 
     The last capture not after the window's end is the window's last one when the window has any."""
-    known = _known(r["ok_lows"], r["ok_highs"], r["ok_known"])
+    known = ((r["all_times"],) if r["all_times"] else ()) if "all_times" in r else \
+        _known(r["ok_lows"], r["ok_highs"], r["ok_known"])
     last = {"earliest": r["ok_first"], "latest": r["ok_last"], "known": known, "query_id": r["ok_query"],
             "run_id": r["ok_run"], "captured_at": r["ok_last"]}
     if "in_n" not in r:   # no window: every capture is in it
@@ -330,17 +373,17 @@ def _times(r: dict[str, Any]) -> dict[str, Any]:
 
 def _known(lows: list[datetime] | None, highs: list[datetime] | None, limit: int = KNOWN_CAPTURES
            ) -> tuple[tuple[datetime, ...], ...]:
-    """``(lows, highs)``: an edge's first and last capture times, oldest first; one tuple of them all
-    when it has fewer than ``limit`` (the most read of each).
+    """``(lows, highs)``: an edge's first and last capture times, distinct, oldest first; one tuple of
+    them all when it has fewer than ``limit`` (the most read of each).
 
-    >>> _known([3, 1], [3, 1])
+    >>> _known([3, 1, 1], [3, 1, 1])
     ((1, 3),)
     """
     if not lows:
         return ()
     if len(lows) < limit:
-        return (tuple(sorted(lows)),)
-    return tuple(sorted(lows)), tuple(sorted(highs))
+        return (tuple(sorted(set(lows))),)
+    return tuple(sorted(set(lows))), tuple(sorted(set(highs)))
 
 
 def _edges(con, rows: list[dict[str, Any]], frontier: list[Node], direction: Direction, hop: int,

@@ -99,6 +99,9 @@ class Lane:
             self.ids = tuple(sorted(set(self.ids) | {r["edge_id"]}))
         known = r.get("known") or ((r["earliest"],), (r["latest"],))   # without them: the bounds only
         self.complete = self.complete and len(known) == 1 and "known" in r
+        if not self.lows and not self.highs:   # the first timed record: its times are sorted and distinct
+            self.lows, self.highs = list(known[0]), list(known[-1])
+            return
         self.lows = sorted(set(self.lows) | set(known[0]))
         self.highs = sorted(set(self.highs) | set(known[-1]))
         if not self.complete:

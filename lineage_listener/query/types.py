@@ -39,4 +39,4 @@ class Edge:
     outside: int = 0                    # captures outside the window (before or after it)
     outside_first: datetime | None = None
     outside_last: datetime | None = None
-    known: tuple[tuple[datetime, ...], ...] = ()  # its first and last capture times (all: one tuple)
+    known: tuple[tuple[datetime, ...], ...] = ()  # its first and last capture times, distinct, sorted (all: one tuple)
