@@ -131,8 +131,8 @@ def enable(spark: Any, store: str | os.PathLike | None = None, **options: Any) -
             log.info("lineage-listener: Spark's listener bus did not empty within %.0f s; actions that "
                      "ended just before enable() may be captured", ENABLE_DRAIN_SECONDS)
         listeners = spark._jsparkSession.listenerManager()
-        # The capture thread starts last: it imports the lineage modules and the store while this
-        # thread still calls into the JVM, and every answer would wait for the GIL it holds.
+        # The capture thread starts after every JVM call it does not need: it imports the lineage
+        # modules and the store meanwhile, and each answer to this thread then waits for the GIL.
         capture = Capture(store, warm_up=lambda: planreader.warm_up(spark._jsparkSession), **options)
         listener = PlanListener(capture)
         listeners.register(listener)
