@@ -192,6 +192,7 @@ def main() -> int:
     ap.add_argument("--source", action="store_true", help="do not byte-compile the package first: each fresh "
                     "process compiles what it imports (as with PYTHONDONTWRITEBYTECODE and no installed .pyc)")
     ap.add_argument("--first-only", action="store_true", help="only the enable() and first-flush rows")
+    ap.add_argument("--skip-first", action="store_true", help="without the enable() and first-flush rows")
     ap.add_argument("--child", choices=["first", "on", "off", "steady"])
     ap.add_argument("--work", type=Path)
     args = ap.parse_args()
@@ -207,10 +208,10 @@ def main() -> int:
         byte_compile(list(codes.values()), Path(pycache.name))
     print(f"modules {'compiled on import' if args.source else 'byte-compiled first'}", flush=True)
     firsts: dict[str, list[dict[str, Any]]] = {name: [] for name in codes}
-    for _ in range(args.pairs):
+    for _ in range(0 if args.skip_first else args.pairs):
         for name, code in codes.items():
             firsts[name].append(fresh("first", code))
-    for name, runs in firsts.items():
+    for name, runs in firsts.items() if not args.skip_first else ():
         print(f"[{name}] enable(): {_ms([f['enable'] for f in runs])}, CPU of the calling thread "
               f"{_ms([f['enable_cpu'] for f in runs])}; first flush (first query's edges "
               f"stored): {_ms([f['flush1'] for f in runs])}; second flush: {_ms([f['flush2'] for f in runs])}; "
