@@ -6,6 +6,11 @@ process with a new SparkSession (``local[2]``), as a user's job would run.
 ``--before``: a copy of the repository before a change; its capture is measured in the same
 rounds (fresh processes in rotating order), so the load of a shared machine falls on both.
 
+The package's modules are byte-compiled first (into a temporary ``PYTHONPYCACHEPREFIX``), as
+an installed wheel's are: with ``PYTHONDONTWRITEBYTECODE`` set, each fresh process would
+otherwise compile every module it imports from source (~20 ms of ``enable()``'s CPU alone).
+``--source`` measures that way instead.
+
 Rows (medians; each line also gives the single values and the load average):
 
 - ``enable()``: wall time (and the calling thread's CPU time) of the first
@@ -149,11 +154,23 @@ def _edges(store: Path) -> int:
         return con.execute("SELECT count(*) FROM column_lineage").fetchone()[0]
 
 
+#: Extra environment of the measured processes (``PYTHONPYCACHEPREFIX`` once compiled).
+ENV: dict[str, str] = {}
+
+
+def byte_compile(codes: list[Path], prefix: Path) -> None:
+    """Byte-compile each checkout's package into ``prefix``, read by the measured processes."""
+    for code in codes:
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(code / "lineage_listener")], check=True,
+                       env={**os.environ, "PYTHONPYCACHEPREFIX": str(prefix)}, stdout=subprocess.DEVNULL)
+    ENV["PYTHONPYCACHEPREFIX"] = str(prefix)
+
+
 def fresh(mode: str, code: Path = REPO) -> dict[str, Any]:
     """Run ``child(mode)`` in a new Python process with the package from ``code``; its result."""
     with tempfile.TemporaryDirectory(prefix="startup-bench-") as tmp:
         done = subprocess.run([sys.executable, str(code / "bench" / "startup_bench.py"), "--child", mode,
-                               "--work", tmp], cwd=tmp, env={**os.environ, "PYTHONPATH": str(code)},
+                               "--work", tmp], cwd=tmp, env={**os.environ, **ENV, "PYTHONPATH": str(code)},
                               check=True, capture_output=True, text=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -172,6 +189,10 @@ def main() -> int:
     ap.add_argument("--before", type=Path, help="a checkout of the code before a change: measured alongside, "
                     "in alternation (the same load on both)")
     ap.add_argument("--skip-steady", action="store_true")
+    ap.add_argument("--source", action="store_true", help="do not byte-compile the package first: each fresh "
+                    "process compiles what it imports (as with PYTHONDONTWRITEBYTECODE and no installed .pyc)")
+    ap.add_argument("--first-only", action="store_true", help="only the enable() and first-flush rows")
+    ap.add_argument("--skip-first", action="store_true", help="without the enable() and first-flush rows")
     ap.add_argument("--child", choices=["first", "on", "off", "steady"])
     ap.add_argument("--work", type=Path)
     args = ap.parse_args()
@@ -182,16 +203,22 @@ def main() -> int:
 
     planreader.install_default(background=False)  # build the jar once, outside the timings
     codes = {"after": REPO, "before": args.before} if args.before else {"now": REPO}
+    pycache = tempfile.TemporaryDirectory(prefix="startup-bench-pyc-")
+    if not args.source:
+        byte_compile(list(codes.values()), Path(pycache.name))
+    print(f"modules {'compiled on import' if args.source else 'byte-compiled first'}", flush=True)
     firsts: dict[str, list[dict[str, Any]]] = {name: [] for name in codes}
-    for _ in range(args.pairs):
+    for _ in range(0 if args.skip_first else args.pairs):
         for name, code in codes.items():
             firsts[name].append(fresh("first", code))
-    for name, runs in firsts.items():
+    for name, runs in firsts.items() if not args.skip_first else ():
         print(f"[{name}] enable(): {_ms([f['enable'] for f in runs])}, CPU of the calling thread "
               f"{_ms([f['enable_cpu'] for f in runs])}; first flush (first query's edges "
               f"stored): {_ms([f['flush1'] for f in runs])}; second flush: {_ms([f['flush2'] for f in runs])}; "
               f"enable() -> first edges: {_ms([f['enable'] + f['flush1'] for f in runs])}; edges stored: "
               f"{[f['edges'] for f in runs]}; load {os.getloadavg()[0]:.1f}", flush=True)
+    if args.first_only:
+        return 0
     ratios: dict[str, list[float]] = {name: [] for name in codes}
     cpu_ratios: dict[str, list[float]] = {name: [] for name in codes}
     for i in range(args.pairs):

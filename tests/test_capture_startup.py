@@ -102,3 +102,27 @@ def test_kafka_settings_are_read_from_the_applications_conf(spark: Any) -> None:
         for key in keys:
             conf.remove(key)
     assert found == settings.KafkaSettings("127.0.0.1:9", "lineage", {"acks": "all"})
+
+
+def test_the_capture_thread_starts_after_the_listener_bus_is_drained(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """enable()'s JVM calls that do not need the capture thread come before it starts: each answer
+    that arrives while the thread imports its modules waits for the GIL."""
+    from lineage_listener.capture import inprocess, pipeline
+
+    order: list[str] = []
+    real_drain, real_init = inprocess.wait_for_listener_bus, pipeline.Capture.__init__
+
+    def drain(*args: Any, **kwargs: Any) -> bool:
+        order.append("drain")
+        return real_drain(*args, **kwargs)
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        order.append("capture thread")
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(inprocess, "wait_for_listener_bus", drain)
+    monkeypatch.setattr(pipeline.Capture, "__init__", init)
+    lineage_listener.enable(spark, store=str(tmp_path / "l.duckdb"))
+    lineage_listener.disable(spark)
+    assert order[:2] == ["drain", "capture thread"], order

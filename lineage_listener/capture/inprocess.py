@@ -124,15 +124,18 @@ def enable(spark: Any, store: str | os.PathLike | None = None, **options: Any) -
         if kafka:
             options["writer"] = sinks.kafka_writer(kafka, named_store, options.pop("url", None),
                                                    options.pop("token", None), options.get("lock_timeout", 10.0))
-        capture = Capture(store, warm_up=lambda: planreader.warm_up(spark._jsparkSession), **options)
-        listener = PlanListener(capture)
         # Spark hands an action's end event to the listeners registered when the bus delivers it, not
         # when it was posted: deliver what is posted (every action that returned before this call)
         # first, so that only actions after enable() are captured.
         if not wait_for_listener_bus(spark, ENABLE_DRAIN_SECONDS):
             log.info("lineage-listener: Spark's listener bus did not empty within %.0f s; actions that "
                      "ended just before enable() may be captured", ENABLE_DRAIN_SECONDS)
-        spark._jsparkSession.listenerManager().register(listener)
+        listeners = spark._jsparkSession.listenerManager()
+        # The capture thread starts after every JVM call it does not need: it imports the lineage
+        # modules and the store meanwhile, and each answer to this thread then waits for the GIL.
+        capture = Capture(store, warm_up=lambda: planreader.warm_up(spark._jsparkSession), **options)
+        listener = PlanListener(capture)
+        listeners.register(listener)
         registered = streams.register(spark._jsparkSession, capture)
         capture.reader.stream_sessions.append(spark._jsparkSession)
         handle = CaptureHandle(spark, capture, listener, key, registered[1] if registered else None)
