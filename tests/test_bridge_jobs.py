@@ -411,6 +411,57 @@ def test_two_jobs_at_once_share_one_store(tmp_path: Path) -> None:
     assert set(runs) == {"concurrent_a", "concurrent_b"} and all(runs.values())
 
 
+def test_spark_stop_does_not_wait_for_a_busy_store_and_nothing_is_lost(tmp_path: Path) -> None:
+    """At application end the listener bus waits only until the worker has read the last queries;
+    storing them overlaps Spark's shutdown and the JVM's exit waits for it. The test holds the store's
+    write lock from before ``spark.stop()`` until the driver says the application end is released
+    (or, without that, until ``spark.stop()`` has returned): the lineage must still reach the store,
+    not a spool, because the worker is still waiting for the lock when it is let go."""
+    store, sync, log = tmp_path / "lineage.duckdb", tmp_path / "sync", tmp_path / "driver.log"
+    sync.mkdir()
+    outs = [tmp_path / "out0", tmp_path / "out1"]
+    job = pyspark_job(tmp_path, "busy_at_end", outs, pause_after=1, sync=str(sync))
+    script = Path(job[0])
+    script.write_text(PYSPARK_JOB.replace("spark.stop()\n", "spark.stop()\nprint('spark.stop() returned', flush=True)\n"))
+    released_on = ""
+    with open(log, "w") as sink:
+        proc = subprocess.Popen([str(SPARK_HOME / "bin" / "spark-submit"), *BASE_CONF, *capture_args(store), *job],
+                                cwd=tmp_path, env=job_env(), stdout=sink, stderr=subprocess.STDOUT, text=True)
+        try:
+            deadline = time.time() + 240
+            while not (sync / "paused").exists() and time.time() < deadline and proc.poll() is None:
+                time.sleep(0.05)
+            assert (sync / "paused").exists(), log.read_text()[-3000:]
+            holder = None
+            while holder is None and time.time() < deadline:
+                try:
+                    holder = duckdb.connect(str(store))  # the worker writes between our attempts
+                except duckdb.IOException:
+                    time.sleep(0.05)
+            assert holder is not None, "the worker never let go of the store"
+            try:
+                (sync / "go").touch()
+                while not released_on and time.time() < deadline and proc.poll() is None:
+                    text = log.read_text(errors="replace")
+                    released_on = ("application end" if "application end waited" in text
+                                   else "stop" if "spark.stop() returned" in text else "")
+                    time.sleep(0.05)
+            finally:
+                holder.close()
+            proc.wait(timeout=300)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    text = log.read_text(errors="replace")
+    assert proc.returncode == 0, text[-3000:]
+    assert released_on == "application end", text[-3000:]
+    for out in outs:
+        assert edges(store, f"file:{out}") == pyspark_edges(orders_csv(tmp_path)), (out, text[-3000:])
+    assert ended_runs(store)["busy_at_end"] is not None
+    assert not list(tmp_path.glob("lineage.duckdb.spool/*")), text[-3000:]
+
+
 def _run_with_worker_fault(tmp_path: Path, app: str, n_outputs: int, fault, extra_conf: list[str],
                            python: Path | None = None) -> tuple:
     """A job of ``n_outputs`` writes; ``fault(pid)`` hits the bridge's worker right after write 1.

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import logging
 import os
+import resource
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -154,8 +156,8 @@ def serve(settings: WorkerSettings, close_timeout: float = 30.0) -> int:
         heartbeat.start(lambda: gateway.entry_point.heartbeat(settings.worker_id, os.getpid()),
                         settings.heartbeat_ms / 1000.0, worker.stopped)
         gateway.entry_point.attach(callback_port, worker)
-        log.info("connected to the bridge on 127.0.0.1:%d (callbacks on %d), store %s",
-                 settings.port, callback_port, settings.store)
+        log.info("connected to the bridge on 127.0.0.1:%d (callbacks on %d), store %s; %s",
+                 settings.port, callback_port, settings.store, _cost())
         threading.Thread(target=_watch_stdin, args=(worker.stopped,), name="stdin-watch",
                          daemon=True).start()
         worker.stopped.wait()
@@ -165,7 +167,21 @@ def serve(settings: WorkerSettings, close_timeout: float = 30.0) -> int:
         finally:
             # close(), not shutdown(): shutdown() would also stop the bridge's gateway server
             gateway.close(keep_callback_server=False, close_callback_server_connections=True)
+            log.info("stopped; %s", _cost())
     return 0
+
+
+_STARTED = time.monotonic()
+
+
+def _cost() -> str:
+    """Seconds since the worker started and the CPU seconds it has used (its share of the job's cores).
+
+    >>> _cost()                                          # doctest: +ELLIPSIS
+    '... s since start, ... s CPU'
+    """
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return f"{time.monotonic() - _STARTED:.2f} s since start, {usage.ru_utime + usage.ru_stime:.2f} s CPU"
 
 
 def main() -> int:

@@ -5,9 +5,10 @@ import org.apache.spark.scheduler.SparkListenerApplicationEnd;
 
 /**
  * Drains the relay when the application ends. It runs on the listener bus,
- * after every query event posted before it, and blocks there at most
- * {@code spark.lineage.drainTimeoutMs}: that is what keeps the driver alive
- * until captured lineage is in the store.
+ * after every query event posted before it, and blocks there until the worker
+ * has read them (at most {@code spark.lineage.drainTimeoutMs}), while the context
+ * is still alive. Writing them to the store overlaps Spark's own shutdown; the
+ * relay's JVM shutdown hook keeps the driver alive until they are stored.
  */
 final class AppEndListener extends SparkListener {
     private final Relay relay;
@@ -18,6 +19,6 @@ final class AppEndListener extends SparkListener {
 
     @Override
     public void onApplicationEnd(SparkListenerApplicationEnd end) {
-        relay.close("application end");
+        relay.closeAtApplicationEnd();
     }
 }

@@ -56,6 +56,7 @@ final class Relay {
     private final AtomicBoolean appEndRegistered = new AtomicBoolean();
     private final AtomicBoolean pythonErrorLogged = new AtomicBoolean();
     private final CountDownLatch relayDone = new CountDownLatch(1);
+    private final CountDownLatch delivered = new CountDownLatch(1);  // everything queued before CLOSE is read
     private final CountDownLatch closed = new CountDownLatch(1);
     private final Object attachLock = new Object();
     private final String token = newToken();
@@ -196,6 +197,7 @@ final class Relay {
                         confirm(Math.min(10000L, cfg.drainTimeoutMs));
                     }
                 } else if (e == CLOSE) {
+                    delivered.countDown();  // every query is read: the application may stop its context now
                     if (finish()) {
                         return;
                     }
@@ -211,6 +213,7 @@ final class Relay {
         } catch (Throwable t) {
             disable("internal error in the bridge: " + t);
         } finally {
+            delivered.countDown();
             relayDone.countDown();
         }
     }
@@ -450,26 +453,60 @@ final class Relay {
         close("JVM shutdown");
     }
 
-    /** Deliver everything queued, flush, end the run and stop; bounded by spark.lineage.drainTimeoutMs. */
-    void close(String reason) {
-        if (!closeStarted.compareAndSet(false, true)) {
-            await(closed, cfg.drainTimeoutMs + RELAY_END_SLACK_MS + 5000L);
+    /**
+     * The application ended: returns once every queued query has been read (its {@code QueryExecution}
+     * needs the live context), bounded by spark.lineage.drainTimeoutMs. Storing it, ending the run and
+     * stopping the worker go on in the background while Spark and the driver shut down; the JVM's
+     * shutdown hook ({@link #onJvmShutdown}) waits for them, with the same bound.
+     */
+    void closeAtApplicationEnd() {
+        if (!startClose("application end")) {
             return;
         }
+        long started = System.nanoTime();
+        Thread t = new Thread(this::completeClose, "lineage-bridge-close");
+        t.setDaemon(true);
+        t.start();
+        await(delivered, cfg.drainTimeoutMs + RELAY_END_SLACK_MS);
+        LOG.info(PREFIX + "application end waited " + (System.nanoTime() - started) / 1000000L
+            + " ms for the worker to read the last queries; storing them goes on while Spark stops");
+    }
+
+    /** Deliver everything queued, flush, end the run and stop; bounded by spark.lineage.drainTimeoutMs. */
+    void close(String reason) {
+        if (startClose(reason)) {
+            completeClose();
+        } else {
+            await(closed, cfg.drainTimeoutMs + RELAY_END_SLACK_MS + 5000L);
+        }
+    }
+
+    /** False if closing had already started. */
+    private boolean startClose(String reason) {
+        if (!closeStarted.compareAndSet(false, true)) {
+            return false;
+        }
+        closeDeadline = System.currentTimeMillis() + cfg.drainTimeoutMs;
+        LOG.info(PREFIX + "draining lineage events (" + reason + ")");
+        if (!disabled.get()) {
+            queue.offerLast(CLOSE);
+        }
+        return true;
+    }
+
+    private void completeClose() {
+        long started = System.nanoTime();
         try {
-            closeDeadline = System.currentTimeMillis() + cfg.drainTimeoutMs;
-            LOG.info(PREFIX + "draining lineage events (" + reason + ")");
-            if (!disabled.get()) {
-                queue.offerLast(CLOSE);
-                if (!await(relayDone, cfg.drainTimeoutMs + RELAY_END_SLACK_MS)) {
-                    long waiting = countEvents();
-                    LOG.warn(PREFIX + "gave up waiting for the Python worker after " + cfg.drainTimeoutMs
-                        + " ms (spark.lineage.drainTimeoutMs)"
-                        + (waiting > 0 ? "; " + waiting + " lineage events were not captured" : ""));
-                }
+            if (!disabled.get() && !await(relayDone, cfg.drainTimeoutMs + RELAY_END_SLACK_MS)) {
+                long waiting = countEvents();
+                LOG.warn(PREFIX + "gave up waiting for the Python worker after " + cfg.drainTimeoutMs
+                    + " ms (spark.lineage.drainTimeoutMs)"
+                    + (waiting > 0 ? "; " + waiting + " lineage events were not captured" : ""));
             }
             losses.report(cfg.queueCapacity);
             stopProcessAndGateway();
+            LOG.info(PREFIX + "drained in " + (System.nanoTime() - started) / 1000000L
+                + " ms; the worker has stopped");
         } finally {
             closed.countDown();
             try {
