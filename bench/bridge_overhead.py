@@ -44,6 +44,8 @@ MARKS = {
     "worker CPU in all (s)": re.compile(r"worker: stopped; .*?, ([\d.]+) s CPU"),
     "application end waited (ms)": re.compile(r"application end waited (\d+) ms"),
     "drain beside Spark's stop (ms)": re.compile(r"drained in (\d+) ms"),
+    # Spark's own line, written only when a listener holds its bus longer than 1 s
+    "application end held Spark's listener bus (ms, when > 1 s)": re.compile(r"by\s*listener AppEndListener took ([\d.]+)\s*ms"),
 }
 
 
