@@ -2,16 +2,20 @@
 
 Real processes, a real DuckDB file. Each writer's first batch meets a store another process holds
 (so it is spooled, whatever the machine's speed); the rest race each other for the file, with and
-without the turn lock, ingesting each other's spool files as they get in. A checkpoint that fails
-when the store is closed (a full tmpfs) keeps what was committed, and says so.
+without the turn lock, ingesting each other's spool files as they get in. A writer that opens the
+store just as another commits and closes it keeps that commit (the moment is forced with strace,
+which delays the opener's lock call). A checkpoint that fails when the store is closed (a full
+tmpfs) keeps what was committed, and says so.
 """
 from __future__ import annotations
 
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -90,6 +94,56 @@ def test_every_batch_of_concurrent_writers_is_stored(tmp_path: Path, turn: str) 
     assert _edges_per_query(store) == {f"job{j}:{n}": EDGES for j in range(jobs) for n in range(batches)}
     left = [f.name for d in spool.dirs(store) if d.is_dir() for f in d.iterdir()]
     assert left == [], left  # no .json waiting, no .bad quarantined, no .tmp
+
+
+#: A writer with the turn lock on (the default); the other writer below holds the store without it,
+#: as a user's ``duckdb`` session or another tool does.
+OPENER = """
+import sys
+from lineage_listener.store.batch import Batch
+from lineage_listener.store.rows import row_of
+from lineage_listener.store.writer import StoreWriter
+
+b = Batch()
+b.add(row_of("queries", ("late", "run", "save", "InsertIntoHadoopFsRelationCommand", None, "succeeded", None, 5,
+                         "2026-01-01 00:00:00", "file:/out")))
+print(StoreWriter(sys.argv[1], lock_timeout=120).write(b), flush=True)
+"""
+
+
+def test_commit_while_another_writer_opens_the_store_is_kept(tmp_path: Path) -> None:
+    if shutil.which("strace") is None:
+        pytest.skip("strace is not installed: it forces the moment between the opener's read and lock")
+    store = tmp_path / "lineage.duckdb"
+    assert StoreWriter(store).write(Batch())
+    host = duckdb.connect()
+    con = open_writable(store, host)  # this process holds the store
+    trace = tmp_path / "opener.strace"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    opener = subprocess.Popen(["strace", "-f", "-qq", "-o", str(trace), "-P", str(store), "-e", "trace=openat,fcntl",
+                               "-e", "inject=fcntl:delay_enter=3000000", sys.executable, "-c", OPENER, str(store)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        while "O_RDWR" not in (trace.read_text() if trace.exists() else ""):  # opened; its lock call waits
+            if opener.poll() is not None:
+                pytest.skip(f"strace cannot trace here: {opener.stderr.read()[-300:]}")
+            time.sleep(0.01)
+        commit_batch(con, _query_batch("early"))
+        release(con, host)  # committed and checkpointed into the file, then unlocked: the opener gets in
+        out, err = opener.communicate(timeout=300)
+    finally:
+        if opener.poll() is None:
+            opener.kill()
+    assert out.strip().splitlines()[-1:] == ["True"], err[-1000:]  # after any progress bar of the slow attach
+    with duckdb.connect(str(store), read_only=True) as check:
+        assert [r[0] for r in check.execute("SELECT query_id FROM queries ORDER BY 1").fetchall()] == ["early", "late"]
+
+
+def _query_batch(query_id: str) -> Batch:
+    b = Batch()
+    b.add(row_of("queries", (query_id, "run", "save", "InsertIntoHadoopFsRelationCommand", None, "succeeded", None,
+                             5, "2026-01-01 00:00:00", "file:/out")))
+    return b
 
 
 @contextmanager

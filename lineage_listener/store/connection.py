@@ -119,7 +119,10 @@ def _open(p: Path, host: duckdb.DuckDBPyConnection | None) -> duckdb.DuckDBPyCon
     if host is None:
         return duckdb.connect(str(p))
     try:
-        host.execute(f"ATTACH {_literal(str(p))} AS {ATTACHED}")
+        # TYPE duckdb: DuckDB reads the file's headers after it has locked the file. Left to guess the
+        # type, it reads them before (to tell the format) and keeps them: when another writer commits
+        # and closes in between, this one writes on top of the older state and that commit is lost.
+        host.execute(f"ATTACH {_literal(str(p))} AS {ATTACHED} (TYPE duckdb)")
     except duckdb.Error as exc:
         if "unique file handle conflict" not in str(exc).lower():
             raise
