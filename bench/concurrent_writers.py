@@ -3,7 +3,9 @@
 Each of ``--jobs`` processes writes ``--batches`` batches (one query, ``--edges`` edges each)
 through ``StoreWriter`` with the default 10 s lock timeout, pausing ``--pause`` s between
 batches, as capture threads of concurrent jobs do. Prints, per mode: batches spooled,
-edges in the store, wall time.
+edges in the store, wall time; and when edges are missing, whether the last writer's ingest of
+the spool reached the store, the spool files left (``.json`` waiting, ``.bad`` quarantined) and
+how many queries lack edges (``bench/spool_stress.py`` follows every batch).
 
     python bench/concurrent_writers.py --jobs 10 --batches 15
 """
@@ -50,7 +52,8 @@ def job(store: str, index: int, batches: int, edges: int, pause: float, turn: bo
     out.put(spooled)
 
 
-def run(jobs: int, batches: int, edges: int, pause: float, turn: bool) -> tuple[int, int, float]:
+def run(jobs: int, batches: int, edges: int, pause: float, turn: bool) -> tuple[int, int, float, str]:
+    """One mode: batches spooled, edges stored, wall time, and what is known of missing edges."""
     folder = Path(tempfile.mkdtemp(prefix="concurrent-writers-"))
     store = str(folder / "lineage.duckdb")
     StoreWriter(store).write(Batch())
@@ -63,12 +66,23 @@ def run(jobs: int, batches: int, edges: int, pause: float, turn: bool) -> tuple[
     for p in procs:
         p.join()
     wall = time.perf_counter() - start
-    StoreWriter(store).write(Batch())  # ingest what was spooled: nothing may be lost
+    final = StoreWriter(store)
+    ingested = final.write(Batch())  # ingest what was spooled: nothing may be lost
+    final.close()
     with duckdb.connect(store, read_only=True) as con:
         stored = con.execute("SELECT count(*) FROM column_lineage").fetchone()[0]
+        short = con.execute("SELECT count(*) FROM queries q WHERE (SELECT count(*) FROM column_lineage c "
+                            "WHERE c.query_id = q.query_id) <> ?", [edges]).fetchone()[0]
+        queries = con.execute("SELECT count(*) FROM queries").fetchone()[0]
+    left = [f.name for d in spool.dirs(Path(store)) if d.is_dir() for f in d.iterdir()]
+    note = ""
+    if stored != jobs * batches * edges:
+        note = (f"    final ingest {'reached the store' if ingested else 'did NOT reach the store'}; "
+                f"{jobs * batches - queries} queries absent, {short} with some edges missing; "
+                f"spool files left: {left}")
     shutil.rmtree(folder, ignore_errors=True)
-    shutil.rmtree(Path(tempfile.gettempdir()) / "lineage-listener-spool", ignore_errors=True)
-    return spooled, stored, wall
+    shutil.rmtree(spool.dirs(Path(store))[1], ignore_errors=True)  # this store's only: others may be in use
+    return spooled, stored, wall, note
 
 
 def main() -> None:
@@ -81,9 +95,11 @@ def main() -> None:
     total = args.jobs * args.batches
     print(f"{args.jobs} jobs x {args.batches} batches x {args.edges} edges, one store")
     for turn in (True, False):
-        spooled, stored, wall = run(args.jobs, args.batches, args.edges, args.pause, turn)
+        spooled, stored, wall, note = run(args.jobs, args.batches, args.edges, args.pause, turn)
         print(f"  turn lock {'on ' if turn else 'off'}: spooled {spooled}/{total} batches, "
               f"edges in store {stored}/{total * args.edges}, wall {wall:.1f} s")
+        if note:
+            print(note)
 
 
 if __name__ == "__main__":

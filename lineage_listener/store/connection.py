@@ -7,6 +7,7 @@ so a full disk or a killed process never leaves a partial or 0-byte store.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import time
 import uuid
@@ -16,6 +17,8 @@ from pathlib import Path
 import duckdb
 
 from lineage_listener.store.schema import NewerStoreError, ensure_schema
+
+log = logging.getLogger(__name__)
 
 
 class StoreError(Exception):
@@ -116,7 +119,10 @@ def _open(p: Path, host: duckdb.DuckDBPyConnection | None) -> duckdb.DuckDBPyCon
     if host is None:
         return duckdb.connect(str(p))
     try:
-        host.execute(f"ATTACH {_literal(str(p))} AS {ATTACHED}")
+        # TYPE duckdb: DuckDB reads the file's headers after it has locked the file. Left to guess the
+        # type, it reads them before (to tell the format) and keeps them: when another writer commits
+        # and closes in between, this one writes on top of the older state and that commit is lost.
+        host.execute(f"ATTACH {_literal(str(p))} AS {ATTACHED} (TYPE duckdb)")
     except duckdb.Error as exc:
         if "unique file handle conflict" not in str(exc).lower():
             raise
@@ -150,13 +156,17 @@ def release(con: duckdb.DuckDBPyConnection, host: duckdb.DuckDBPyConnection | No
     host.execute("USE memory")
     try:
         host.execute(f"DETACH DATABASE IF EXISTS {ATTACHED}")
-    except duckdb.Error:
+    except duckdb.Error as exc:
         # The checkpoint on detach can fail (a full disk) after the store is detached: what was
         # committed is in its write-ahead log, replayed by the next open, as after a close whose
         # checkpoint failed. Raise only if the store is still attached.
         if host.execute("SELECT count(*) FROM duckdb_databases() WHERE database_name = ?",
                         [ATTACHED]).fetchone()[0]:
             raise
+        reason = next((line for line in str(exc).splitlines() if "Original error" in line), str(exc))
+        log.warning("lineage-listener: store closed, but its checkpoint failed (%s); what was written is "
+                    "kept in its write-ahead log and replayed when the store is next opened",
+                    reason.strip()[:300])
 
 
 def connect_writable(path: str | os.PathLike, deadline: Callable[[], float],
