@@ -21,6 +21,20 @@ from lineage_listener.store.schema import NewerStoreError, ensure_schema
 log = logging.getLogger(__name__)
 
 
+def _version(text: str) -> tuple[int, ...]:
+    """``(major, minor)`` of a version text.
+
+    >>> _version("1.4.0"), _version("2.0.1.dev12")
+    ((1, 4), (2, 0))
+    """
+    return tuple(int("".join(ch for ch in part if ch.isdigit()) or 0) for part in text.split(".")[:2])
+
+
+#: DuckDB refuses, from 1.4 on, a file that another database of this process has open (attached
+#: or connected): only then may the store be attached to the writer's own in-memory database.
+ATTACH_SAFE = _version(duckdb.__version__) >= (1, 4)
+
+
 class StoreError(Exception):
     """The store cannot be opened: missing, not a DuckDB file, or locked."""
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import duckdb
 
 from lineage_listener.timewindow import parse_time, utcnow
-from lineage_listener.store.connection import StoreError, is_lock_error, open_writable
+from lineage_listener.store.connection import ATTACH_SAFE, StoreError, connect_writable, release
 
 _AGE = re.compile(r"^\s*\d+(\.\d+)?\s*[smhdw]\s*$", re.IGNORECASE)
 
@@ -133,20 +133,25 @@ def parse_keep(text: str) -> timedelta:
 
 
 def prune_store(path: str | Path, keep: timedelta, dry_run: bool = False, wait: float = 30.0) -> Pruned:
-    """:func:`prune` the store at ``path``, keeping ``keep`` of history; waits up to ``wait`` s for a busy store."""
+    """:func:`prune` the store at ``path``, keeping ``keep`` of history; waits up to ``wait`` s for a busy store.
+
+    The store is attached to an in-memory database of its own, as the capture writer attaches it
+    (:func:`~lineage_listener.store.connection.open_writable`), so its headers are read under its lock.
+    """
     deadline = time.monotonic() + wait
-    while True:
-        try:
-            con = open_writable(path)
-            break
-        except duckdb.Error as exc:
-            if not is_lock_error(exc) or time.monotonic() > deadline:
-                raise StoreError(f"cannot prune {path}: {str(exc).splitlines()[0]}") from None
-            time.sleep(0.2)
+    host = duckdb.connect() if ATTACH_SAFE else None
     try:
-        done = prune(con, utcnow() - keep, dry_run)
-        if not dry_run:
-            con.execute("CHECKPOINT")  # freed blocks are reused by later writes
-        return done
+        try:
+            con = connect_writable(path, lambda: deadline, host)
+        except duckdb.Error as exc:
+            raise StoreError(f"cannot prune {path}: {str(exc).splitlines()[0]}") from None
+        try:
+            done = prune(con, utcnow() - keep, dry_run)
+            if not dry_run:
+                con.execute("CHECKPOINT")  # freed blocks are reused by later writes
+            return done
+        finally:
+            release(con, host)
     finally:
-        con.close()
+        if host is not None:
+            host.close()

@@ -18,25 +18,12 @@ import duckdb
 
 from lineage_listener.store.batch import Batch
 from lineage_listener.store import spool
-from lineage_listener.store.connection import StoreNeedsAction, connect_writable, is_config_conflict, release
+from lineage_listener.store.connection import (ATTACH_SAFE, StoreNeedsAction, connect_writable, is_config_conflict,
+                                                 release)
 from lineage_listener.store.write import commit_batch
 from lineage_listener import redact
 
 log = redact.logger(__name__)
-
-
-def _version(text: str) -> tuple[int, ...]:
-    """``(major, minor)`` of a version text.
-
-    >>> _version("1.4.0"), _version("2.0.1.dev12")
-    ((1, 4), (2, 0))
-    """
-    return tuple(int("".join(ch for ch in part if ch.isdigit()) or 0) for part in text.split(".")[:2])
-
-
-#: DuckDB refuses, from 1.4 on, a file that another database of this process has open (attached
-#: or connected): only then may the store be attached to the writer's own in-memory database.
-ATTACH_SAFE = _version(duckdb.__version__) >= (1, 4)
 
 
 def _why(exc: BaseException) -> str:
