@@ -55,6 +55,30 @@ def test_recursive_cte(lineage, spark, people, case):
     assert [q["status"] for q in got.queries] == ["succeeded"]
 
 
+#: Columns a recursion rotates through: ``x_i`` takes ``x_(i+1)``, the last takes ``upper(x_1)``.
+ROTATED = 6
+
+
+def test_recursive_cte_followed_as_many_rounds_as_it_needs(lineage, spark, tmp_path):
+    """``x_i`` copies ``c_j`` for every ``j >= i`` (down the rotation) and is derived from every
+    ``c_j`` (through ``upper``): ``(x_1, c_6, derived)`` is ``2 * ROTATED - 1`` rounds away, more
+    than one round per output."""
+    if not _spark_at_least(spark, 4, 1):
+        pytest.skip("WITH RECURSIVE needs Spark 4.1")
+    cols = [f"c{j}" for j in range(1, ROTATED + 1)]
+    xs = [f"x{i}" for i in range(1, ROTATED + 1)]
+    path = tmp_path / "rotated"
+    spark.sql("SELECT " + ", ".join(f"'{c}' AS {c}" for c in cols)).write.parquet(str(path))
+    spark.read.parquet(str(path)).createOrReplaceTempView("rotated")
+    sql = (f"WITH RECURSIVE r(n, {', '.join(xs)}) AS (SELECT 0, {', '.join(cols)} FROM rotated "
+           f"UNION ALL SELECT n + 1, {', '.join(xs[1:])}, upper(x1) FROM r WHERE n < 3) "
+           f"SELECT {', '.join(xs)} FROM r")
+    got = _query(lineage.run(sql), "WithCTE")
+    want = {(x, c, "rename") for i, x in enumerate(xs) for c in cols[i:]}
+    want |= {(x, c, "derived") for x in xs for c in cols}
+    assert got.simple("direct") == want
+
+
 def test_sql_table_function_is_its_body(lineage, spark, people, caplog):
     if not _spark_at_least(spark, 4, 0):
         pytest.skip("SQL table functions need Spark 4.0")
