@@ -6,6 +6,8 @@ import logging
 
 import pytest
 
+from tests.test_plan_reader import reader  # noqa: F401 - the bridge jar's reader, loaded in the driver
+
 
 def _spark_at_least(spark, major: int, minor: int) -> bool:
     found = tuple(int(p) for p in spark.version.split(".")[:2])
@@ -77,6 +79,28 @@ def test_recursive_cte_followed_as_many_rounds_as_it_needs(lineage, spark, tmp_p
     want = {(x, c, "rename") for i, x in enumerate(xs) for c in cols[i:]}
     want |= {(x, c, "derived") for x in xs for c in cols}
     assert got.simple("direct") == want
+
+
+#: A recursion joining a table: Spark runs its anchor and each round as queries of their own.
+STEPPED = ("WITH RECURSIVE r(n, who) AS (SELECT id, name FROM people "
+           "UNION ALL SELECT r.n + 1, p.name FROM r JOIN people p ON p.id = r.n + 1 WHERE r.n < 3) "
+           "SELECT n, who FROM r")
+
+
+@pytest.mark.parametrize("statement", ["select", "ctas"])
+def test_recursive_cte_steps_are_not_queries(lineage, spark, people, reader, statement):
+    """The statement alone is a query (the steps are known with the bridge jar's reader)."""
+    if not _spark_at_least(spark, 4, 1):
+        pytest.skip("WITH RECURSIVE needs Spark 4.1")
+    spark.sql("DROP TABLE IF EXISTS stepped")
+    sql = STEPPED if statement == "select" else f"CREATE TABLE stepped USING parquet AS {STEPPED}"
+    got = lineage.run(sql)
+    assert [q["status"] for q in got.queries] == ["succeeded"]
+    assert got.simple("direct") == {("n", "id", "rename"), ("n", "id", "derived"), ("who", "name", "rename")}
+    assert got.simple("indirect") == {(None, "id", "filter"), (None, "id", "join")}
+    if statement == "ctas":
+        assert got.queries[0]["target_dataset"] == "spark_catalog.default.stepped"
+        spark.sql("DROP TABLE stepped")
 
 
 def test_sql_table_function_is_its_body(lineage, spark, people, caplog):

@@ -137,7 +137,7 @@ class Reader:
         head = None if rejected.is_rejected(func_name) else planreader.head(qe)
         if head is not None and "root" in head:
             query = skips.Query(func_name, str(head["root"]), command_result.reads_result(func_name, qe, head),
-                                sql_text=head.get("sql"))
+                                sql_text=head.get("sql"), step=bool(head.get("step")))
             run = self._runs.get(str(head["app"])) or self.run(qe)  # read from the JVM once per application
             return _Head(query, run, int(head["qe"]) if head.get("qe") is not None else None, qe)
         run = self.run(qe)

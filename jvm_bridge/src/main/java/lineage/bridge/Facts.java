@@ -25,11 +25,19 @@ final class Facts {
     }
 
     // -- a query's head: what decides whether its plan is read at all -----------------------
-    /** The application id, QueryExecution id, root node name and SQL text of {@code qe}. */
+    /**
+     * The application id, QueryExecution id, root node name and SQL text of {@code qe}; {@code step}
+     * when it runs a step of a recursive CTE ({@link RecursionSteps}).
+     */
     static Map<String, Object> head(Object qe) throws Exception {
         Map<String, Object> head = new LinkedHashMap<>();
-        head.put("app", String.valueOf(call(call(call(qe, "sparkSession"), "sparkContext"), "applicationId")));
+        Object sparkContext = call(call(qe, "sparkSession"), "sparkContext");
+        head.put("app", String.valueOf(call(sparkContext, "applicationId")));
         head.put("qe", call(qe, "id"));
+        RecursionSteps.watch(sparkContext);
+        if (RecursionSteps.isStep(qe)) {  // a recursive CTE's step, not a statement
+            head.put("step", Boolean.TRUE);
+        }
         Object sql = null;
         try {
             sql = statementText(call(qe, "logical"));
