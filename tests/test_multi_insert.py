@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from lineage_listener.capture import facts, multiwrite, planreader
-from lineage_listener.jar import BridgeBuildError, bridge_jar
 from lineage_listener.plan.classes import MULTI_WRITE
+from tests.test_plan_reader import reader  # noqa: F401 - the bridge jar's reader, loaded in the driver
 
 
 @pytest.fixture
@@ -28,17 +28,6 @@ def tables(spark: Any, tmp_path: Any) -> Any:
     yield "file:" + str(path)
     for name in ("mi_src", "mi_a", "mi_b"):
         spark.sql(f"DROP TABLE IF EXISTS {name}")
-
-
-@pytest.fixture(scope="module")
-def reader(spark: Any) -> Any:
-    try:
-        planreader.install(bridge_jar())
-    except BridgeBuildError as exc:
-        pytest.skip(f"no bridge jar: {exc}")
-    found = planreader.reader_for(spark._jsparkSession.sessionState().sqlParser().parsePlan("SELECT 1"))
-    assert found is not None, "the bridge jar's PlanReader did not load in the driver"
-    return found
 
 
 def _rows(got: Any) -> tuple[list[Any], set[Any]]:
