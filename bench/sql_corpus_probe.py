@@ -22,8 +22,9 @@ capture is flushed and the store is read. Problems, one line each (``file:line  
 * ``unknown_node``: a plan node class the walker has no handler for (handled by the fallback);
 * ``exception``: a warning or error the capture logged (a Python exception in capture);
 * ``not_captured``: a query that returned rows and left no ``queries`` row;
-* ``extra_query``: a query that returned rows and left more than one ``queries`` row (Spark ran
-  a part of it as a query of its own, and capture recorded that as a user's query);
+* ``extra_query``: a query that returned rows and left more than one ``queries`` row, or more
+  than one per dataset it writes (a multi-insert is one row per write): Spark ran a part of it as
+  a query of its own, and capture recorded that as a user's query;
 * ``unknown_expression``: an expression class outside Spark's built-in functions without a rule
   (treated as derived from its inputs: suspicious);
 * ``zero_edges``: a query captured with no edge although it reads a relation and returns columns
@@ -234,9 +235,10 @@ class Probe:
             if collected:
                 report.add(statement, "not_captured", "no queries row for a collected query")
             return
-        if collected and len(new) > 1:
-            commands = self._read("SELECT command FROM queries WHERE query_id IN (SELECT unnest(?))", [new])
-            report.add(statement, "extra_query", f"{len(new)} queries rows: {', '.join(sorted(c for c, in commands))}")
+        rows = self._read("SELECT command, target_dataset FROM queries WHERE query_id IN (SELECT unnest(?))", [new])
+        targets = {t for _, t in rows if t is not None}
+        if collected and len(new) > max(1, len(targets)):  # a multi-insert: one row per write
+            report.add(statement, "extra_query", f"{len(new)} queries rows: {', '.join(sorted(c for c, _ in rows))}")
         for query_id, status, error, command in self._read(
                 "SELECT query_id, status, error, command FROM queries WHERE query_id IN (SELECT unnest(?))", [new]):
             if status == "lineage_error":

@@ -6,6 +6,8 @@ import logging
 
 import pytest
 
+from tests.test_plan_reader import reader  # noqa: F401 - the bridge jar's reader, loaded in the driver
+
 
 def _spark_at_least(spark, major: int, minor: int) -> bool:
     found = tuple(int(p) for p in spark.version.split(".")[:2])
@@ -53,6 +55,52 @@ def test_recursive_cte(lineage, spark, people, case):
     got = _query(lineage.run(sql), "WithCTE")
     assert got.simple(kind) == expected
     assert [q["status"] for q in got.queries] == ["succeeded"]
+
+
+#: Columns a recursion rotates through: ``x_i`` takes ``x_(i+1)``, the last takes ``upper(x_1)``.
+ROTATED = 6
+
+
+def test_recursive_cte_followed_as_many_rounds_as_it_needs(lineage, spark, tmp_path):
+    """``x_i`` copies ``c_j`` for every ``j >= i`` (down the rotation) and is derived from every
+    ``c_j`` (through ``upper``): ``(x_1, c_6, derived)`` is ``2 * ROTATED - 1`` rounds away, more
+    than one round per output."""
+    if not _spark_at_least(spark, 4, 1):
+        pytest.skip("WITH RECURSIVE needs Spark 4.1")
+    cols = [f"c{j}" for j in range(1, ROTATED + 1)]
+    xs = [f"x{i}" for i in range(1, ROTATED + 1)]
+    path = tmp_path / "rotated"
+    spark.sql("SELECT " + ", ".join(f"'{c}' AS {c}" for c in cols)).write.parquet(str(path))
+    spark.read.parquet(str(path)).createOrReplaceTempView("rotated")
+    sql = (f"WITH RECURSIVE r(n, {', '.join(xs)}) AS (SELECT 0, {', '.join(cols)} FROM rotated "
+           f"UNION ALL SELECT n + 1, {', '.join(xs[1:])}, upper(x1) FROM r WHERE n < 3) "
+           f"SELECT {', '.join(xs)} FROM r")
+    got = _query(lineage.run(sql), "WithCTE")
+    want = {(x, c, "rename") for i, x in enumerate(xs) for c in cols[i:]}
+    want |= {(x, c, "derived") for x in xs for c in cols}
+    assert got.simple("direct") == want
+
+
+#: A recursion joining a table: Spark runs its anchor and each round as queries of their own.
+STEPPED = ("WITH RECURSIVE r(n, who) AS (SELECT id, name FROM people "
+           "UNION ALL SELECT r.n + 1, p.name FROM r JOIN people p ON p.id = r.n + 1 WHERE r.n < 3) "
+           "SELECT n, who FROM r")
+
+
+@pytest.mark.parametrize("statement", ["select", "ctas"])
+def test_recursive_cte_steps_are_not_queries(lineage, spark, people, reader, statement):
+    """The statement alone is a query (the steps are known with the bridge jar's reader)."""
+    if not _spark_at_least(spark, 4, 1):
+        pytest.skip("WITH RECURSIVE needs Spark 4.1")
+    spark.sql("DROP TABLE IF EXISTS stepped")
+    sql = STEPPED if statement == "select" else f"CREATE TABLE stepped USING parquet AS {STEPPED}"
+    got = lineage.run(sql)
+    assert [q["status"] for q in got.queries] == ["succeeded"]
+    assert got.simple("direct") == {("n", "id", "rename"), ("n", "id", "derived"), ("who", "name", "rename")}
+    assert got.simple("indirect") == {(None, "id", "filter"), (None, "id", "join")}
+    if statement == "ctas":
+        assert got.queries[0]["target_dataset"] == "spark_catalog.default.stepped"
+        spark.sql("DROP TABLE stepped")
 
 
 def test_sql_table_function_is_its_body(lineage, spark, people, caplog):

@@ -2,7 +2,8 @@
 
 Spark runs a command (``INSERT``, ``CREATE TABLE ... AS``, ``CREATE VIEW``, ``SHOW TABLES``...) as
 soon as ``spark.sql`` creates it, and reports that execution to every ``QueryExecutionListener``
-(action ``command``, or ``append``/``create``... for DataSource V2 writes). The DataFrame
+(action ``command``, or ``append``/``create``... for DataSource V2 writes; ``multi-commands`` for a
+multi-insert, a ``Union`` of commands). The DataFrame
 ``spark.sql`` returns holds the command's result rows: its ``QueryExecution`` replaced the
 command by a ``CommandResult`` (``commandExecuted``). An action on that DataFrame
 (``spark.sql(cmd).collect()``, ``.show()``) is reported too, and its analyzed plan is the command
@@ -12,6 +13,8 @@ is skipped, and the command is captured from its own event. So is a query whose 
 such results (``spark.sql(cmd).limit(5).collect()``): no dataset is read.
 
 >>> reads_result("command", None, {"root": "InsertIntoHadoopFsRelationCommand", "result": True})
+False
+>>> reads_result("multi-commands", None, {"root": "Union", "result": True})  # a multi-insert's own
 False
 >>> reads_result("collectToPython", None, {"root": "InsertIntoHadoopFsRelationCommand", "result": True})
 True
@@ -26,8 +29,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from lineage_listener.capture.jvm import jvm_call_failed
-from lineage_listener.plan.classes import WRITE_COMMANDS
+from lineage_listener.capture.jvm import jvm_call_failed, seq
+from lineage_listener.capture.multiwrite import MULTI_COMMANDS
+from lineage_listener.plan.classes import MULTI_WRITE, WRITE_COMMANDS
 
 #: The action name Spark gives a command's own (eager) execution; DataSource V2 writes have others
 #: (``append``, ``overwrite``...), but their ``QueryExecution`` still holds the command itself.
@@ -42,12 +46,15 @@ def reads_result(func_name: str, qe: Any, head: Mapping[str, Any] | None) -> boo
     ``head``: the compact reader's head of ``qe`` (its ``result`` key says so), or None: ask ``qe``
     (one py4j call, on the reader without the bridge jar).
     """
-    if func_name == COMMAND:
+    if func_name in (COMMAND, MULTI_COMMANDS):  # the commands' own execution
         return False
     if head is not None:
         return bool(head.get("result"))
     try:
-        return str(qe.commandExecuted().nodeName()) == RESULT
+        executed = qe.commandExecuted()
+        if str(executed.nodeName()) == MULTI_WRITE:  # a multi-insert's result rows (Spark 3.5)
+            return all(str(child.nodeName()) == RESULT for child in seq(executed.children()))
+        return str(executed.nodeName()) == RESULT
     except (*jvm_call_failed(), AttributeError):
         return False
 

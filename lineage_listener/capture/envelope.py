@@ -15,6 +15,7 @@ from typing import Any
 from lineage_listener.capture import (
     command_result,
     facts,
+    multiwrite,
     nodelay,
     planreader,
     rejected,
@@ -58,6 +59,8 @@ class Envelope:
     plan_items: Any = field(default=None, compare=False, repr=False)
     #: A streaming micro-batch: its progress (the plan is read once per stream run, then None).
     stream: "streams.Progress | None" = None
+    #: One write of a multi-insert event (:mod:`~lineage_listener.capture.multiwrite`): its position.
+    part: int | None = None
 
 
 class Reader:
@@ -134,7 +137,7 @@ class Reader:
         head = None if rejected.is_rejected(func_name) else planreader.head(qe)
         if head is not None and "root" in head:
             query = skips.Query(func_name, str(head["root"]), command_result.reads_result(func_name, qe, head),
-                                sql_text=head.get("sql"))
+                                sql_text=head.get("sql"), step=bool(head.get("step")))
             run = self._runs.get(str(head["app"])) or self.run(qe)  # read from the JVM once per application
             return _Head(query, run, int(head["qe"]) if head.get("qe") is not None else None, qe)
         run = self.run(qe)
@@ -179,7 +182,7 @@ class Reader:
         if threading.get_ident() not in self._nodelay_threads:  # before the first big reply
             self._nodelay_threads.add(threading.get_ident())
             nodelay.disable_nagle(qe)
-        read = planreader.read_query(qe, query.root in WRITE_COMMANDS)
+        read = planreader.read_query(qe, _writes(query))
         if read is None:  # no compact reader: toJSON, facts by py4j calls
             text, decoded, fallback = planreader.read(head.plan())
             read = planreader.QueryRead(text, decoded, fallback=fallback)
@@ -211,7 +214,7 @@ class Reader:
             if has_class(read.text, MICRO_BATCH_LEAF):  # a foreachBatch micro-batch: the stream's plan
                 leaves.update(streams.foreach_batch_leaves(items, self.streams, self.stream_sessions,
                                                            head.run.get("app_name")))
-            if root in WRITE_COMMANDS:
+            if _writes(query):
                 query.target = read.target if read.target is not None else facts.target(plan(), root, current)
 
     def read_stream(self, event: Any, query: Any, now: datetime) -> Envelope | None:
@@ -266,6 +269,11 @@ class _Head:
         if self.jvm_plan is None:
             self.jvm_plan = self.qe.analyzed()
         return self.jvm_plan
+
+
+def _writes(query: skips.Query) -> bool:
+    """Whether the query writes: a write command, or a multi-insert (:mod:`.multiwrite`)."""
+    return query.root in WRITE_COMMANDS or multiwrite.several(query.func_name, query.root)
 
 
 def _current(qe: Any) -> tuple[str, str] | None:

@@ -13,10 +13,11 @@ from typing import Any
 
 from lineage_listener import redact
 from lineage_listener.capture.jvm import jvm_call_failed, seq
+from lineage_listener.capture.multiwrite import WRITES
 from lineage_listener.capture.nullfields import null_fields, repair_null_fields
 from lineage_listener.capture.readers import relation, target_of
 from lineage_listener.lineage.datasets import RelationFact, table_name
-from lineage_listener.plan.classes import NESTED_PLAN_FIELDS, SOURCE_LEAVES
+from lineage_listener.plan.classes import MULTI_WRITE, NESTED_PLAN_FIELDS, SOURCE_LEAVES, WRITE_COMMANDS
 from lineage_listener.plan.scan import json_leaves
 
 log = redact.logger(__name__)
@@ -119,7 +120,10 @@ def nested_plans(plan: Any) -> list[Any]:
 
 
 def target(cmd: Any, name: str, current: tuple[str, str] | None = None) -> RelationFact | None:
-    """Facts of a write command's target (with the written schema), or None if unknown."""
+    """Facts of a write command's target (with the written schema), or None if unknown; of a
+    multi-insert (a ``Union`` of writes), ``{"writes": [...]}``, each write's (:mod:`.multiwrite`)."""
+    if name == MULTI_WRITE:
+        return _writes(cmd, current)
     fact = target_of(cmd, name, current)
     if fact is not None:
         for getter in ("query", "plan", "child", "target"):
@@ -129,6 +133,15 @@ def target(cmd: Any, name: str, current: tuple[str, str] | None = None) -> Relat
             except jvm_call_failed():
                 continue
     return fact
+
+
+def _writes(union: Any, current: tuple[str, str] | None) -> RelationFact | None:
+    """The target of each child of a ``Union`` whose every child is a write command, or None."""
+    children = seq(union.children())
+    names = [str(child.nodeName()) for child in children]
+    if not names or not set(names) <= WRITE_COMMANDS:
+        return None
+    return {WRITES: [target(child, name, current) for child, name in zip(children, names)]}
 
 
 def run_info(sc: Any) -> dict[str, Any]:

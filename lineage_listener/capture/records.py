@@ -13,11 +13,11 @@ import json
 import traceback
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
-from lineage_listener.capture import classification, stages, wrappers
+from lineage_listener.capture import classification, multiwrite, stages, wrappers
 from lineage_listener.capture.envelope import Envelope
 from lineage_listener.lineage.query import QueryLineage, lineage
 from lineage_listener.plan.tree import parse
@@ -72,6 +72,8 @@ def query_id_of(env: Envelope) -> str:
     while the same event delivered twice (a bridge replay) keeps its id.
     """
     event = f"{env.func_name}|{env.duration_ns}|{env.error}|{env.qe_id}"
+    if env.part is not None:  # one write of a multi-insert event
+        event += f"|{env.part}"
     if env.qe_id is None or (env.duration_ns is None and env.error is None):
         event += f"|{uuid.uuid4().hex}"
     digest = hashlib.sha1(event.encode()).hexdigest()[:8]
@@ -152,6 +154,8 @@ class Recorder:
         """
         if env.stream is not None:
             return Recorded(self.record_stream(env), None)
+        if env.part is None and env.plan_json is not None and multiwrite.is_multi(env.target):
+            return Recorded(self._record_writes(env), None)
         rows = self._run_rows(env)
         run_id = env.run["app_id"]
         query_id = query_id_of(env)
@@ -186,6 +190,14 @@ class Recorder:
         batch = Batch()
         batch.add_all(rows)
         return Recorded(batch, write)
+
+    def _record_writes(self, env: Envelope) -> Batch:
+        """Rows for a multi-insert event: one query per write (:mod:`~lineage_listener.capture.multiwrite`)."""
+        batch = Batch()
+        for i, part in enumerate(multiwrite.parts(_items(env), env.target or {})):
+            batch.extend(self.record(replace(env, root=part.root, plan_items=part.items, target=part.target,
+                                             part=i)).rows)
+        return batch
 
     def fold(self, env: Envelope, inner: wrappers.Write) -> Recorded:
         """Rows for a wrapper event that folds into ``inner``, the write recorded just before it

@@ -13,7 +13,7 @@ first point that knowledge exists:
 - ``PLAN``: the read plan: its nodes, its leaves' facts and its write target.
 
 >>> [s.name for s in SKIPS if s.stage == HEAD]
-['command_result', 'utility_command', 'stream_sink', 'format_internal', 'wrapper_fold']
+['command_result', 'utility_command', 'recursion_step', 'stream_sink', 'format_internal', 'wrapper_fold']
 >>> skipped(HEAD, Query(func_name="command", root="CreateTableCommand"))
 'utility_command'
 >>> skipped(HEAD, Query(func_name="collect", root="Project", sql_text="SELECT 1")) is None
@@ -43,13 +43,16 @@ class Query:
     ``sql``: how to get the SQL text, asked once and only when a filter or the envelope needs it
     (without the bridge jar it costs py4j calls); or ``sql_text``, when it is known. ``folds``:
     whether the event folds into a write already recorded (given by a reader that records in turn;
-    :meth:`~lineage_listener.capture.wrappers.LastWrites.folds`).
+    :meth:`~lineage_listener.capture.wrappers.LastWrites.folds`). ``step``: Spark runs it as a step
+    of a recursive CTE inside another statement's execution (:func:`_recursion_step`).
     """
 
     def __init__(self, func_name: str, root: str, reads_result: bool = False,
-                 sql: Callable[[], str | None] | None = None, sql_text: str | None = None) -> None:
+                 sql: Callable[[], str | None] | None = None, sql_text: str | None = None,
+                 step: bool = False) -> None:
         self.func_name, self.root = func_name, root
         self.reads_result = reads_result  # an action on a command's result rows
+        self.step = step  # a recursive CTE's step (known with the bridge jar's head)
         self._sql = sql if sql is not None else (lambda: sql_text)
         self.plan_json: str | None = None
         self.items: Any = None
@@ -73,6 +76,13 @@ def _utility_command(q: Query) -> bool:
     """A command's own execution that writes no data: DDL and utilities (``CREATE TABLE``, ``SET``,
     ``SHOW TABLES``...); no lineage."""
     return q.func_name == command_result.COMMAND and q.root not in WRITE_COMMANDS
+
+
+def _recursion_step(q: Query) -> bool:
+    """The anchor or a round of a ``WITH RECURSIVE`` CTE, which Spark (4.1+) runs as a query of its
+    own inside the statement's execution: the statement's own event has its lineage. Known from the
+    execution's root (the bridge jar's ``RecursionSteps``); a write is never a step."""
+    return q.step and q.root not in WRITE_COMMANDS
 
 
 def _stream_sink(q: Query) -> bool:
@@ -129,6 +139,7 @@ class Skip:
 SKIPS: tuple[Skip, ...] = (
     Skip("command_result", HEAD, _command_result),
     Skip("utility_command", HEAD, _utility_command),
+    Skip("recursion_step", HEAD, _recursion_step),
     Skip("stream_sink", HEAD, _stream_sink),
     Skip("format_internal", HEAD, _format_internal),
     Skip(FOLD, HEAD, _wrapper_fold),

@@ -64,7 +64,9 @@ class RelationFact(TypedDict, total=False):
 
     - ``schema``: the written schema (JSON of a ``StructType``);
     - ``output_columns``: the user's column names of ``CREATE VIEW v (x, y)``;
-    - ``mode``: the save mode of a file write (``Append``, ``Overwrite``...).
+    - ``mode``: the save mode of a file write (``Append``, ``Overwrite``...);
+    - ``writes``: a multi-insert's targets, one fact (or None) per write, in plan order; it holds
+      no other key (``capture/multiwrite.py``).
 
     A ``foreachBatch`` micro-batch (``lineage/streaming.py``):
 
@@ -92,6 +94,7 @@ class RelationFact(TypedDict, total=False):
     schema: str
     output_columns: list[str]
     mode: str
+    writes: list["RelationFact | None"]
     stream_plan: Any
     stream_leaves: dict[int, Any]
     stream: dict[str, str | None]

@@ -279,9 +279,14 @@ def union_loop(node: Node, walk: Walk) -> list[Attribute]:
 
     Each output is a UNION of the anchor's column and the recursion's value at its position
     (:func:`union_of`). What the recursion reads of the loop is what the loop outputs, so the
-    recursion is walked again with the outputs found so far until they no longer grow: a value
-    two steps from its column (``SELECT b, a + b FROM fib``) is followed back to it. The row
-    influences are those of the anchor and of the recursion's last walk (docs/reference/semantics.md).
+    recursion is walked again with the outputs found so far until no output gains a (source,
+    transform) pair it did not have in an earlier round: a value two steps from its column
+    (``SELECT b, a + b FROM fib``) is followed back to it, however many rounds that takes. The
+    row influences are those of the anchor and of the recursion's last walk
+    (docs/reference/semantics.md).
+
+    The walk ends: the pairs an output has had (``seen``) only grow, each round but the last adds
+    one, and every pair is a column of the plan's leaves with one of the finitely many transforms.
     """
     anchor = walk.plan(node.children[0]) if node.children else []
     ids = [i.get("id") for i in node.get("outputAttrIds") or () if isinstance(i, dict)]
@@ -291,18 +296,19 @@ def union_loop(node: Node, walk: Walk) -> list[Attribute]:
     current = first
     saved = walk.influences
     added: list[Influence] = []
+    seen = [_sources(o) for o in first]
     try:
-        for _ in range(len(outs) + 2):  # each round adds a column of one output to another, or stops
+        while True:  # until a round adds no pair (it ends: see above)
             walk.ctes[_loop_key(node.get("id"))] = list(zip(outs, current))
             walk.influences = []
             recursion = walk.plan(node.children[1]) if len(node.children) > 1 else []
             added = walk.influences
-            found = [union_of([first[i], walk.env.get(recursion[i].expr_id, Origin())])
-                     if i < len(recursion) else first[i] for i in range(len(outs))]
-            grown = [_sources(f) != _sources(c) for f, c in zip(found, current)]
-            current = found
-            if not any(grown):
+            current = [union_of([first[i], walk.env.get(recursion[i].expr_id, Origin())])
+                       if i < len(recursion) else first[i] for i in range(len(outs))]
+            found = [_sources(o) for o in current]
+            if all(f <= s for f, s in zip(found, seen)):
                 break
+            seen = [f | s for f, s in zip(found, seen)]
     finally:
         walk.influences = saved + added
     for a, o in zip(outs, current):

@@ -25,6 +25,10 @@ WRITE_COMMANDS = frozenset({
     "WriteToMicroBatchDataSource", "WriteToMicroBatchDataSourceV1",  # a stream's sink (capture/streams.py)
 })
 
+#: The root of a multi-insert (``FROM t INSERT INTO a SELECT .. INSERT INTO b SELECT ..``) Spark 4
+#: runs as one query: a ``Union`` of its write commands (``capture/multiwrite.py``).
+MULTI_WRITE = "Union"
+
 #: Writes whose target is the catalog table they carry (``table`` or ``tableDesc``): V1 and Hive.
 CATALOG_TABLE_WRITES = frozenset({"CreateDataSourceTableAsSelectCommand", "CreateHiveTableAsSelectCommand",
                                   "OptimizedCreateHiveTableAsSelectCommand", "InsertIntoHiveTable",

@@ -25,11 +25,19 @@ final class Facts {
     }
 
     // -- a query's head: what decides whether its plan is read at all -----------------------
-    /** The application id, QueryExecution id, root node name and SQL text of {@code qe}. */
+    /**
+     * The application id, QueryExecution id, root node name and SQL text of {@code qe}; {@code step}
+     * when it runs a step of a recursive CTE ({@link RecursionSteps}).
+     */
     static Map<String, Object> head(Object qe) throws Exception {
         Map<String, Object> head = new LinkedHashMap<>();
-        head.put("app", String.valueOf(call(call(call(qe, "sparkSession"), "sparkContext"), "applicationId")));
+        Object sparkContext = call(call(qe, "sparkSession"), "sparkContext");
+        head.put("app", String.valueOf(call(sparkContext, "applicationId")));
         head.put("qe", call(qe, "id"));
+        RecursionSteps.watch(sparkContext);
+        if (RecursionSteps.isStep(qe)) {  // a recursive CTE's step, not a statement
+            head.put("step", Boolean.TRUE);
+        }
         Object sql = null;
         try {
             sql = statementText(call(qe, "logical"));
@@ -90,11 +98,42 @@ final class Facts {
         try {
             Class<?> command = Class.forName("org.apache.spark.sql.catalyst.plans.logical.Command", false,
                                              analyzed.getClass().getClassLoader());
-            return command.isInstance(analyzed)
-                && "CommandResult".equals(String.valueOf(call(call(qe, "commandExecuted"), "nodeName")));
+            return commands(command, analyzed) && results(call(qe, "commandExecuted"));
         } catch (Exception e) {
             return false;  // no such plan on this Spark: the action is read as before
         }
+    }
+
+    /** Result rows of a command, or of each command of a multi-insert (Spark 3.5's). */
+    private static boolean results(Object executed) throws Exception {
+        if ("CommandResult".equals(String.valueOf(call(executed, "nodeName")))) {
+            return true;
+        }
+        if (!"Union".equals(String.valueOf(call(executed, "nodeName")))) {
+            return false;
+        }
+        for (Object child : seq(call(executed, "children"))) {
+            if (!"CommandResult".equals(String.valueOf(call(child, "nodeName")))) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** A command, or a multi-insert: a {@code Union} of commands ({@code capture/multiwrite.py}). */
+    private static boolean commands(Class<?> command, Object plan) throws Exception {
+        if (command.isInstance(plan)) {
+            return true;
+        }
+        if (!"Union".equals(String.valueOf(call(plan, "nodeName")))) {
+            return false;
+        }
+        for (Object child : seq(call(plan, "children"))) {
+            if (!command.isInstance(child)) {
+                return false;
+            }
+        }
+        return true;
     }
 
     // -- leaves -------------------------------------------------------------------------------
@@ -223,8 +262,15 @@ final class Facts {
     }
 
     // -- write targets ----------------------------------------------------------------------
-    /** Facts of write command {@code name}'s target with its schema, or null (read by the Python side). */
+    /**
+     * Facts of write command {@code name}'s target with its schema, or null (read by the Python side);
+     * of a multi-insert (a {@code Union} of writes), {@code {"writes": [...]}}, each write's target in
+     * plan order, or null unless every write's target is known here ({@code capture/multiwrite.py}).
+     */
     static Map<String, Object> target(Object cmd, String name) {
+        if (name.equals("Union")) {
+            return writes(cmd);
+        }
         try {
             Map<String, Object> fact = knownTarget(cmd, name);
             if (fact == null) {
@@ -242,6 +288,27 @@ final class Facts {
         } catch (Exception e) {
             return null;
         }
+    }
+
+    private static Map<String, Object> writes(Object union) {
+        List<Object> targets = new ArrayList<>();
+        try {
+            for (Object child : seq(call(union, "children"))) {
+                Map<String, Object> fact = target(child, String.valueOf(call(child, "nodeName")));
+                if (fact == null) {
+                    return null;
+                }
+                targets.add(fact);
+            }
+        } catch (Exception e) {
+            return null;
+        }
+        if (targets.isEmpty()) {
+            return null;
+        }
+        Map<String, Object> fact = new LinkedHashMap<>();
+        fact.put("writes", targets);
+        return fact;
     }
 
     private static Map<String, Object> knownTarget(Object cmd, String name) throws Exception {

@@ -57,6 +57,7 @@ public final class PlanReader {
     public PlanReader() throws ClassNotFoundException {
         this.treeNode = Class.forName("org.apache.spark.sql.catalyst.trees.TreeNode", false,
                 PlanReader.class.getClassLoader());
+        RecursionSteps.watchActive();  // before the first query: its steps are known too
     }
 
     /** The compact text of {@code plan} (a TreeNode). */
