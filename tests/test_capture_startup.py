@@ -126,3 +126,126 @@ def test_the_capture_thread_starts_after_the_listener_bus_is_drained(
     lineage_listener.enable(spark, store=str(tmp_path / "l.duckdb"))
     lineage_listener.disable(spark)
     assert order[:2] == ["drain", "capture thread"], order
+
+
+def _threads(prefix: str) -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith(prefix) and t.is_alive()]
+
+
+def _query_listeners(session: Any) -> list[str]:
+    """The session's QueryExecutionListeners (Spark's own ones included), by their text."""
+    return [str(x.toString()) for x in session._jsparkSession.listenerManager().listListeners()]
+
+
+def _stream_listeners(session: Any) -> list[str]:
+    return [str(x.toString()) for x in session._jsparkSession.streams().listListeners()]
+
+
+def test_an_action_that_ends_before_the_capture_exists_is_captured_once(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The listener is registered before the capture thread starts: an action delivered to it
+    meanwhile waits in the listener and reaches the capture first, once."""
+    from lineage_listener.capture import inprocess
+
+    store = tmp_path / "l.duckdb"
+    real_capture = inprocess.Capture
+    delivered: list[int] = []
+
+    def capture_after_an_action(*args: Any, **kwargs: Any) -> Any:
+        spark.range(3).selectExpr("id AS early").write.mode("overwrite").parquet(str(tmp_path / "early"))
+        spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(60_000)  # delivered to the listener
+        delivered.append(len(_query_listeners(spark)))
+        return real_capture(*args, **kwargs)
+
+    monkeypatch.setattr(inprocess, "Capture", capture_after_an_action)
+    handle = lineage_listener.enable(spark, store=str(store))
+    try:
+        spark.range(3).selectExpr("id AS late").write.mode("overwrite").parquet(str(tmp_path / "late"))
+        assert handle.flush(60)
+    finally:
+        lineage_listener.disable(spark)
+    assert delivered, "the capture was not built"
+    edges = _edges(store)
+    assert [e[1] for e in edges] == ["early", "late"], edges
+    assert all(e[2] == 1 for e in edges), edges
+    with duckdb.connect(str(store), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM queries").fetchone() == (2,)
+
+
+def test_a_query_right_after_enable_returns_is_captured_once(spark: Any, tmp_path: Path) -> None:
+    """On a fresh session (Spark builds its streams on first use, on the start-up thread meanwhile)."""
+    session = spark.newSession()
+    store = tmp_path / "l.duckdb"
+    handle = lineage_listener.enable(session, store=str(store))
+    try:
+        session.range(4).selectExpr("id + 1 AS right_after").write.mode("overwrite").parquet(str(tmp_path / "o"))
+        assert handle.flush(60)
+    finally:
+        lineage_listener.disable(session)
+    edges = _edges(store)
+    assert [(e[1], e[2]) for e in edges] == [("right_after", 1)], edges
+    with duckdb.connect(str(store), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM queries").fetchone() == (1,)
+
+
+def test_disable_right_after_enable_leaves_nothing(spark: Any, tmp_path: Path) -> None:
+    """disable() before the start-up thread is done: no thread, no listener left, nothing written later."""
+    session = spark.newSession()
+    store = tmp_path / "l.duckdb"
+    before = _query_listeners(session)
+    handle = lineage_listener.enable(session, store=str(store))
+    session.range(2).selectExpr("id AS kept").write.mode("overwrite").parquet(str(tmp_path / "a"))
+    lineage_listener.disable(session)  # no exception
+    assert _threads("lineage-listener-start") == [] and not handle.capture._thread.is_alive()
+    assert _query_listeners(session) == before
+    assert not any("lineage_listener" in text for text in _stream_listeners(session))
+    session.range(2).selectExpr("id AS after_disable").write.mode("overwrite").parquet(str(tmp_path / "b"))
+    session.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(60_000)
+    edges = _edges(store)
+    assert [(e[1], e[2]) for e in edges] == [("kept", 1)], edges
+
+
+def test_disable_while_the_streaming_listener_is_being_added_removes_it(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The start-up thread adds the streaming listener after disable() began: it removes it itself."""
+    from lineage_listener.capture import inprocess, streams
+
+    real_register = streams.register
+    session = spark.newSession()
+
+    def register_once_disable_began(jsession: Any, capture: Any) -> Any:
+        handle = inprocess._handles.get(str(jsession.sessionUUID()))
+        assert handle is None or handle.stopping.wait(60)  # disable() popped the handle, or began
+        return real_register(jsession, capture)
+
+    monkeypatch.setattr(streams, "register", register_once_disable_began)
+    lineage_listener.enable(session, store=str(tmp_path / "l.duckdb"))
+    lineage_listener.disable(session)
+    assert _threads("lineage-listener-start") == []
+    assert not any("lineage_listener" in text for text in _stream_listeners(session))
+
+
+def test_a_failing_streaming_listener_costs_one_line_and_a_recorded_error(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: Any) -> None:
+    from lineage_listener.capture import streams
+
+    def broken_register(jsession: Any, capture: Any) -> Any:
+        raise RuntimeError("no streams here\nsecond line of a Java trace")
+
+    monkeypatch.setattr(streams, "register", broken_register)
+    caplog.set_level(logging.WARNING, logger="lineage_listener")
+    store = tmp_path / "l.duckdb"
+    handle = lineage_listener.enable(spark, store=str(store))  # no exception
+    try:
+        spark.range(3).selectExpr("id AS batch_goes_on").write.mode("overwrite").parquet(str(tmp_path / "o"))
+        assert handle.startup is not None
+        handle.startup.join(60)
+        assert handle.flush(60)
+    finally:
+        lineage_listener.disable(spark)
+    said = [r.getMessage() for r in caplog.records if r.name.startswith("lineage_listener")]
+    assert said == ["lineage-listener: streaming queries will not be captured: RuntimeError: no streams here"], said
+    assert [e[1] for e in _edges(store)] == ["batch_goes_on"]
+    with duckdb.connect(str(store), read_only=True) as con:
+        assert con.execute("SELECT stage, error FROM capture_errors").fetchall() == [
+            ("stream", "streaming listener not added: RuntimeError: no streams here")]
