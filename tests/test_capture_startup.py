@@ -249,4 +249,4 @@ def test_a_failing_streaming_listener_costs_one_line_and_a_recorded_error(
     assert [e[1] for e in _edges(store)] == ["batch_goes_on"]
     with duckdb.connect(str(store), read_only=True) as con:
         assert con.execute("SELECT stage, error FROM capture_errors").fetchall() == [
-            ("stream", "streaming listener not added: RuntimeError: no streams here")]
+            ("stream", "streaming queries will not be captured: RuntimeError: no streams here")]

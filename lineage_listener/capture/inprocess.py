@@ -176,9 +176,7 @@ def start_streams(handle: CaptureHandle) -> None:
     try:
         stream_listener, wrapper = streams.register(jsession, handle.capture)
     except Exception as exc:  # noqa: BLE001 - e.g. an old Spark: batch capture still works
-        text = f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0]}"
-        log.warning("lineage-listener: streaming queries will not be captured: %s", text)
-        handle.capture.record_problem("stream", f"streaming listener not added: {text}")
+        _start_failed(handle, "streaming queries will not be captured", exc)
         return
     with handle.lock:
         added = not handle.stopping.is_set()
@@ -187,9 +185,20 @@ def start_streams(handle: CaptureHandle) -> None:
     if not added:  # disable() began while it was being added: this thread removes it
         streams.unregister(jsession, wrapper)
         return
-    taken = stream_listener.take_active()
+    try:
+        taken = stream_listener.take_active()
+    except Exception as exc:  # noqa: BLE001 - their progress events still come: each is read as it comes
+        _start_failed(handle, "streams that started before the streaming listener was added not taken", exc)
+        return
     if taken:
         log.debug("lineage-listener: %d stream(s) started before the streaming listener was added", taken)
+
+
+def _start_failed(handle: CaptureHandle, what: str, exc: Exception) -> None:
+    """One log line and a ``capture_errors`` row (stage ``stream``) for a failed start-up step."""
+    text = f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0]}"
+    log.warning("lineage-listener: %s: %s", what, text)
+    handle.capture.record_problem("stream", f"{what}: {text}")
 
 
 def disable(spark: Any, timeout: float = 30.0) -> None:
