@@ -9,6 +9,7 @@ import logging
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,19 @@ def _edges(store: Path) -> list[tuple]:
     with duckdb.connect(str(store), read_only=True) as con:
         return con.execute("SELECT source_column, target_column, count(*) FROM column_lineage "
                            "GROUP BY ALL ORDER BY ALL").fetchall()
+
+
+def _captured(session: Any, store: Path, folder: Path, *columns: str,
+              started: Callable[[Any], None] = lambda handle: None) -> None:
+    """Enable capture, write ``range(3).selectExpr(column)`` for each column, flush, disable."""
+    handle = lineage_listener.enable(session, store=str(store))
+    try:
+        for column in columns:
+            session.range(3).selectExpr(column).write.mode("overwrite").parquet(str(folder / column.split()[-1]))
+        started(handle)
+        assert handle.flush(60)
+    finally:
+        lineage_listener.disable(session)
 
 
 def test_queries_before_the_capture_thread_is_ready_are_captured_exactly_once(
@@ -75,15 +89,13 @@ def test_a_failing_warm_up_costs_one_line_and_capture_goes_on(
 
     monkeypatch.setattr(planreader, "warm_up", broken_warm_up)
     caplog.set_level(logging.WARNING, logger="lineage_listener")
-    handle = lineage_listener.enable(spark, store=str(store))
-    try:
-        spark.range(3).selectExpr("id AS kept").write.mode("overwrite").parquet(str(tmp_path / "out"))
-        assert handle.flush(60)
-    finally:
-        lineage_listener.disable(spark)
+    _captured(spark, store, tmp_path, "id AS kept")
     said = [r.getMessage() for r in caplog.records if r.name.startswith("lineage_listener")]
     assert len(said) == 1 and "warm-up failed" in said[0] and "no class loader today" in said[0], said
     assert [e[1] for e in _edges(store)] == ["kept"]
+    with duckdb.connect(str(store), read_only=True) as con:
+        assert con.execute("SELECT stage, error FROM capture_errors").fetchall() == [
+            ("plan", "warm-up failed: RuntimeError: no class loader today")]
 
 
 def test_kafka_settings_are_read_from_the_applications_conf(spark: Any) -> None:
@@ -159,12 +171,7 @@ def test_an_action_that_ends_before_the_capture_exists_is_captured_once(
         return real_capture(*args, **kwargs)
 
     monkeypatch.setattr(inprocess, "Capture", capture_after_an_action)
-    handle = lineage_listener.enable(spark, store=str(store))
-    try:
-        spark.range(3).selectExpr("id AS late").write.mode("overwrite").parquet(str(tmp_path / "late"))
-        assert handle.flush(60)
-    finally:
-        lineage_listener.disable(spark)
+    _captured(spark, store, tmp_path, "id AS late")
     assert delivered, "the capture was not built"
     edges = _edges(store)
     assert [e[1] for e in edges] == ["early", "late"], edges
@@ -177,12 +184,7 @@ def test_a_query_right_after_enable_returns_is_captured_once(spark: Any, tmp_pat
     """On a fresh session (Spark builds its streams on first use, on the start-up thread meanwhile)."""
     session = spark.newSession()
     store = tmp_path / "l.duckdb"
-    handle = lineage_listener.enable(session, store=str(store))
-    try:
-        session.range(4).selectExpr("id + 1 AS right_after").write.mode("overwrite").parquet(str(tmp_path / "o"))
-        assert handle.flush(60)
-    finally:
-        lineage_listener.disable(session)
+    _captured(session, store, tmp_path, "id + 1 AS right_after")
     edges = _edges(store)
     assert [(e[1], e[2]) for e in edges] == [("right_after", 1)], edges
     with duckdb.connect(str(store), read_only=True) as con:
@@ -237,14 +239,11 @@ def test_a_failing_streaming_listener_costs_one_line_and_a_recorded_error(
     monkeypatch.setattr(streams, "register", broken_register)
     caplog.set_level(logging.WARNING, logger="lineage_listener")
     store = tmp_path / "l.duckdb"
-    handle = lineage_listener.enable(spark, store=str(store))  # no exception
-    try:
-        spark.range(3).selectExpr("id AS batch_goes_on").write.mode("overwrite").parquet(str(tmp_path / "o"))
+    def start_up_done(handle: Any) -> None:
         assert handle.startup is not None
         handle.startup.join(60)
-        assert handle.flush(60)
-    finally:
-        lineage_listener.disable(spark)
+
+    _captured(spark, store, tmp_path, "id AS batch_goes_on", started=start_up_done)  # no exception
     said = [r.getMessage() for r in caplog.records if r.name.startswith("lineage_listener")]
     assert said == ["lineage-listener: streaming queries will not be captured: RuntimeError: no streams here"], said
     assert [e[1] for e in _edges(store)] == ["batch_goes_on"]

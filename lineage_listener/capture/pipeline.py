@@ -179,7 +179,7 @@ class Capture:
                 self._warm_up()
             except Exception as exc:  # noqa: BLE001 - a warm-up only saves time later
                 log.warning("lineage-listener: warm-up failed (%s); capture goes on", exc)
-                self.record_problem("listener", f"warm-up failed: {type(exc).__name__}: {exc}")
+                self.record_problem("plan", f"warm-up failed: {type(exc).__name__}: {exc}")
         if own_store and self._queue.empty():
             self._writer.write(Batch(), wait=0.0)  # open the store and migrate its schema now, if free
 
