@@ -159,11 +159,14 @@ def enable(spark: Any, store: str | os.PathLike | None = None, **options: Any) -
 
 
 def _jvm_proxy(spark: Any, listener: Any) -> Any:
-    """The JVM object py4j makes of the Python ``listener`` (one JVM call). py4j makes a new one
-    each time a Python object is passed: only the one registered can be unregistered."""
-    from py4j.java_gateway import JavaClass
+    """The JVM object py4j makes of the Python ``listener`` (one JVM call: the static method is
+    called as such, without asking the JVM what ``requireNonNull`` is). py4j makes a new one each
+    time a Python object is passed: only the one registered can be unregistered."""
+    from py4j.java_gateway import JavaMember
+    from py4j.protocol import STATIC_PREFIX
 
-    return JavaClass("java.util.Objects", spark._jsparkSession._gateway_client).requireNonNull(listener)
+    client = spark._jsparkSession._gateway_client
+    return JavaMember("requireNonNull", None, STATIC_PREFIX + "java.util.Objects", client)(listener)
 
 
 def start_streams(handle: CaptureHandle) -> None:
