@@ -13,7 +13,7 @@ otherwise compile every module it imports from source (~20 ms of ``enable()``'s 
 
 Rows (medians; each line also gives the single values and the load average):
 
-- ``enable()``: wall time (and the calling thread's CPU time) of the first
+- ``enable()``: wall time (and the calling thread's CPU time and py4j round trips) of the first
   ``lineage_listener.enable(spark)`` in the process, including importing the capture modules;
   Spark's session state, built lazily by a session's first use, is built before;
 - ``enable() -> first edges``: ``enable()`` plus, after the first query returned, the time until
@@ -35,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from collections.abc import Callable
@@ -94,12 +95,15 @@ def child(mode: str, work: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if mode == "first":
         spark._jsparkSession.sessionState()  # Spark's own lazy set-up, paid by a session's first use
+        trips = _count_trips()
         start, cpu = time.perf_counter(), time.thread_time()
         import lineage_listener
 
         handle = lineage_listener.enable(spark, store=str(store))
         out["enable"] = time.perf_counter() - start
         out["enable_cpu"] = time.thread_time() - cpu
+        out["enable_trips"] = trips[0]
+        trips[1] = False
         for key in ("flush1", "flush2"):
             spark.range(5).selectExpr("id AS a", "id * 2 AS b").collect()
             start = time.perf_counter()
@@ -138,6 +142,20 @@ def child(mode: str, work: Path) -> dict[str, Any]:
         out["ratios"] = [on / off for on, off in zip(walls["on"], walls["off"])]
     spark.stop()
     return out
+
+
+def _count_trips() -> list[Any]:
+    """Count the py4j round trips of this thread from now on: [count, counting] (set counting False to stop)."""
+    from py4j import clientserver, java_gateway
+
+    caller, state = threading.current_thread(), [0, True]
+    for cls in (clientserver.ClientServerConnection, java_gateway.GatewayConnection):
+        def send(self: Any, command: str, *args: Any, _send: Any = cls.send_command, **kwargs: Any) -> Any:
+            if state[1] and threading.current_thread() is caller:
+                state[0] += 1
+            return _send(self, command, *args, **kwargs)
+        cls.send_command = send
+    return state
 
 
 def _cpu(jvm: int) -> float:
@@ -213,7 +231,7 @@ def main() -> int:
             firsts[name].append(fresh("first", code))
     for name, runs in firsts.items() if not args.skip_first else ():
         print(f"[{name}] enable(): {_ms([f['enable'] for f in runs])}, CPU of the calling thread "
-              f"{_ms([f['enable_cpu'] for f in runs])}; first flush (first query's edges "
+              f"{_ms([f['enable_cpu'] for f in runs])}, py4j round trips {[f.get('enable_trips') for f in runs]}; first flush (first query's edges "
               f"stored): {_ms([f['flush1'] for f in runs])}; second flush: {_ms([f['flush2'] for f in runs])}; "
               f"enable() -> first edges: {_ms([f['enable'] + f['flush1'] for f in runs])}; edges stored: "
               f"{[f['edges'] for f in runs]}; load {os.getloadavg()[0]:.1f}", flush=True)

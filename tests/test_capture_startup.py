@@ -9,6 +9,7 @@ import logging
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,19 @@ def _edges(store: Path) -> list[tuple]:
     with duckdb.connect(str(store), read_only=True) as con:
         return con.execute("SELECT source_column, target_column, count(*) FROM column_lineage "
                            "GROUP BY ALL ORDER BY ALL").fetchall()
+
+
+def _captured(session: Any, store: Path, folder: Path, *columns: str,
+              started: Callable[[Any], None] = lambda handle: None) -> None:
+    """Enable capture, write ``range(3).selectExpr(column)`` for each column, flush, disable."""
+    handle = lineage_listener.enable(session, store=str(store))
+    try:
+        for column in columns:
+            session.range(3).selectExpr(column).write.mode("overwrite").parquet(str(folder / column.split()[-1]))
+        started(handle)
+        assert handle.flush(60)
+    finally:
+        lineage_listener.disable(session)
 
 
 def test_queries_before_the_capture_thread_is_ready_are_captured_exactly_once(
@@ -75,15 +89,13 @@ def test_a_failing_warm_up_costs_one_line_and_capture_goes_on(
 
     monkeypatch.setattr(planreader, "warm_up", broken_warm_up)
     caplog.set_level(logging.WARNING, logger="lineage_listener")
-    handle = lineage_listener.enable(spark, store=str(store))
-    try:
-        spark.range(3).selectExpr("id AS kept").write.mode("overwrite").parquet(str(tmp_path / "out"))
-        assert handle.flush(60)
-    finally:
-        lineage_listener.disable(spark)
+    _captured(spark, store, tmp_path, "id AS kept")
     said = [r.getMessage() for r in caplog.records if r.name.startswith("lineage_listener")]
     assert len(said) == 1 and "warm-up failed" in said[0] and "no class loader today" in said[0], said
     assert [e[1] for e in _edges(store)] == ["kept"]
+    with duckdb.connect(str(store), read_only=True) as con:
+        assert con.execute("SELECT stage, error FROM capture_errors").fetchall() == [
+            ("plan", "warm-up failed: RuntimeError: no class loader today")]
 
 
 def test_kafka_settings_are_read_from_the_applications_conf(spark: Any) -> None:
@@ -126,3 +138,115 @@ def test_the_capture_thread_starts_after_the_listener_bus_is_drained(
     lineage_listener.enable(spark, store=str(tmp_path / "l.duckdb"))
     lineage_listener.disable(spark)
     assert order[:2] == ["drain", "capture thread"], order
+
+
+def _threads(prefix: str) -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith(prefix) and t.is_alive()]
+
+
+def _query_listeners(session: Any) -> int:
+    """How many QueryExecutionListeners the session has (Spark's own ones included)."""
+    return len(session._jsparkSession.listenerManager().listListeners())
+
+
+def _stream_listeners(session: Any) -> int:
+    """How many StreamingQueryListeners the session has (a fresh session: only capture's)."""
+    return len(session._jsparkSession.streams().listListeners())
+
+
+def test_an_action_that_ends_before_the_capture_exists_is_captured_once(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The listener is registered before the capture thread starts: an action delivered to it
+    meanwhile waits in the listener and reaches the capture first, once."""
+    from lineage_listener.capture import inprocess
+
+    store = tmp_path / "l.duckdb"
+    real_capture = inprocess.Capture
+    delivered: list[int] = []
+
+    def capture_after_an_action(*args: Any, **kwargs: Any) -> Any:
+        spark.range(3).selectExpr("id AS early").write.mode("overwrite").parquet(str(tmp_path / "early"))
+        spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(60_000)  # delivered to the listener
+        delivered.append(True)
+        return real_capture(*args, **kwargs)
+
+    monkeypatch.setattr(inprocess, "Capture", capture_after_an_action)
+    _captured(spark, store, tmp_path, "id AS late")
+    assert delivered, "the capture was not built"
+    edges = _edges(store)
+    assert [e[1] for e in edges] == ["early", "late"], edges
+    assert all(e[2] == 1 for e in edges), edges
+    with duckdb.connect(str(store), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM queries").fetchone() == (2,)
+
+
+def test_a_query_right_after_enable_returns_is_captured_once(spark: Any, tmp_path: Path) -> None:
+    """On a fresh session (Spark builds its streams on first use, on the start-up thread meanwhile)."""
+    session = spark.newSession()
+    store = tmp_path / "l.duckdb"
+    _captured(session, store, tmp_path, "id + 1 AS right_after")
+    edges = _edges(store)
+    assert [(e[1], e[2]) for e in edges] == [("right_after", 1)], edges
+    with duckdb.connect(str(store), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM queries").fetchone() == (1,)
+
+
+def test_disable_right_after_enable_leaves_nothing(spark: Any, tmp_path: Path) -> None:
+    """disable() before the start-up thread is done: no thread, no listener left, nothing written later."""
+    session = spark.newSession()
+    store = tmp_path / "l.duckdb"
+    before = _query_listeners(session)
+    handle = lineage_listener.enable(session, store=str(store))
+    session.range(2).selectExpr("id AS kept").write.mode("overwrite").parquet(str(tmp_path / "a"))
+    assert _query_listeners(session) == before + 1
+    lineage_listener.disable(session)  # no exception
+    assert _threads("lineage-listener-start") == [] and not handle.capture._thread.is_alive()
+    assert _query_listeners(session) == before
+    assert _stream_listeners(session) == 0
+    session.range(2).selectExpr("id AS after_disable").write.mode("overwrite").parquet(str(tmp_path / "b"))
+    session.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(60_000)
+    edges = _edges(store)
+    assert [(e[1], e[2]) for e in edges] == [("kept", 1)], edges
+
+
+def test_disable_while_the_streaming_listener_is_being_added_removes_it(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The start-up thread adds the streaming listener after disable() began: it removes it itself."""
+    from lineage_listener.capture import inprocess, streams
+
+    real_register = streams.register
+    session = spark.newSession()
+
+    def register_once_disable_began(jsession: Any, capture: Any) -> Any:
+        handle = inprocess._handles.get(str(jsession.sessionUUID()))
+        assert handle is None or handle.stopping.wait(60)  # disable() popped the handle, or began
+        return real_register(jsession, capture)
+
+    monkeypatch.setattr(streams, "register", register_once_disable_began)
+    lineage_listener.enable(session, store=str(tmp_path / "l.duckdb"))
+    lineage_listener.disable(session)
+    assert _threads("lineage-listener-start") == []
+    assert _stream_listeners(session) == 0
+
+
+def test_a_failing_streaming_listener_costs_one_line_and_a_recorded_error(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: Any) -> None:
+    from lineage_listener.capture import streams
+
+    def broken_register(jsession: Any, capture: Any) -> Any:
+        raise RuntimeError("no streams here\nsecond line of a Java trace")
+
+    monkeypatch.setattr(streams, "register", broken_register)
+    caplog.set_level(logging.WARNING, logger="lineage_listener")
+    store = tmp_path / "l.duckdb"
+    def start_up_done(handle: Any) -> None:
+        assert handle.startup is not None
+        handle.startup.join(60)
+
+    _captured(spark, store, tmp_path, "id AS batch_goes_on", started=start_up_done)  # no exception
+    said = [r.getMessage() for r in caplog.records if r.name.startswith("lineage_listener")]
+    assert said == ["lineage-listener: streaming queries will not be captured: RuntimeError: no streams here"], said
+    assert [e[1] for e in _edges(store)] == ["batch_goes_on"]
+    with duckdb.connect(str(store), read_only=True) as con:
+        assert con.execute("SELECT stage, error FROM capture_errors").fetchall() == [
+            ("stream", "streaming queries will not be captured: RuntimeError: no streams here")]

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import threading
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -311,3 +312,78 @@ def test_foreach_batch_writes_read_after_the_stream_stopped(spark: Any, cap: Any
     assert edges(cap.store, f"file:{fb}") == {("id", s_in, "id", "identity", "id"),
                                               ("shout", s_in, "name", "derived", "concat(upper(name), '!')")}
     assert edges(cap.store, f"file:{fb}_ids") == {("id", s_in, "id", "identity", "id")}
+
+
+def _stream_captured_once(store: str, q: Any, src: Path, out: Path) -> None:
+    """One queries row for the stream, its edges once, every micro-batch it ran counted."""
+    s_in, s_out = f"file:{src}", f"file:{out}"
+    assert edges(store, s_out) == {("id", s_in, "id", "identity", "id"),
+                                   ("a2", s_in, "amount", "derived", "amount * 2")}
+    assert rows(store, "SELECT count(*) FROM column_lineage WHERE target_dataset = ?", s_out) == [(2,)]
+    [(query_id,)] = rows(store, "SELECT query_id FROM queries WHERE target_dataset = ?", s_out)
+    last = q.lastProgress["batchId"]
+    assert rows(store, "SELECT first_batch_id, last_batch_id, batch_count FROM streams WHERE query_id = ?",
+                query_id) == [(0, last, last + 1)]
+    assert rows(store, "SELECT count(*) FROM streams") == [(1,)]
+
+
+def _run_file_stream(session: Any, tmp_path: Path, started: Callable[[Any], None] = lambda q: None) -> Any:
+    """A file stream to parquet: two micro-batches (two files, one after the other), then stopped."""
+    src, out = tmp_path / "in", tmp_path / "out"
+    src.mkdir()
+    q = (session.readStream.schema(SCHEMA).json(str(src)).selectExpr("id", "amount * 2 AS a2")
+         .writeStream.format("parquet").option("path", str(out))
+         .option("checkpointLocation", str(tmp_path / "ck")).start())
+    try:
+        started(q)
+        for i in range(2):
+            drop(src, f"{i}.json", [{"id": i, "name": "ann", "amount": i + 3, "ts": "2026-01-01 10:00:00"}])
+            q.processAllAvailable()
+    finally:
+        q.stop()
+    return q
+
+
+def test_a_stream_started_right_after_enable_is_captured_once(spark: Any, tmp_path: Path) -> None:
+    """A fresh session: Spark builds its streams on the start-up thread while the stream starts."""
+    session = spark.newSession()
+    store = str(tmp_path / "l.duckdb")
+    handle = lineage_listener.enable(session, store=store)
+    try:
+        q = _run_file_stream(session, tmp_path)
+        assert handle.flush(60)
+    finally:
+        lineage_listener.disable(session)
+    _stream_captured_once(store, q, tmp_path / "in", tmp_path / "out")
+
+
+def test_a_stream_started_before_the_streaming_listener_is_added_is_captured_once(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The listener is added once the stream runs (Spark told no listener of its start): it takes the
+    stream as started, and its micro-batches are captured once."""
+    from lineage_listener.capture import streams
+
+    real_register, running = streams.register, threading.Event()
+
+    def register_once_running(jsession: Any, capture: Any) -> Any:
+        assert running.wait(60)
+        return real_register(jsession, capture)
+
+    monkeypatch.setattr(streams, "register", register_once_running)
+    session = spark.newSession()
+    store = str(tmp_path / "l.duckdb")
+    handle = lineage_listener.enable(session, store=store)
+
+    def add_the_listener_now(q: Any) -> None:
+        assert handle.startup is not None
+        running.set()
+        handle.startup.join(60)
+        assert len(session._jsparkSession.streams().listListeners()) == 1  # a fresh session: only ours
+
+    try:
+        q = _run_file_stream(session, tmp_path, add_the_listener_now)
+        assert handle.flush(60)
+    finally:
+        running.set()
+        lineage_listener.disable(session)
+    _stream_captured_once(store, q, tmp_path / "in", tmp_path / "out")

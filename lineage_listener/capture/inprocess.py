@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from lineage_listener.capture import planreader, sigterm, sinks, streams
@@ -34,7 +34,12 @@ class CaptureHandle:
     capture: Capture
     listener: PlanListener
     key: str
+    jlistener: Any  # the JVM's proxy of ``listener``: what Spark holds, and what is unregistered
     stream_listener: Any = None  # the JVM wrapper of the StreamingQueryListener (None: not registered)
+    #: The start-up thread: it adds the streaming listener (:func:`start_streams`) after ``enable()`` returned.
+    startup: threading.Thread | None = None
+    stopping: threading.Event = field(default_factory=threading.Event)  # disable() began
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def store(self) -> str:
@@ -53,13 +58,14 @@ class CaptureHandle:
         disable(self.spark, timeout=timeout)
 
 
-def wait_for_listener_bus(spark: Any, timeout: float | None) -> bool:
-    """Block until Spark's listener bus has delivered all posted events (bounded)."""
-    if not _alive(spark):
+def wait_for_listener_bus(spark: Any, timeout: float | None, jsc: Any = None) -> bool:
+    """Block until Spark's listener bus has delivered all posted events (bounded); ``jsc``: the
+    live JVM ``SparkContext`` when the caller has it (two JVM calls fewer)."""
+    if jsc is None and not _alive(spark):
         return True
     try:
         millis = int((timeout if timeout is not None else 600) * 1000)
-        spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(millis)
+        (jsc or spark.sparkContext._jsc.sc()).listenerBus().waitUntilEmpty(millis)
         return True
     except Exception as exc:  # noqa: BLE001 - a timeout or an API change: flush what we have
         log.debug("listener bus did not drain: %s", exc)
@@ -127,22 +133,75 @@ def enable(spark: Any, store: str | os.PathLike | None = None, **options: Any) -
         # Spark hands an action's end event to the listeners registered when the bus delivers it, not
         # when it was posted: deliver what is posted (every action that returned before this call)
         # first, so that only actions after enable() are captured.
-        if not wait_for_listener_bus(spark, ENABLE_DRAIN_SECONDS):
+        if not wait_for_listener_bus(spark, ENABLE_DRAIN_SECONDS, spark.sparkContext._jsc.sc()):
             log.info("lineage-listener: Spark's listener bus did not empty within %.0f s; actions that "
                      "ended just before enable() may be captured", ENABLE_DRAIN_SECONDS)
-        listeners = spark._jsparkSession.listenerManager()
-        # The capture thread starts after every JVM call it does not need: it imports the lineage
-        # modules and the store meanwhile, and each answer to this thread then waits for the GIL.
-        capture = Capture(store, warm_up=lambda: planreader.warm_up(spark._jsparkSession), **options)
-        listener = PlanListener(capture)
-        listeners.register(listener)
-        registered = streams.register(spark._jsparkSession, capture)
-        capture.reader.stream_sessions.append(spark._jsparkSession)
-        handle = CaptureHandle(spark, capture, listener, key, registered[1] if registered else None)
-        _handles[key] = handle
+        # From here on no action is lost: until the capture exists, callbacks wait in the listener.
+        listener = PlanListener()
+        jlistener = _jvm_proxy(spark, listener)
+        spark._jsparkSession.listenerManager().register(jlistener)
         sigterm.install()
+        # The threads start after every JVM call this thread makes: the capture thread imports the
+        # lineage modules and the store meanwhile, and each answer to this thread would wait for the GIL.
+        capture = Capture(store, warm_up=lambda: planreader.warm_up(spark._jsparkSession), **options)
+        capture.reader.stream_sessions.append(spark._jsparkSession)
+        handle = CaptureHandle(spark, capture, listener, key, jlistener)
+        _handles[key] = handle
+        # Spark builds its StreamingQueryManager on a session's first use of streams (the slowest JVM
+        # call of the start): a start-up thread adds the streaming listener, then takes the streams
+        # started meanwhile.
+        handle.startup = threading.Thread(target=start_streams, args=(handle,), name="lineage-listener-start",
+                                          daemon=True)
+        handle.startup.start()
+        listener.attach(capture)
         log.info("lineage-listener: capturing lineage of session %s into %s", key, capture.store)
         return handle
+
+
+def _jvm_proxy(spark: Any, listener: Any) -> Any:
+    """The JVM object py4j makes of the Python ``listener`` (one JVM call: the static method is
+    called as such, without asking the JVM what ``requireNonNull`` is). py4j makes a new one each
+    time a Python object is passed: only the one registered can be unregistered."""
+    from py4j.java_gateway import JavaMember
+    from py4j.protocol import STATIC_PREFIX
+
+    client = spark._jsparkSession._gateway_client
+    return JavaMember("requireNonNull", None, STATIC_PREFIX + "java.util.Objects", client)(listener)
+
+
+def start_streams(handle: CaptureHandle) -> None:
+    """On the start-up thread: add the streaming listener to the handle's session, then take the
+    streams that started before it was there. A failure costs one log line and a ``capture_errors``
+    row (stage ``stream``); batch capture goes on. After ``disable()`` began, nothing stays added."""
+    if handle.stopping.is_set():
+        return
+    jsession = handle.spark._jsparkSession
+    try:
+        stream_listener, wrapper = streams.register(jsession, handle.capture)
+    except Exception as exc:  # noqa: BLE001 - e.g. an old Spark: batch capture still works
+        _start_failed(handle, "streaming queries will not be captured", exc)
+        return
+    with handle.lock:
+        added = not handle.stopping.is_set()
+        if added:
+            handle.stream_listener = wrapper
+    if not added:  # disable() began while it was being added: this thread removes it
+        streams.unregister(jsession, wrapper)
+        return
+    try:
+        taken = stream_listener.take_active()
+    except Exception as exc:  # noqa: BLE001 - their progress events still come: each is read as it comes
+        _start_failed(handle, "streams that started before the streaming listener was added not taken", exc)
+        return
+    if taken:
+        log.debug("lineage-listener: %d stream(s) started before the streaming listener was added", taken)
+
+
+def _start_failed(handle: CaptureHandle, what: str, exc: Exception) -> None:
+    """One log line and a ``capture_errors`` row (stage ``stream``) for a failed start-up step."""
+    text = f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0]}"
+    log.warning("lineage-listener: %s: %s", what, text)
+    handle.capture.record_problem("stream", f"{what}: {text}")
 
 
 def disable(spark: Any, timeout: float = 30.0) -> None:
@@ -154,12 +213,17 @@ def disable(spark: Any, timeout: float = 30.0) -> None:
             handle = _handles.pop(next(iter(_handles)))
     if handle is None:
         return
+    handle.stopping.set()
+    if handle.startup is not None:  # bounded: a start-up still running removes what it adds itself
+        handle.startup.join(timeout)
+    with handle.lock:
+        wrapper, handle.stream_listener = handle.stream_listener, None
     wait_for_listener_bus(spark, timeout)
     try:
         if _alive(spark):
-            spark._jsparkSession.listenerManager().unregister(handle.listener)
-            if handle.stream_listener is not None:
-                streams.unregister(spark._jsparkSession, handle.stream_listener)
+            spark._jsparkSession.listenerManager().unregister(handle.jlistener)
+            if wrapper is not None:
+                streams.unregister(spark._jsparkSession, wrapper)
     except Exception as exc:  # noqa: BLE001
         log.debug("unregister failed: %s", exc)
     # The store is complete when this returns: the runs end now (runs.ended_at, the end of their

@@ -70,6 +70,15 @@ class _StreamEvent:
     at: datetime
 
 
+@dataclass(frozen=True)
+class _Problem:
+    """A failure outside any action (e.g. of the start-up): a ``capture_errors`` row."""
+
+    stage: str
+    error: str
+    at: datetime
+
+
 class _Marker:
     """A control item on the queue: flush, end of run, or stop."""
 
@@ -170,6 +179,7 @@ class Capture:
                 self._warm_up()
             except Exception as exc:  # noqa: BLE001 - a warm-up only saves time later
                 log.warning("lineage-listener: warm-up failed (%s); capture goes on", exc)
+                self.record_problem("plan", f"warm-up failed: {type(exc).__name__}: {exc}")
         if own_store and self._queue.empty():
             self._writer.write(Batch(), wait=0.0)  # open the store and migrate its schema now, if free
 
@@ -194,6 +204,12 @@ class Capture:
             self._waiting += not full
         if not full:  # an unchanged stream loses nothing but one count when its batches outrun capture
             self._queue.put(_StreamEvent(event, query, datetime.now(timezone.utc).replace(tzinfo=None)))
+
+    def record_problem(self, stage: str, error: str) -> None:
+        """Record a failure that belongs to no action as a ``capture_errors`` row (``stage``: see
+        ``docs/reference/store.md``); any thread. The caller logs it."""
+        if not self._closed:
+            self._queue.put(_Problem(stage, error[:4000], datetime.now(timezone.utc).replace(tzinfo=None)))
 
     def _accept(self, func_name: str, qe: Any, duration_ns: int | None, error: Any) -> None:
         if self._closed:
@@ -272,6 +288,7 @@ class Capture:
             _StreamEvent: lambda event: self._read_queued(event, self._read_stream),
             Envelope: self._record,
             overflow.Dropped: lambda dropped: self._add_rows(overflow.rows(dropped, self.reader.runs())),
+            _Problem: lambda problem: self._add_rows(_problem_rows(problem)),
         }
         while True:
             wait = max(0.0, self._next_write - time.monotonic()) if len(self._pending) else self.batch_interval
@@ -414,6 +431,16 @@ def _drain(items: "queue.SimpleQueue[Any]") -> None:
             return
         if isinstance(item, _Marker):
             item.done.set()
+
+
+def _problem_rows(problem: _Problem) -> Batch:
+    from lineage_listener.capture.records import iso  # the recorder's modules: loaded by the capture thread
+    from lineage_listener.store.rows import CaptureErrorRow
+
+    batch = Batch()
+    batch.add(CaptureErrorRow(captured_at=iso(problem.at), run_id=None, query_id=None, stage=problem.stage,
+                              error=problem.error))
+    return batch
 
 
 def _text(error: Any) -> str | None:

@@ -84,6 +84,25 @@ class StreamListener:
         except Exception as exc:  # noqa: BLE001 - never break the stream
             log.warning("lineage-listener: could not take a streaming progress event: %s", exc)
 
+    def take_active(self) -> int:
+        """Take each active stream not seen yet as started (it started before this listener was
+        added, so Spark will not tell it); the number taken. Its micro-batches' progress events come
+        to this listener as any stream's: each is captured once.
+
+        >>> listener.take_active()                            # doctest: +SKIP
+        1
+        """
+        taken = 0
+        for query in _active(self.jsession):
+            run = str(query.runId().toString())
+            with self._lock:
+                if run in self._seen or run in self._started:
+                    continue
+                self._started[run] = query
+            self.capture.on_stream_started(run, query)
+            taken += 1
+        return taken
+
     def onQueryIdle(self, event: Any) -> None:  # noqa: N802
         pass
 
@@ -98,18 +117,25 @@ class StreamListener:
         implements = ["org.apache.spark.sql.streaming.PythonStreamingQueryListener"]
 
 
-def register(jsession: Any, capture: StreamEvents) -> tuple[StreamListener, Any] | None:
-    """Add a :class:`StreamListener` to ``jsession``'s streams; (listener, JVM wrapper) or None."""
-    listener = StreamListener(capture, jsession)
-    try:
-        from pyspark import SparkContext
+def register(jsession: Any, capture: StreamEvents) -> tuple[StreamListener, Any]:
+    """Add a :class:`StreamListener` to ``jsession``'s streams: (listener, JVM wrapper); raises what
+    Spark raises (e.g. an old Spark without ``PythonStreamingQueryListenerWrapper``).
 
-        wrapper = SparkContext._jvm.org.apache.spark.sql.streaming.PythonStreamingQueryListenerWrapper(listener)
-        jsession.streams().addListener(wrapper)
-        return listener, wrapper
-    except Exception as exc:  # noqa: BLE001 - an old Spark: batch capture still works
-        log.warning("lineage-listener: streaming queries will not be captured: %s", exc)
-        return None
+    ``jsession.streams()`` builds Spark's ``StreamingQueryManager`` on a session's first use (the
+    slowest JVM call of a capture's start): ``enable()`` runs this on a start-up thread. A stream
+    started meanwhile is taken as started when the listener is in place (:meth:`StreamListener.take_active`).
+    """
+    from py4j.java_gateway import JavaClass
+
+    listener = StreamListener(capture, jsession)
+    wrapper_class = JavaClass(WRAPPER, jsession._gateway_client)  # no package lookups: one JVM call
+    wrapper = wrapper_class(listener)
+    jsession.streams().addListener(wrapper)
+    return listener, wrapper
+
+
+#: Spark's JVM side of a py4j ``StreamingQueryListener``.
+WRAPPER = "org.apache.spark.sql.streaming.PythonStreamingQueryListenerWrapper"
 
 
 def unregister(jsession: Any, wrapper: Any) -> None:
