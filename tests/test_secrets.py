@@ -184,6 +184,22 @@ def test_batches_redact_rows_on_entry_and_from_old_spool_files():
     assert "PW" not in str(Batch.from_json(old).rows["queries"])
 
 
+
+def test_rows_are_redacted_every_time_short_or_long_repeated_or_not():
+    """A text met again is redacted as the first time (remembered), and so is one too long to remember."""
+    short = "x > 1 AND url = 'jdbc:mysql://u:PW@h/d'"
+    long = "a = 1 AND " * 500 + "token=PW"
+    assert len(long) > 4096
+    for _ in range(3):
+        for text in (short, long):
+            b = Batch()
+            b.add(row_of("column_lineage", ("q", "r", "t", "c", "s", "c", "filter", "indirect", text, False, None)))
+            assert "PW" not in str(b.rows), text[-40:]
+    b = Batch()
+    b.add(row_of("column_lineage", ("q", "r", "t", "c", "s", "c", "filter", "indirect", "a = 'PW'", False, None)))
+    assert b.rows["column_lineage"][0].expression == "a = 'PW'"  # nothing secret-looking: kept
+
+
 @contextlib.contextmanager
 def written(log: logging.Logger, formatter: logging.Formatter | None = None):
     """What ``log`` writes to a handler of its own with a standard formatter (or ``formatter``). Not
