@@ -209,6 +209,20 @@ def test_disable_right_after_enable_leaves_nothing(spark: Any, tmp_path: Path) -
     assert [(e[1], e[2]) for e in edges] == [("kept", 1)], edges
 
 
+def test_an_enable_that_fails_leaves_no_listener(spark: Any, tmp_path: Path) -> None:
+    """The listener is registered before the capture is built: when building it fails (an unknown
+    option), enable() raises and unregisters it, so no listener is left keeping every callback."""
+    session = spark.newSession()
+    before = _query_listeners(session)
+    with pytest.raises(TypeError):
+        lineage_listener.enable(session, store=str(tmp_path / "l.duckdb"), no_such_option=1)
+    assert _query_listeners(session) == before
+    handle = lineage_listener.enable(session, store=str(tmp_path / "l.duckdb"))  # a later enable() works
+    assert _query_listeners(session) == before + 1
+    lineage_listener.disable(session)
+    assert handle.capture is not None and _query_listeners(session) == before
+
+
 def test_disable_while_the_streaming_listener_is_being_added_removes_it(
         spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The start-up thread adds the streaming listener after disable() began: it removes it itself."""

@@ -1,6 +1,7 @@
 """``enable(spark)`` / ``disable(spark)``: capture on a live PySpark session via its py4j gateway."""
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from dataclasses import dataclass, field
@@ -143,7 +144,12 @@ def enable(spark: Any, store: str | os.PathLike | None = None, **options: Any) -
         sigterm.install()
         # The threads start after every JVM call this thread makes: the capture thread imports the
         # lineage modules and the store meanwhile, and each answer to this thread would wait for the GIL.
-        capture = Capture(store, warm_up=lambda: planreader.warm_up(spark._jsparkSession), **options)
+        try:
+            capture = Capture(store, warm_up=lambda: planreader.warm_up(spark._jsparkSession), **options)
+        except BaseException:  # e.g. an unknown option: nothing stays registered, buffering callbacks
+            with contextlib.suppress(Exception):
+                spark._jsparkSession.listenerManager().unregister(jlistener)
+            raise
         capture.reader.stream_sessions.append(spark._jsparkSession)
         handle = CaptureHandle(spark, capture, listener, key, jlistener)
         _handles[key] = handle
