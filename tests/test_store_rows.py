@@ -3,6 +3,7 @@ older version, and the group writer's caller-owned transaction."""
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
 from pathlib import Path
@@ -15,6 +16,7 @@ from lineage_listener.store.group import GroupWriter, Settings
 from lineage_listener.store.rows import (INSTRUCTIONS, ROWS, DatasetColumnRow, DatasetRow, EdgeRow, LabelFile,
                                          LabelUnset, QueryRow, Retarget, RunRow)
 from lineage_listener.store.schema import schema_sql
+from lineage_listener.store.write import commit_batch
 from lineage_listener.store.writer import StoreWriter
 
 AT = "2026-01-01 10:00:00"
@@ -158,3 +160,56 @@ def test_group_writer_commits_a_group_and_refuses_its_bad_batch_alone(tmp_path: 
         assert sorted(r[0] for r in con.execute("SELECT query_id FROM queries").fetchall()) == \
             ["first", "g1", "g2", "g3"]
         assert con.execute("SELECT count(*) FROM column_lineage WHERE query_id = 'bad'").fetchone()[0] == 0
+
+
+def _random_rows(cls: type, rng: random.Random, n: int, types: dict[str, str]) -> list:
+    """``n`` rows of ``cls`` over two keys, each other column null or one of a few values of its type
+    (an empty JSON object among a JSON column's)."""
+    rows = []
+    for _ in range(n):
+        values = []
+        for field in cls._fields:
+            if field in cls.KEY:
+                values.append(rng.choice(["k1", "k2"]))
+            elif field.endswith(("_at", "_seen")):
+                values.append(rng.choice([None, f"2026-01-0{rng.randint(1, 9)} 10:00:00"]))
+            elif field in ("ordinal", "attempts"):
+                values.append(rng.choice([None, 1, 2, 3]))
+            elif field == "nullable":
+                values.append(rng.choice([None, True, False]))
+            elif types[field] == "JSON":
+                values.append(rng.choice([None, "{}", '{"a": 1}', '{"b": 2}']))
+            else:
+                values.append(rng.choice([None, "x", "y", "z"]))
+        rows.append(cls._make(values))
+    return rows
+
+
+def test_a_batch_folded_by_key_is_stored_as_its_rows_one_by_one() -> None:
+    """Every row type written in one folded statement (its ``FOLD``) leaves the table exactly as its
+    rows written one batch each, in order, over a table that already holds some of the keys."""
+    folded = [cls for cls in ROWS if cls.FOLD]
+    assert {RunRow, DatasetRow, DatasetColumnRow} <= set(folded)
+    rng = random.Random(11)
+    con = duckdb.connect()
+    con.execute(schema_sql())
+    types = dict(con.execute("SELECT table_name || '.' || column_name, data_type FROM information_schema.columns")
+                 .fetchall())
+    con.close()
+    for cls in folded:
+        column_types = {f: types[f"{cls.TABLE}.{f}"] for f in cls._fields}
+        assert set(cls.FOLD) == set(cls._fields) - set(cls.KEY), cls.__name__
+        for trial in range(25):
+            before = _random_rows(cls, rng, rng.randint(0, 1), column_types)
+            rows = _random_rows(cls, rng, rng.randint(1, 8), column_types)
+            tables = []
+            for one_by_one in (False, True):
+                con = duckdb.connect()
+                con.execute(schema_sql())
+                for part in [[r] for r in before] + ([[r] for r in rows] if one_by_one else [rows]):
+                    batch = Batch()
+                    batch.add_all(part)
+                    commit_batch(con, batch)
+                tables.append(con.execute(f"SELECT * FROM {cls.TABLE} ORDER BY ALL").fetchall())
+                con.close()
+            assert tables[0] == tables[1], (cls.__name__, trial, before, rows)

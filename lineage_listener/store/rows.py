@@ -7,6 +7,9 @@ writer's column-wise inserts take it as it is. Class attributes say how it is wr
 - ``TABLE``: the name of its rows in a batch (and in a spool file), the store table it fills;
 - ``KEY``: the primary key of a table written as an upsert (empty: rows are appended);
 - ``MERGE``: on a key already in the store, the ``DO UPDATE SET`` clause;
+- ``FOLD``: for a table whose merge rule is made of :data:`RULES`, each column's aggregate that folds
+  a batch's rows of one key, in their order, the way ``MERGE`` would take them one by one (so a batch
+  is one statement per table, however often a run or dataset recurs in it); empty otherwise;
 - ``SHARED``: rows every query of a batch may share (kept in each part of ``Batch.by_query``).
 
 ``Retarget``, ``QueryStarted`` and ``RunReopened`` are instructions to the writer, not tables;
@@ -25,9 +28,40 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 
+#: How a column of an upserted table takes a value given again, as the ``DO UPDATE SET`` expression
+#: (``{old}``: the stored value, ``{new}``: the one given) and as the aggregate (over ``{c}``, in the
+#: order ``_seq``) that folds a batch's values of one key the same way. Each rule is associative, so
+#: merging the folded row equals merging the rows one by one.
+RULES: dict[str, tuple[str | None, str]] = {
+    "first": (None, "arg_min_null({c}, _seq)"),  # never updated
+    "last": ("{new}", "arg_max_null({c}, _seq)"),
+    "given": ("coalesce({new}, {old})", "arg_max({c}, _seq)"),  # the last non-null; null keeps the known
+    "kept": ("coalesce({old}, {new})", "arg_min({c}, _seq)"),   # the first non-null stays
+    "least": ("least({old}, {new})", "min({c})"),
+    "greatest": ("greatest({old}, {new})", "max({c})"),
+    # a JSON object: null or an empty object keeps the known one
+    "object": ("CASE WHEN {new} IS NULL OR CAST({new} AS TEXT) = '{{}}' THEN {old} ELSE {new} END",
+               "coalesce(arg_max({c}, _seq) FILTER (WHERE CAST({c} AS TEXT) <> '{{}}'), arg_min_null({c}, _seq))"),
+}
+
+
+def upsert(table: str, **rules: str) -> tuple[str, dict[str, str]]:
+    """``MERGE`` and ``FOLD`` of ``table`` from each non-key column's rule (:data:`RULES`).
+
+    >>> merge, fold = upsert("runs", app_name="given", started_at="kept")
+    >>> merge
+    'app_name=coalesce(excluded.app_name, runs.app_name), started_at=coalesce(runs.started_at, excluded.started_at)'
+    >>> fold["started_at"]
+    'arg_min("started_at", _seq)'
+    """
+    merge = ", ".join(f"{c}=" + sql.format(old=f"{table}.{c}", new=f"excluded.{c}")
+                      for c, r in rules.items() if (sql := RULES[r][0]) is not None)
+    return merge, {c: RULES[r][1].format(c=f'"{c}"') for c, r in rules.items()}
+
+
 def _spec(cls: Any) -> Any:
     """Give a row type the defaults of what it does not say: appended (no key), one query's own."""
-    for name, default in (("KEY", ()), ("MERGE", ""), ("SHARED", False)):
+    for name, default in (("KEY", ()), ("MERGE", ""), ("FOLD", {}), ("SHARED", False)):
         if not hasattr(cls, name):
             setattr(cls, name, default)
     return cls
@@ -72,12 +106,8 @@ class RunRow(NamedTuple):
     KEY = ("run_id",)
     SHARED = True
     # never clear a known value with null; the first start stays, a given end replaces the known one
-    MERGE = ("app_id=excluded.app_id, app_name=coalesce(excluded.app_name, runs.app_name), "
-             "spark_version=coalesce(excluded.spark_version, runs.spark_version), "
-             "spark_user=coalesce(excluded.spark_user, runs.spark_user), "
-             "master=coalesce(excluded.master, runs.master), "
-             "started_at=coalesce(runs.started_at, excluded.started_at), "
-             "ended_at=coalesce(excluded.ended_at, runs.ended_at)")
+    MERGE, FOLD = upsert("runs", app_id="last", app_name="given", spark_version="given", spark_user="given",
+                         master="given", started_at="kept", ended_at="given")
 
 
 @_spec
@@ -123,12 +153,8 @@ class DatasetRow(NamedTuple):
     KEY = ("dataset",)
     SHARED = True
     # the earliest first_seen, the latest last_seen; an empty properties object keeps the known one
-    MERGE = ("kind=excluded.kind, format=coalesce(excluded.format, datasets.format), "
-             "location=coalesce(excluded.location, datasets.location), "
-             "properties=CASE WHEN excluded.properties IS NULL OR CAST(excluded.properties AS TEXT) = '{}' "
-             "THEN datasets.properties ELSE excluded.properties END, "
-             "first_seen=least(datasets.first_seen, excluded.first_seen), "
-             "last_seen=greatest(datasets.last_seen, excluded.last_seen)")
+    MERGE, FOLD = upsert("datasets", kind="last", format="given", location="given", properties="object",
+                         first_seen="least", last_seen="greatest")
 
 
 @_spec
@@ -144,10 +170,8 @@ class DatasetColumnRow(NamedTuple):
     TABLE = "dataset_columns"
     KEY = ("dataset", "column_name")
     SHARED = True
-    MERGE = ("data_type=coalesce(excluded.data_type, dataset_columns.data_type), "
-             "nullable=excluded.nullable, ordinal=coalesce(excluded.ordinal, dataset_columns.ordinal), "
-             "first_seen=least(dataset_columns.first_seen, excluded.first_seen), "
-             "last_seen=greatest(dataset_columns.last_seen, excluded.last_seen)")
+    MERGE, FOLD = upsert("dataset_columns", data_type="given", nullable="last", ordinal="given",
+                         first_seen="least", last_seen="greatest")
 
 
 @_spec
@@ -188,7 +212,7 @@ class SentRow(NamedTuple):
 
     TABLE = "openlineage_sent"
     KEY = ("query_id", "endpoint")
-    MERGE = "sent_at=least(openlineage_sent.sent_at, excluded.sent_at)"
+    MERGE, FOLD = upsert("openlineage_sent", sent_at="least")
 
 
 @_spec
@@ -288,11 +312,9 @@ class ViolationRow(NamedTuple):
     KEY = ("violation_id",)
     # The lineage server's policy watch holds each violation whole: what it sends replaces the row,
     # except when it was first found.
-    MERGE = ("rule=excluded.rule, kind=excluded.kind, label=excluded.label, detail=excluded.detail, "
-             "found_at=least(policy_violations.found_at, excluded.found_at), "
-             "last_seen=excluded.last_seen, notified_at=excluded.notified_at, "
-             "attempts=excluded.attempts, gave_up_at=excluded.gave_up_at, "
-             "last_error=excluded.last_error, resolved_at=excluded.resolved_at")
+    MERGE, FOLD = upsert("policy_violations", dataset="first", column_name="first", rule="last", kind="last",
+                         label="last", detail="last", found_at="least", last_seen="last", notified_at="last", attempts="last",
+                         gave_up_at="last", last_error="last", resolved_at="last")
 
 
 @_spec

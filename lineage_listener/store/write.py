@@ -2,8 +2,9 @@
 every writer (capture's :class:`~lineage_listener.store.writer.StoreWriter`, the server's
 :class:`~lineage_listener.store.group.GroupWriter`, spool ingest).
 
-Each table's rows go in one statement per round, column-wise, as an upsert by the row type's
-``KEY`` and ``MERGE`` (:mod:`~lineage_listener.store.rows`); edges go through
+Each table's rows go in column-wise, as an upsert by the row type's ``KEY`` and ``MERGE``
+(:mod:`~lineage_listener.store.rows`): one statement with a key's rows folded by its ``FOLD``, or
+one statement per round; edges go through
 :mod:`~lineage_listener.store.captures`, label rows through :mod:`~lineage_listener.store.labels`,
 and the writer's instructions (``RunReopened``, ``QueryStarted``, ``Retarget``) by their type.
 """
@@ -115,15 +116,21 @@ def commit_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> int:
 
 
 def _insert(con: duckdb.DuckDBPyConnection, cls: Any, rows: list[tuple]) -> None:
-    """Column-wise: one statement per table and round, each column bound as a list and unnested;
-    an upsert by the row type's ``KEY`` and ``MERGE``."""
+    """Column-wise: each column bound as a list and unnested; an upsert by the row type's ``KEY`` and
+    ``MERGE``. A row type with a ``FOLD`` takes one statement, its rows of one key folded first in
+    their order; any other, one statement per round (:func:`_rounds`)."""
     types = _column_types(con, cls.TABLE)
-    values = ", ".join(f"CAST(unnest(${i + 1}) AS {types[c]})" for i, c in enumerate(cls._fields))
-    sql = f"INSERT INTO {cls.TABLE} ({', '.join(cls._fields)}) SELECT {values}"
-    if cls.MERGE:
-        sql += f" ON CONFLICT ({', '.join(cls.KEY)}) DO UPDATE SET {cls.MERGE}"
+    values = ", ".join(f'CAST(unnest(${i + 1}) AS {types[c]}) AS "{c}"' for i, c in enumerate(cls._fields))
+    sql = f"INSERT INTO {cls.TABLE} ({', '.join(cls._fields)}) SELECT "
+    conflict = f" ON CONFLICT ({', '.join(cls.KEY)}) DO UPDATE SET {cls.MERGE}" if cls.MERGE else ""
+    if cls.FOLD:
+        folded = ", ".join(f'"{c}"' if c in cls.KEY else cls.FOLD[c] for c in cls._fields)
+        key = ", ".join(f'"{c}"' for c in cls.KEY)
+        con.execute(f"{sql}{folded} FROM (SELECT {values}, unnest(${len(cls._fields) + 1}) AS _seq) "
+                    f"GROUP BY {key}{conflict}", [list(column) for column in zip(*rows)] + [list(range(len(rows)))])
+        return
     for part in _rounds(cls, rows):
-        con.execute(sql, [list(column) for column in zip(*part)])
+        con.execute(sql + values + conflict, [list(column) for column in zip(*part)])
 
 
 def _reopen(con: duckdb.DuckDBPyConnection, rows: list[tuple]) -> None:
