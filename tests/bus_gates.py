@@ -24,17 +24,26 @@ class QueryGate:
         self.opened = threading.Event()
         self._seen: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
+        self._proxy: Any = None
 
     def register(self, spark: Any) -> "QueryGate":
+        from py4j.java_gateway import JavaMember
+        from py4j.protocol import STATIC_PREFIX
         from pyspark.java_gateway import ensure_callback_server_started
 
         ensure_callback_server_started(spark.sparkContext._gateway)
-        spark._jsparkSession.listenerManager().register(self)
+        # The JVM object py4j makes of this gate, kept: py4j makes a new one each time the gate is
+        # passed, and only the object registered can be unregistered.
+        client = spark._jsparkSession._gateway_client
+        self._proxy = JavaMember("requireNonNull", None, STATIC_PREFIX + "java.util.Objects", client)(self)
+        spark._jsparkSession.listenerManager().register(self._proxy)
         return self
 
     def unregister(self, spark: Any) -> None:
         self.opened.set()
-        spark._jsparkSession.listenerManager().unregister(self)
+        if self._proxy is not None:
+            spark._jsparkSession.listenerManager().unregister(self._proxy)
+            self._proxy = None
 
     def open(self) -> None:
         self.opened.set()
