@@ -60,6 +60,12 @@ class QueryGate:
     def onFailure(self, funcName: str, qe: Any, exception: Any) -> None:  # noqa: N802,N803
         self.onSuccess(funcName, qe, 0)
 
+    def equals(self, other: Any) -> bool:  # Spark asks the listener it unregisters
+        return other is self
+
+    def hashCode(self) -> int:  # noqa: N802
+        return id(self) & 0x7FFFFFFF
+
     class Java:
         implements = ["org.apache.spark.sql.util.QueryExecutionListener"]
 

@@ -223,6 +223,42 @@ def test_an_enable_that_fails_leaves_no_listener(spark: Any, tmp_path: Path) -> 
     assert handle.capture is not None and _query_listeners(session) == before
 
 
+class _OtherListener:
+    """A user's own QueryExecutionListener in Python, as py4j users write one (no ``equals``)."""
+
+    def onSuccess(self, funcName: str, qe: Any, durationNs: int) -> None:  # noqa: N802,N803 - Java names
+        pass
+
+    def onFailure(self, funcName: str, qe: Any, exception: Any) -> None:  # noqa: N802,N803
+        pass
+
+    class Java:
+        implements = ["org.apache.spark.sql.util.QueryExecutionListener"]
+
+
+def test_disable_removes_the_listener_behind_a_users_own(spark: Any, tmp_path: Path) -> None:
+    """Spark finds the listener to remove by asking it ``equals`` of each one registered before it:
+    with a user's Python listener there first, that question comes to capture's Python listener,
+    which must answer it for disable() to remove it (a callback after disable() reaches nothing)."""
+    from py4j.java_gateway import JavaMember
+    from py4j.protocol import STATIC_PREFIX
+
+    session = spark.newSession()
+    other = JavaMember("requireNonNull", None, STATIC_PREFIX + "java.util.Objects",
+                       session._jsparkSession._gateway_client)(_OtherListener())
+    session._jsparkSession.listenerManager().register(other)
+    before = _query_listeners(session)
+    store = tmp_path / "l.duckdb"
+    lineage_listener.enable(session, store=str(store))
+    session.range(2).selectExpr("id AS kept").write.mode("overwrite").parquet(str(tmp_path / "a"))
+    assert _query_listeners(session) == before + 1
+    lineage_listener.disable(session)
+    assert _query_listeners(session) == before
+    session.range(2).selectExpr("id AS after_disable").write.mode("overwrite").parquet(str(tmp_path / "b"))
+    session.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(60_000)
+    assert [(e[1], e[2]) for e in _edges(store)] == [("kept", 1)]
+
+
 def test_disable_while_the_streaming_listener_is_being_added_removes_it(
         spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The start-up thread adds the streaming listener after disable() began: it removes it itself."""

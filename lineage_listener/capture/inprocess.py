@@ -225,13 +225,14 @@ def disable(spark: Any, timeout: float = 30.0) -> None:
     with handle.lock:
         wrapper, handle.stream_listener = handle.stream_listener, None
     wait_for_listener_bus(spark, timeout)
-    try:
-        if _alive(spark):
+    if _alive(spark):
+        try:
             spark._jsparkSession.listenerManager().unregister(handle.jlistener)
-            if wrapper is not None:
-                streams.unregister(spark._jsparkSession, wrapper)
-    except Exception as exc:  # noqa: BLE001
-        log.debug("unregister failed: %s", exc)
+        except Exception as exc:  # noqa: BLE001 - the capture closes below: later callbacks find nothing to do
+            log.warning("lineage-listener: could not remove the query listener: %s",
+                        (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200])
+        if wrapper is not None:
+            streams.unregister(spark._jsparkSession, wrapper)
     # The store is complete when this returns: the runs end now (runs.ended_at, the end of their
     # capture), unless another session of this process still captures them; nothing is written later.
     handle.capture.end_run(keep=_runs_captured_elsewhere)

@@ -63,5 +63,13 @@ class PlanListener:
     def toString(self) -> str:  # noqa: N802 - py4j/Java may ask
         return f"lineage_listener.PlanListener({self.capture.store if self.capture else 'starting'})"
 
+    # Spark finds a listener to unregister by asking it ``equals`` of each one registered before it:
+    # without an answer, disable() could not remove it from behind another (a user's) listener.
+    def equals(self, other: Any) -> bool:
+        return other is self
+
+    def hashCode(self) -> int:  # noqa: N802
+        return id(self) & 0x7FFFFFFF
+
     class Java:
         implements = ["org.apache.spark.sql.util.QueryExecutionListener"]
