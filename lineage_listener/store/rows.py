@@ -313,8 +313,8 @@ class ViolationRow(NamedTuple):
     # The lineage server's policy watch holds each violation whole: what it sends replaces the row,
     # except when it was first found.
     MERGE, FOLD = upsert("policy_violations", dataset="first", column_name="first", rule="last", kind="last",
-                         label="last", detail="last", found_at="least", last_seen="last", notified_at="last", attempts="last",
-                         gave_up_at="last", last_error="last", resolved_at="last")
+                         label="last", detail="last", found_at="least", last_seen="last", notified_at="last",
+                         attempts="last", gave_up_at="last", last_error="last", resolved_at="last")
 
 
 @_spec
