@@ -27,15 +27,12 @@ class QueryGate:
         self._proxy: Any = None
 
     def register(self, spark: Any) -> "QueryGate":
-        from py4j.java_gateway import JavaMember
-        from py4j.protocol import STATIC_PREFIX
         from pyspark.java_gateway import ensure_callback_server_started
 
+        from lineage_listener.capture.jvm import jvm_proxy
+
         ensure_callback_server_started(spark.sparkContext._gateway)
-        # The JVM object py4j makes of this gate, kept: py4j makes a new one each time the gate is
-        # passed, and only the object registered can be unregistered.
-        client = spark._jsparkSession._gateway_client
-        self._proxy = JavaMember("requireNonNull", None, STATIC_PREFIX + "java.util.Objects", client)(self)
+        self._proxy = jvm_proxy(spark, self)  # kept: only the object registered can be unregistered
         spark._jsparkSession.listenerManager().register(self._proxy)
         return self
 

@@ -240,13 +240,10 @@ def test_disable_removes_the_listener_behind_a_users_own(spark: Any, tmp_path: P
     """Spark finds the listener to remove by asking it ``equals`` of each one registered before it:
     with a user's Python listener there first, that question comes to capture's Python listener,
     which must answer it for disable() to remove it (a callback after disable() reaches nothing)."""
-    from py4j.java_gateway import JavaMember
-    from py4j.protocol import STATIC_PREFIX
+    from lineage_listener.capture.jvm import jvm_proxy
 
     session = spark.newSession()
-    other = JavaMember("requireNonNull", None, STATIC_PREFIX + "java.util.Objects",
-                       session._jsparkSession._gateway_client)(_OtherListener())
-    session._jsparkSession.listenerManager().register(other)
+    session._jsparkSession.listenerManager().register(jvm_proxy(session, _OtherListener()))
     before = _query_listeners(session)
     store = tmp_path / "l.duckdb"
     lineage_listener.enable(session, store=str(store))

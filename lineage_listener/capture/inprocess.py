@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lineage_listener.capture import planreader, sigterm, sinks, streams
+from lineage_listener.capture.jvm import jvm_proxy
 from lineage_listener.capture.listener import PlanListener
 from lineage_listener.capture.pipeline import Capture
 from lineage_listener.kafka import settings as kafka_settings
@@ -139,7 +140,7 @@ def enable(spark: Any, store: str | os.PathLike | None = None, **options: Any) -
                      "ended just before enable() may be captured", ENABLE_DRAIN_SECONDS)
         # From here on no action is lost: until the capture exists, callbacks wait in the listener.
         listener = PlanListener()
-        jlistener = _jvm_proxy(spark, listener)
+        jlistener = jvm_proxy(spark, listener)
         spark._jsparkSession.listenerManager().register(jlistener)
         sigterm.install()
         # The threads start after every JVM call this thread makes: the capture thread imports the
@@ -162,17 +163,6 @@ def enable(spark: Any, store: str | os.PathLike | None = None, **options: Any) -
         listener.attach(capture)
         log.info("lineage-listener: capturing lineage of session %s into %s", key, capture.store)
         return handle
-
-
-def _jvm_proxy(spark: Any, listener: Any) -> Any:
-    """The JVM object py4j makes of the Python ``listener`` (one JVM call: the static method is
-    called as such, without asking the JVM what ``requireNonNull`` is). py4j makes a new one each
-    time a Python object is passed: only the one registered can be unregistered."""
-    from py4j.java_gateway import JavaMember
-    from py4j.protocol import STATIC_PREFIX
-
-    client = spark._jsparkSession._gateway_client
-    return JavaMember("requireNonNull", None, STATIC_PREFIX + "java.util.Objects", client)(listener)
 
 
 def start_streams(handle: CaptureHandle) -> None:

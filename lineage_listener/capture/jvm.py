@@ -88,3 +88,14 @@ def simple_name(obj: Any) -> str:
     """A JVM object's class name without its package (its superclass's for an anonymous class)."""
     cls = obj.getClass()
     return str(cls.getSimpleName()) or str(cls.getSuperclass().getSimpleName())
+
+
+def jvm_proxy(spark: Any, listener: Any) -> Any:
+    """The JVM object py4j makes of the Python ``listener`` (one JVM call: the static method is
+    called as such, without asking the JVM what ``requireNonNull`` is). py4j makes a new one each
+    time a Python object is passed: only the one registered can be unregistered."""
+    from py4j.java_gateway import JavaMember
+    from py4j.protocol import STATIC_PREFIX
+
+    client = spark._jsparkSession._gateway_client
+    return JavaMember("requireNonNull", None, STATIC_PREFIX + "java.util.Objects", client)(listener)
