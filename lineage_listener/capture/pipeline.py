@@ -1,6 +1,8 @@
-"""The capture pipeline: listener callbacks in, batched store writes out, on one thread.
+"""The capture pipeline: listener callbacks in, batched store writes out.
 
-``on_success`` runs on Spark's listener bus and only queues; the capture thread does the rest.
+``on_success`` runs on Spark's listener bus and only queues; the capture thread reads, walks and
+records, and hands each batch to a write lane (:mod:`~lineage_listener.capture.writelane`), whose
+thread writes it to the store.
 Creating a :class:`Capture` only starts that thread: the thread builds what is slow to build
 (the recorder and its lineage modules, the store writer) and warms up (``warm_up``, then the
 store opened and its schema migrated), while the job runs; actions arriving meanwhile wait in
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from lineage_listener.capture import overflow, stages
 from lineage_listener.capture.envelope import Envelope, Reader
+from lineage_listener.capture.writelane import WriteLane
 from lineage_listener.store.batch import Batch
 from lineage_listener import redact
 
@@ -100,7 +103,7 @@ class Capture:
         """``defer_reads``: read the ``QueryExecution`` on the capture thread instead of the
         callback's thread (use it when the callback runs on Spark's listener bus).
         ``max_queue``: at most this many deferred actions wait; more are recorded as lineage_error.
-        ``after_write``: called on the capture thread with each batch that reached the store
+        ``after_write``: called on the write lane's thread with each batch that reached the store
         (e.g. live OpenLineage emission); rows it returns are written with the next batch.
         ``url``: send batches to this lineage server (``lineage-listener serve``) instead of
         writing ``store``; ``token`` (or env ``LINEAGE_TOKEN``) authenticates them.
@@ -133,6 +136,10 @@ class Capture:
         self._waiting_lock = threading.Lock()
         self._queue: queue.SimpleQueue[Envelope | _Event | _Marker] = queue.SimpleQueue()
         self._pending = Batch()
+        #: Store writes run here, off the capture thread (built with the writer).
+        self._lane: WriteLane | None = None
+        #: Rows ``after_write`` returned, written with the next batch (owned by the lane's thread).
+        self._extras = Batch()
         self._closed = False
         self._hurried = False
         self._thread = threading.Thread(target=self._loop, name="lineage-listener-capture", daemon=True)
@@ -171,6 +178,7 @@ class Capture:
                 self._writer = StoreWriter(self.store, lock_timeout=lock_timeout)
         self._recorder = Recorder()
         self._writes = LastWrites()
+        self._lane = WriteLane(max_waiting=1)
         self._ready.set()
         if self._hurried:  # hurry() came before the writer was there
             self._writer.lock_timeout = min(self._writer.lock_timeout, EXIT_LOCK_WAIT)
@@ -180,8 +188,9 @@ class Capture:
             except Exception as exc:  # noqa: BLE001 - a warm-up only saves time later
                 log.warning("lineage-listener: warm-up failed (%s); capture goes on", exc)
                 self.record_problem("plan", f"warm-up failed: {type(exc).__name__}: {exc}")
-        if own_store and self._queue.empty():
-            self._writer.write(Batch(), wait=0.0)  # open the store and migrate its schema now, if free
+        if own_store and self._queue.empty():  # open the store and migrate its schema now, if free
+            writer = self._writer
+            self._lane.submit(lambda: writer.write(Batch(), wait=0.0))
 
     # -- listener-bus side (must be fast and never raise) ---------------------------
     def on_success(self, func_name: str, qe: Any, duration_ns: int | None) -> None:
@@ -305,9 +314,10 @@ class Capture:
             now = time.monotonic()
             if len(self._pending) and (now >= self._next_write or len(self._pending) >= self.max_batch_rows):
                 self._write()
-            elif item is None and now >= next_spool_try and self.writer.waiting():
+            elif item is None and now >= next_spool_try:
                 next_spool_try = now + 2.0  # the store may be free again: write what waits
-                self.writer.write(Batch(), wait=0.0)
+                if self._lane is not None:  # a busy lane writes what waits before its batch anyway
+                    self._lane.offer(self._retry)
 
     def _on_marker(self, item: "_Marker") -> bool:
         """Answer a control marker (end of runs, flush, stop); True: the thread stops."""
@@ -320,13 +330,13 @@ class Capture:
                     self._add_rows(self.recorder.end_run(run, now))
             item.ok = True
         elif item.kind == "stop":  # close() flushed just before: write only what came since
-            item.ok = self._write() if len(self._pending) else not self.writer.waiting()
+            batch, self._pending = self._pending, Batch()
+            item.ok = self._call(lambda: self._stop_write(batch))
+            if self._lane is not None:
+                self._lane.close()
         else:  # flush: what after_write returns too, so nothing is written after flush() returns
-            item.ok = self._write()
-            for _ in range(3):
-                if not (item.ok and len(self._pending)):
-                    break
-                item.ok = self._write()
+            batch, self._pending = self._pending, Batch()
+            item.ok = self._call(lambda: self._store(batch, flush=True))
         item.done.set()
         return item.kind == "stop"
 
@@ -395,8 +405,65 @@ class Capture:
         return max(time.monotonic() + self.batch_interval,
                    self._last_write_end + min(WRITE_SPACING * self._last_write_cost, MAX_SPACING))
 
-    def _write(self) -> bool:
-        batch, self._pending = self._pending, Batch()
+    def _write(self) -> None:
+        """Hand the pending batch to the lane (a store write off the capture thread). While the lane
+        is busy, or sooner after its last write than :meth:`_next_write_at` allows, the batch grows
+        (up to ``max_batch_rows``; past that, the capture thread waits for the lane)."""
+        batch = self._pending
+        if self._lane is None:
+            self._pending = Batch()
+            self._store(batch)
+            return
+        full = len(batch) >= self.max_batch_rows
+        spaced = self._last_write_end + min(WRITE_SPACING * self._last_write_cost, MAX_SPACING)
+        if not full and spaced > time.monotonic():  # the last write ended since this batch began
+            self._next_write = spaced
+        elif not full and not self._lane.offer(lambda: self._store(batch)):
+            self._next_write = time.monotonic() + self.batch_interval
+        else:
+            if len(batch) >= self.max_batch_rows:
+                self._lane.submit(lambda: self._store(batch))
+            self._pending = Batch()
+
+    def _call(self, fn: Callable[[], bool]) -> bool:
+        try:
+            return self._lane.call(fn) if self._lane is not None else fn()
+        except Exception:  # noqa: BLE001 - StoreWriter should not raise; belt and braces
+            log.exception("lineage-listener: store write failed")
+            return False
+
+    # -- the lane's thread ------------------------------------------------------------
+    def _retry(self) -> None:
+        """Idle: write the rows ``after_write`` returned, and what waits (spooled or held lineage)
+        if the store is free now."""
+        if len(self._extras):
+            self._store(Batch())
+        elif self.writer.waiting():
+            self.writer.write(Batch(), wait=0.0)
+
+    def _stop_write(self, batch: Batch) -> bool:
+        if len(batch) or len(self._extras):
+            return self._store(batch, flush=True)
+        return not self.writer.waiting()
+
+    def _store(self, batch: Batch, flush: bool = False) -> bool:
+        """Write ``batch`` after the rows ``after_write`` returned before; a flush also writes what
+        ``after_write`` returns for it (at most three more writes)."""
+        ok = self._store_once(self._with_extras(batch))
+        for _ in range(3 if flush else 0):
+            if not (ok and len(self._extras)):
+                break
+            ok = self._store_once(self._with_extras(Batch()))
+        return ok
+
+    def _with_extras(self, batch: Batch) -> Batch:
+        if not len(self._extras):
+            return batch
+        extras, self._extras = self._extras, Batch()
+        extras.extend(batch)
+        return extras
+
+    def _store_once(self, batch: Batch) -> bool:
         if not len(batch) and not self.writer.waiting():
             return True
         if not len(batch) and self._hurried:
@@ -418,7 +485,7 @@ class Capture:
                 log.exception("lineage-listener: after-write hook failed")
                 extra = None
             if extra is not None and len(extra):
-                self._add_rows(extra)
+                self._extras.extend(extra)
         return ok
 
 
