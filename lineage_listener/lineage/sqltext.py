@@ -117,6 +117,8 @@ def cast(e: exp.Expression, data_type: str | None) -> exp.Expression:
 _TYPES: dict[str, tuple[exp.DataType | None, str | None]] = {}
 #: Key of a cast's type text in its ``meta`` (sqlglot's own place for such notes).
 _TYPE_SQL = "lineage_type_sql"
+#: Key of a tree's rendered text in its ``meta`` (:func:`render`).
+_TEXT = "lineage_text"
 _PROBE = "CAST(x AS "
 
 
@@ -187,14 +189,30 @@ def render(e: exp.Expression | None) -> str | None:
     is rendered once per thread (memo): a 300-step ``withColumn`` chain renders trees of ~400
     nodes 300 times. Anything else goes to the generator (on a copy: the generator may change
     what it renders, and origins share their trees).
+
+    A tree's text is kept in its ``meta`` (the walk builds a tree once and never changes it in
+    place; a copy keeps the text with the tree it copies): an origin whose text is asked again
+    (an edge, an influence, a union branch), or whose tree is an operand of a joined operator
+    rendered later, is rendered once.
+
+    >>> left = binary("Add", column("a"), literal(1, "int"))
+    >>> render(left), render(binary("GreaterThan", left, column("b")))
+    ('a + 1', '(a + 1) > b')
+    >>> left.meta[_TEXT]
+    'a + 1'
     """
     if e is None:
         return None
+    meta = e._meta
+    if meta is not None and _TEXT in meta:
+        return meta[_TEXT]
     gen = _generator()
     try:
-        return _text(e, gen, _local.memo)
+        text = _text(e, gen, _local.memo)
     except RecursionError:  # a very deep tree: the generator's own (iterative) way
-        return _generate(e, gen)
+        text = _generate(e, gen)
+    e.meta[_TEXT] = text
+    return text
 
 
 def _generator() -> Any:
@@ -219,6 +237,11 @@ _MEMO_MAX = 100_000
 
 
 def _text(e: exp.Expression, gen: Any, memo: dict[Any, str]) -> str:
+    meta = e._meta
+    if meta is not None:
+        kept = meta.get(_TEXT)
+        if kept is not None:
+            return kept
     t = type(e)
     if e.comments:
         return _generate(e, gen)
@@ -228,8 +251,8 @@ def _text(e: exp.Expression, gen: Any, memo: dict[Any, str]) -> str:
         return _text(args["this"], gen, memo) + op + _text(args["expression"], gen, memo)
     if t is exp.Paren and len(args) == 1:
         return "(" + _text(args["this"], gen, memo) + ")"
-    if t is exp.Cast and len(args) == 2 and type(args["this"]) is not exp.Literal and e._meta:
-        type_sql = e._meta.get(_TYPE_SQL)  # set by cast(): not to JSON or a nested type
+    if t is exp.Cast and len(args) == 2 and type(args["this"]) is not exp.Literal and meta:
+        type_sql = meta.get(_TYPE_SQL)  # set by cast(): not to JSON or a nested type
         if type_sql is not None:
             return "CAST(" + _text(args["this"], gen, memo) + " AS " + type_sql + ")"
     if t is exp.Anonymous and len(args) == 2 and type(args["this"]) is str:  # sqlglot's ``func``
