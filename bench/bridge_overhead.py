@@ -95,16 +95,22 @@ def main() -> int:
         captured: list[float] = []
         before: list[float] = []
         logs: dict[str, list[str]] = {"captured": [], "before": []}
+        arms = ["plain", "captured"] + (["before"] if args.before else [])
         for i in range(args.runs):
-            plain.append(run_once(job, base / "plain", [], job_args=job_args)[0])
-            seconds, log = run_once(job, base / "captured", conf, job_args=job_args)
-            captured.append(seconds)
-            logs["captured"].append(log)
-            if args.before:
-                seconds, log = run_once(job, base / "before", capture_args(base / "before.duckdb", args.before)
-                                        + info, args.before, job_args)
-                before.append(seconds)
-                logs["before"].append(log)
+            # Each round rotates which arm runs first: the first job after a pause runs on a cooler
+            # machine, and a fixed order would hand that to one arm every round.
+            for arm in arms[i % len(arms):] + arms[:i % len(arms)]:
+                if arm == "plain":
+                    plain.append(run_once(job, base / "plain", [], job_args=job_args)[0])
+                elif arm == "captured":
+                    seconds, log = run_once(job, base / "captured", conf, job_args=job_args)
+                    captured.append(seconds)
+                    logs["captured"].append(log)
+                else:
+                    seconds, log = run_once(job, base / "before", capture_args(base / "before.duckdb", args.before)
+                                            + info, args.before, job_args)
+                    before.append(seconds)
+                    logs["before"].append(log)
             print(f"run {i + 1}: without {plain[-1]:.2f} s, with capture {captured[-1]:.2f} s"
                   + (f", with the capture of {args.before} {before[-1]:.2f} s" if before else ""), flush=True)
         import duckdb
@@ -117,10 +123,12 @@ def main() -> int:
     print(f"median without capture: {p:.2f} s")
     print(f"median with capture:    {c:.2f} s")
     print(f"extra wall time:        {c - p:+.2f} s ({(c / p - 1) * 100:+.1f} %), ratio {c / p:.3f}")
+    print(f"median of the rounds' own ratios: {statistics.median(x / y for x, y in zip(captured, plain)):.3f}")
     print(f"edges in the store after all runs: {edges}; captured queries per run: {per_run:.0f}")
     if before:
         b = statistics.median(before)
-        print(f"median with the capture of {args.before}: {b:.2f} s, ratio {b / p:.3f}")
+        print(f"median with the capture of {args.before}: {b:.2f} s, ratio {b / p:.3f}; median of the rounds' "
+              f"own ratios {statistics.median(x / y for x, y in zip(before, plain)):.3f}")
     for side, texts in logs.items():
         for name, value in breakdown(texts).items():
             print(f"{side}: {name}: {value:g}")
