@@ -1,7 +1,7 @@
 """What the listener takes from a live ``QueryExecution`` on Spark's listener-bus thread.
 
-Everything else (parsing, walking, writing) happens later on the capture thread,
-from this plain, immutable record.
+Everything else happens later, from this plain, immutable record: parsing and walking on the
+capture thread, writing on its write lane.
 """
 from __future__ import annotations
 

@@ -93,7 +93,7 @@ class _Marker:
 
 
 class Capture:
-    """Owns the capture thread and the store writer for one store file."""
+    """Owns the capture thread, its write lane and the store writer for one store file."""
 
     def __init__(self, store: str | os.PathLike, *, batch_interval: float = 1.0,
                  max_batch_rows: int = 20_000, lock_timeout: float = 10.0, defer_reads: bool = False,

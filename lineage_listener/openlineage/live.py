@@ -1,6 +1,6 @@
 """Live emission: each batch's queries go to an OpenLineage endpoint right after they reach the store.
 
-Runs on the capture thread, never on the job's. A down endpoint costs one bounded
+Runs on capture's write lane, never on the job's threads. A down endpoint costs one bounded
 attempt (short timeout, one retry), then attempts back off (30 s doubling to 5 min);
 meanwhile the events wait in the store, where ``lineage-listener export openlineage
 --url`` finds them: deliveries are recorded in ``openlineage_sent`` (in the next
