@@ -136,7 +136,8 @@ class Capture:
         self._waiting_lock = threading.Lock()
         self._queue: queue.SimpleQueue[Envelope | _Event | _Marker] = queue.SimpleQueue()
         self._pending = Batch()
-        #: Store writes run here, off the capture thread (built with the writer).
+        #: Store writes run here, off the capture thread (built with the writer, before the thread
+        #: takes its first item: everything after ``_build`` may use it).
         self._lane: WriteLane | None = None
         #: Rows ``after_write`` returned, written with the next batch (owned by the lane's thread).
         self._extras = Batch()
@@ -316,8 +317,7 @@ class Capture:
                 self._write()
             elif item is None and now >= next_spool_try:
                 next_spool_try = now + 2.0  # the store may be free again: write what waits
-                if self._lane is not None:  # a busy lane writes what waits before its batch anyway
-                    self._lane.offer(self._retry)
+                self._lane.offer(self._retry)  # a busy lane writes what waits before its batch anyway
 
     def _on_marker(self, item: "_Marker") -> bool:
         """Answer a control marker (end of runs, flush, stop); True: the thread stops."""
@@ -332,8 +332,7 @@ class Capture:
         elif item.kind == "stop":  # close() flushed just before: write only what came since
             batch, self._pending = self._pending, Batch()
             item.ok = self._call(lambda: self._stop_write(batch))
-            if self._lane is not None:
-                self._lane.close()
+            self._lane.close()
         else:  # flush: what after_write returns too, so nothing is written after flush() returns
             batch, self._pending = self._pending, Batch()
             item.ok = self._call(lambda: self._store(batch, flush=True))
@@ -410,10 +409,6 @@ class Capture:
         is busy, or sooner after its last write than :meth:`_next_write_at` allows, the batch grows
         (up to ``max_batch_rows``; past that, the capture thread waits for the lane)."""
         batch = self._pending
-        if self._lane is None:
-            self._pending = Batch()
-            self._store(batch)
-            return
         full = len(batch) >= self.max_batch_rows
         spaced = self._last_write_end + min(WRITE_SPACING * self._last_write_cost, MAX_SPACING)
         if not full and spaced > time.monotonic():  # the last write ended since this batch began
@@ -421,13 +416,13 @@ class Capture:
         elif not full and not self._lane.offer(lambda: self._store(batch)):
             self._next_write = time.monotonic() + self.batch_interval
         else:
-            if len(batch) >= self.max_batch_rows:
+            if full:
                 self._lane.submit(lambda: self._store(batch))
             self._pending = Batch()
 
     def _call(self, fn: Callable[[], bool]) -> bool:
         try:
-            return self._lane.call(fn) if self._lane is not None else fn()
+            return self._lane.call(fn)
         except Exception:  # noqa: BLE001 - StoreWriter should not raise; belt and braces
             log.exception("lineage-listener: store write failed")
             return False
