@@ -134,7 +134,20 @@ def redact_options(options: Mapping[str, str]) -> dict[str, str]:
 
 #: Fields up to this long are redacted once per distinct text (:func:`redact_row`).
 _SHORT_FIELD = 4096
-_redact_short = functools.lru_cache(maxsize=1024)(redact_text)
+#: Their answers: at most this many, then forgotten all at once (a plain dict: a row's lookup is
+#: one ``dict.get`` per text, which ``functools.lru_cache`` more than doubles).
+_KNOWN_MAX = 1024
+_known: dict[str, str] = {}
+
+
+def _redact_new(text: str) -> str:
+    """:func:`redact_text` of a field not met recently (remembered when short)."""
+    if len(text) > _SHORT_FIELD:
+        return redact_text(text)
+    if len(_known) >= _KNOWN_MAX:
+        _known.clear()
+    found = _known[text] = redact_text(text)
+    return found
 
 
 def redact_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -147,8 +160,8 @@ def redact_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
     >>> redact_row(("q1", "jdbc:mysql://u:pw@db/x", 3, "password=hunter2"))
     ('q1', 'jdbc:mysql://***@db/x', 3, 'password=***')
     """
-    return tuple((_redact_short(v) if len(v) <= _SHORT_FIELD else redact_text(v)) if isinstance(v, str) else v
-                 for v in row)
+    known = _known.get
+    return tuple([(r if (r := known(v)) is not None else _redact_new(v)) if isinstance(v, str) else v for v in row])
 
 
 class _Redacting(logging.Filter):
