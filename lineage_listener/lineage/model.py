@@ -147,3 +147,19 @@ def as_influences(value: Origin, transform: Transform, expression: str | None = 
     out = {Influence(f.source, transform, text) for f in value.flows}
     out |= {Influence(i.source, transform, text) for i in value.influences}
     return out
+
+
+def ordered_influences(value: Origin, transform: Transform) -> list[Influence]:
+    """:func:`as_influences` in a fixed order: as their text (``str``) orders them. They share
+    their transform and expression, so their sources' text decides (the expression, often long,
+    is not written out once per influence to sort them).
+
+    >>> cond = Origin(frozenset({Flow(Column("t", "b"), Transform.COPY), Flow(Column("t", "a"), Transform.COPY)}))
+    >>> [i.source.name for i in ordered_influences(cond, Transform.FILTER)]
+    ['a', 'b']
+    """
+    return sorted(as_influences(value, transform), key=_source_text)
+
+
+def _source_text(influence: Influence) -> str:
+    return repr(influence.source)

@@ -15,7 +15,7 @@ from typing import Any
 from lineage_listener.lineage import column_path, sqltext
 from lineage_listener.lineage.datasets import datasets_of
 from lineage_listener.lineage.model import (Attribute, Column, Flow, Influence, Origin, Transform, as_influences,
-                                            combine)
+                                            combine, ordered_influences)
 from lineage_listener.lineage.walker import DEFAULT, HANDLERS, Walk, attributes, handler
 from lineage_listener.plan.classes import GROUPING_ID, LEAVES
 from lineage_listener.plan.tree import Node
@@ -33,7 +33,7 @@ def children(node: Node, walk: Walk) -> list[Attribute]:
 def add_influences(walk: Walk, trees: tuple[Node, ...], transform: Transform) -> None:
     for t in trees:
         origin = walk.expression(t)
-        walk.influences.extend(sorted(as_influences(origin, transform), key=str))
+        walk.influences.extend(ordered_influences(origin, transform))
 
 
 def define_items(walk: Walk, items: tuple[Node, ...]) -> list[Attribute]:
@@ -69,7 +69,7 @@ def distinct(node: Node, walk: Walk) -> list[Attribute]:
     for a in out:
         if a.expr_id in keys and a.expr_id in walk.env:
             origin = walk.lookup(Node("AttributeReference", {"exprId": {"id": a.expr_id}, "name": a.name}))
-            walk.influences.extend(sorted(as_influences(origin, Transform.GROUP_BY), key=str))
+            walk.influences.extend(ordered_influences(origin, Transform.GROUP_BY))
     return out
 
 

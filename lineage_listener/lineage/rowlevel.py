@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from lineage_listener.lineage.model import (Attribute, Flow, Origin, Transform, as_influences,
-                                            combine, origin)
+                                            combine, ordered_influences, origin)
 from lineage_listener.lineage.nodes import children
 from lineage_listener.lineage.walker import Walk, attributes, handler
 from lineage_listener.plan.tree import Node
@@ -68,7 +68,7 @@ def assign(walk: Walk, targets: Sequence[Attribute], clauses: Sequence[Clause]) 
         cond = walk.expression(clause.condition) if clause.condition is not None else None
         if clause.deletes:
             if cond is not None:
-                walk.influences.extend(sorted(as_influences(cond, Transform.FILTER), key=str))
+                walk.influences.extend(ordered_influences(cond, Transform.FILTER))
             continue
         for column, value in clause.assignments:
             if value.name == "AttributeReference" and value.expr_id == own.get(column.lower()):
@@ -149,7 +149,7 @@ def delta_merge(node: Node, walk: Walk) -> list[Attribute]:
     if source is not None:
         walk.plan(source)
     for cond in node.trees("condition"):
-        walk.influences.extend(sorted(as_influences(walk.expression(cond), Transform.JOIN), key=str))
+        walk.influences.extend(ordered_influences(walk.expression(cond), Transform.JOIN))
     clauses = [delta_clause(c, WHEN[key]) for key in ("matchedClauses", "notMatchedClauses",
                                                       "notMatchedBySourceClauses")
                for c in _trees_of(node.get(key))]
