@@ -108,7 +108,7 @@ def growth(spark: Any, work: Path, batches: int) -> None:
     for i in range(batches):
         p = replace(base, batch_id=i, at=base.at + timedelta(seconds=10 * i))
         env = replace(first, stream=p, captured_at=p.at) if i == 0 else replace(
-            first, stream=p, captured_at=p.at, plan_json=None, plan_items=None, root=None)
+            first, stream=p, captured_at=p.at, plan_json=None, plan=None, root=None)
         assert writer.write(recorder.record(env).rows)
         after_first = after_first or store.stat().st_size
     took = time.perf_counter() - start

@@ -85,7 +85,7 @@ def test_both_fact_readers_name_each_write(spark, reader, tables):
     assert read.target == by_calls  # the bridge jar's Facts and the Python readers agree
     names = [(w.get("table") or {}).get("table") or w["paths"][0] for w in by_calls[multiwrite.WRITES]]
     assert names == ["mi_a", "mi_b", tables]
-    parts = multiwrite.parts(read.items, read.target)
+    parts = multiwrite.parts(read.plan.items, read.target)
     assert [p.root for p in parts] == ["InsertIntoHadoopFsRelationCommand"] * 3
     assert [p.target for p in parts] == by_calls[multiwrite.WRITES]
 

@@ -23,7 +23,7 @@ from lineage_listener.capture.envelope import Reader
 from lineage_listener.lineage.query import lineage
 from lineage_listener.plan import compact
 from lineage_listener.plan.classes import WRITE_COMMANDS
-from lineage_listener.plan.tree import parse
+from lineage_listener.plan.tree import Node, parse
 from tests import tpcds
 from tests.fixtures.capture_plans import SETUP, SHAPES
 
@@ -75,7 +75,15 @@ def same(reader: Any, qe: Any) -> int:
     # The facts read with the plan in one JVM call are those the py4j readers give.
     root = str(plan.nodeName())
     read = planreader.read_query(qe, root in WRITE_COMMANDS)
-    assert read is not None and read.fallback is None and read.items == by_compact
+    assert read is not None and read.fallback is None
+    # The tree built straight from the compact text is the one parsed from the expanded items,
+    # each attribute one node wherever it occurs; the items, asked for, are the expanded ones.
+    assert same_tree(read.plan.root, parse(by_compact))
+    assert shared_attributes(read.plan.root) == shared_attributes(parse(by_compact))
+    walked = lineage(read.plan.root, {**read.leaves, **facts.resolve(plan, read.unresolved)},
+                     read.target or (facts.target(plan, root) if root in WRITE_COMMANDS else None)).edges
+    assert walked == want
+    assert read.plan.items == by_compact
     by_calls = facts.leaves(plan, by_json)
     assert set(read.leaves) | read.unresolved == set(by_calls)
     assert {eid: by_calls[eid] for eid in read.leaves} == read.leaves
@@ -83,8 +91,39 @@ def same(reader: Any, qe: Any) -> int:
     if read.target is not None:
         assert read.target == target
     leaves = {**read.leaves, **facts.resolve(plan, read.unresolved)}
-    assert lineage(parse(read.items), leaves, read.target or target).edges == want
+    assert lineage(parse(read.plan.items), leaves, read.target or target).edges == want
     return len(want)
+
+
+def same_tree(a: Any, b: Any) -> bool:
+    """Whether two values of node fields are equal: nodes by class, fields and children; tuples,
+    lists and dicts element by element, of the same type."""
+    if isinstance(a, Node):
+        return (isinstance(b, Node) and a.cls == b.cls and len(a.children) == len(b.children)
+                and same_tree(dict(a.fields), dict(b.fields))
+                and all(same_tree(x, y) for x, y in zip(a.children, b.children)))
+    if isinstance(a, (tuple, list)):
+        return type(a) is type(b) and len(a) == len(b) and all(same_tree(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return type(b) is dict and a.keys() == b.keys() and all(same_tree(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+def shared_attributes(root: Any) -> list[tuple[int, int]]:
+    """``(exprId, distinct nodes)`` of the attributes in the tree: each attribute of the compact
+    reader's table is one node, however often the plan names it."""
+    seen: dict[int, set[int]] = {}
+    stack = [root]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Node):
+            if not x.children and x.expr_id is not None:
+                seen.setdefault(x.expr_id, set()).add(id(x))
+            stack.extend(x.fields.values())
+            stack.extend(x.children)
+        elif isinstance(x, (tuple, list)):
+            stack.extend(x)
+    return sorted((k, len(v)) for k, v in seen.items())
 
 
 def test_fixture_shapes(spark, reader):
@@ -146,12 +185,12 @@ def test_capture_uses_it_and_records_a_fallback(spark, reader, people, caplog, m
     env = Reader().read("collect", qe, 0)
     assert compact.is_compact(env.plan_json) and env.read_error is None, "the compact reader is the default"
     want = lineage(parse(json.loads(str(qe.analyzed().toJSON()))), env.leaves).edges
-    assert lineage(parse(env.plan_items), env.leaves).edges == want
+    assert lineage(env.plan.root, env.leaves).edges == want
     assert lineage(parse(env.plan_json), env.leaves).edges == want  # a replayed envelope decodes it too
     monkeypatch.setenv(planreader.ENV, "json")  # the way back
     env = Reader().read("collect", qe, 0)
     assert not compact.is_compact(env.plan_json) and env.read_error is None
-    assert lineage(parse(env.plan_items), env.leaves).edges == want
+    assert lineage(env.plan.root, env.leaves).edges == want
     monkeypatch.delenv(planreader.ENV)
     # A reader that cannot encode (a JVM object without ``encode``): toJSON, and the envelope says so.
     key = id(qe._gateway_client)
@@ -164,7 +203,7 @@ def test_capture_uses_it_and_records_a_fallback(spark, reader, people, caplog, m
         planreader._readers[key] = loaded
     assert not compact.is_compact(env.plan_json)
     assert env.read_error and env.read_error.startswith("compact plan reader failed")
-    assert lineage(parse(env.plan_items), env.leaves).edges == want
+    assert lineage(env.plan.root, env.leaves).edges == want
 
 
 def test_enable_again_keeps_the_loaded_reader(spark, reader):

@@ -5,7 +5,6 @@ import pytest
 
 from lineage_listener.capture.envelope import Reader
 from lineage_listener.lineage.query import lineage
-from lineage_listener.plan.tree import parse
 from tests import tpcds
 
 QUERIES = tpcds.queries()
@@ -31,7 +30,7 @@ def analyzed(spark, sql):
 def test_tpcds_query_lineage(spark, tpcds_tables, name):
     qe = analyzed(spark, QUERIES[name])
     env = Reader().read("collect", qe, 0)
-    result = lineage(parse(env.plan_items), env.leaves, env.target)
+    result = lineage(env.plan.root, env.leaves, env.target)
     assert result.fallbacks == frozenset(), f"unknown plan nodes: {sorted(result.fallbacks)}"
     sources = {e.source.dataset for e in result.edges}
     assert sources and sources <= tpcds_tables, sources - tpcds_tables
@@ -52,7 +51,7 @@ def test_tpcds_q3_exact_edges(spark, tpcds_tables):
     qe = analyzed(spark, QUERIES["q3"])
     env = Reader().read("collect", qe, 0)
     edges = {(e.target_column, e.source.dataset.rsplit(".", 1)[-1], e.source.name, e.transform.value)
-             for e in lineage(parse(env.plan_items), env.leaves).edges}
+             for e in lineage(env.plan.root, env.leaves).edges}
     assert ("brand_id", "item", "i_brand_id", "rename") in edges
     assert ("brand", "item", "i_brand", "rename") in edges
     assert ("d_year", "date_dim", "d_year", "identity") in edges

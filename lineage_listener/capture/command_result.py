@@ -20,8 +20,9 @@ False
 True
 >>> reads_result("collectToPython", None, {"root": "Project"})
 False
->>> reads_only_results("GlobalLimit", [{"class": "a.GlobalLimit", "num-children": 1},
-...                                    {"class": "a.CommandResult", "num-children": 0}])
+>>> from lineage_listener.plan.tree import Plan
+>>> reads_only_results("GlobalLimit", Plan('[{"class":"a.GlobalLimit","num-children":1},'
+...                                         '{"class":"a.CommandResult","num-children":0}]'))
 True
 """
 from __future__ import annotations
@@ -32,6 +33,8 @@ from typing import Any
 from lineage_listener.capture.jvm import jvm_call_failed, seq
 from lineage_listener.capture.multiwrite import MULTI_COMMANDS
 from lineage_listener.plan.classes import MULTI_WRITE, WRITE_COMMANDS
+from lineage_listener.plan.text import has_class
+from lineage_listener.plan.tree import Plan
 
 #: The action name Spark gives a command's own (eager) execution; DataSource V2 writes have others
 #: (``append``, ``overwrite``...), but their ``QueryExecution`` still holds the command itself.
@@ -59,11 +62,14 @@ def reads_result(func_name: str, qe: Any, head: Mapping[str, Any] | None) -> boo
         return False
 
 
-def reads_only_results(root: str, items: Any) -> bool:
-    """True for a query (not a write) whose only leaves are commands' result rows (``items``: the
-    plan's nodes in pre-order, as ``toJSON`` writes them; the plan inside a result is a field, not a
-    child)."""
-    if root in WRITE_COMMANDS or not isinstance(items, list):
+def reads_only_results(root: str, plan: Plan | None) -> bool:
+    """True for a query (not a write) whose only leaves are commands' result rows (the plan inside
+    a result is a field, not a child). Its tree is looked at only when its text names the class."""
+    if root in WRITE_COMMANDS or plan is None or not has_class(plan.text or "", RESULT):
         return False
-    leaves = [str(n.get("class", "")) for n in items if isinstance(n, dict) and n.get("num-children") == 0]
+    try:
+        tree = plan.root
+    except (ValueError, KeyError, IndexError, TypeError, RecursionError):  # the walk records it
+        return False
+    leaves = [n.cls for n in tree.walk() if not n.children]
     return bool(leaves) and all(c.endswith("." + RESULT) for c in leaves)

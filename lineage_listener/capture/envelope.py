@@ -27,6 +27,7 @@ from lineage_listener.capture import (
 from lineage_listener.capture.jvm import jvm_call_failed
 from lineage_listener.plan.classes import MICRO_BATCH_LEAF, WRITE_COMMANDS
 from lineage_listener.plan.text import has_class
+from lineage_listener.plan.tree import Plan
 
 #: Commands whose target is named relative to the session's current database.
 _NEEDS_CURRENT = frozenset({"SaveAsV1TableCommand", "CreateViewCommand", "AlterViewAsCommand"})
@@ -55,8 +56,9 @@ class Envelope:
     target: Mapping[str, Any] | None = None
     read_error: str | None = None  # the listener could not read everything it wanted
     duration_ns: int | None = None
-    #: ``plan_json`` decoded once by the reader (it needs the leaves); the walk reuses it.
-    plan_items: Any = field(default=None, compare=False, repr=False)
+    #: ``plan_json`` decoded by the reader as far as it needed (its tree, or the items its fact
+    #: readers asked for); the walk reuses it.
+    plan: Plan | None = field(default=None, compare=False, repr=False)
     #: A streaming micro-batch: its progress (the plan is read once per stream run, then None).
     stream: "streams.Progress | None" = None
     #: One write of a multi-insert event (:mod:`~lineage_listener.capture.multiwrite`): its position.
@@ -127,7 +129,7 @@ class Reader:
         except (*jvm_call_failed(), ValueError, RecursionError) as exc:  # recorded; Python bugs surface
             read_error = f"{type(exc).__name__}: {str(exc)[:500]}"
         return replace(action, plan_json=query.plan_json, leaves=query.leaves, target=query.target,
-                       read_error=read_error, plan_items=query.items)
+                       read_error=read_error, plan=query.plan)
 
     def _head(self, qe: Any, action: Envelope, error: Any) -> "_Head | Envelope":
         """What is known of the query before its plan is read; or the whole envelope of a statement
@@ -185,8 +187,8 @@ class Reader:
         read = planreader.read_query(qe, _writes(query))
         if read is None:  # no compact reader: toJSON, facts by py4j calls
             text, decoded, fallback = planreader.read(head.plan())
-            read = planreader.QueryRead(text, decoded, fallback=fallback)
-        query.plan_json, query.items = read.text, read.items
+            read = planreader.QueryRead(Plan(text, items=decoded), fallback=fallback)
+        query.plan_json, query.plan = read.text, read.plan
         if stages.on:  # benchmark only
             stages.add("transfer", stages.transfer_time(len(read.text)))
         self._read_facts(qe, head, read)
@@ -197,22 +199,21 @@ class Reader:
         compact reader did not describe is read by py4j calls."""
         query, plan, root = head.query, head.plan, head.query.root
         current = _current(qe) if root in _NEEDS_CURRENT else None
-        items = query.items
         with stages.timed("facts"):
             nulls: list[dict[str, Any]] = []
             if read.leaves is None:
-                query.leaves = leaves = facts.leaves(plan(), items, current, self._facts, nulls)
+                query.leaves = leaves = facts.leaves(plan(), read.plan.items, current, self._facts, nulls)
             else:  # read with the plan; what the JVM side did not describe is read here
                 query.leaves = leaves = dict(read.leaves)
                 if read.unresolved:
                     leaves.update(facts.resolve(plan(), read.unresolved, current, self._facts))
                 if read.nulls:
-                    nulls = facts.null_fields(items)
+                    nulls = facts.null_fields(read.plan.items)
             if nulls:  # fields toJSON could not write: read from the JVM (leaves they hold too)
-                leaves.update(facts.leaves(plan(), facts.repair_null_fields(plan(), items, nulls),
+                leaves.update(facts.leaves(plan(), facts.repair_null_fields(plan(), read.plan.items, nulls),
                                            current, self._facts))
             if has_class(read.text, MICRO_BATCH_LEAF):  # a foreachBatch micro-batch: the stream's plan
-                leaves.update(streams.foreach_batch_leaves(items, self.streams, self.stream_sessions,
+                leaves.update(streams.foreach_batch_leaves(read.plan.items, self.streams, self.stream_sessions,
                                                            head.run.get("app_name")))
             if _writes(query):
                 query.target = read.target if read.target is not None else facts.target(plan(), root, current)
@@ -244,7 +245,8 @@ class Reader:
         self.streams.add(plan)
         return Envelope(func_name="stream", captured_at=progress.at, run=run, root=plan.root,
                         plan_json=plan.plan_json, duration_ms=progress.duration_ms, leaves=plan.leaves,
-                        target=plan.target, read_error=plan.fallback, plan_items=plan.items, stream=progress)
+                        target=plan.target, read_error=plan.fallback, plan=Plan(plan.plan_json, items=plan.items),
+                        stream=progress)
 
     def run_of_session(self, jsession: Any) -> dict[str, Any]:
         sc = jsession.sparkContext()

@@ -30,6 +30,7 @@ from lineage_listener.capture import stages
 from lineage_listener.capture.jvm import jvm_call_failed
 from lineage_listener.plan import compact
 from lineage_listener.plan.classes import EXPRESSION_FIELDS, SOURCE_LEAVES
+from lineage_listener.plan.tree import Plan, from_compact
 
 log = logging.getLogger(__name__)
 
@@ -223,8 +224,7 @@ def read_target(qe: Any) -> dict[str, Any] | None:
 class QueryRead:
     """A query's plan and what was read with it (:func:`read_query`)."""
 
-    text: str
-    items: list[dict[str, Any]]
+    plan: Plan
     #: Facts of source leaves by first output id, as the JVM side read them (None: toJSON was used).
     leaves: dict[int, dict[str, Any]] | None = None
     #: Source leaves the JVM side did not describe (read with py4j calls, :mod:`~lineage_listener.capture.facts`).
@@ -235,6 +235,10 @@ class QueryRead:
     #: The write target's facts, when the JVM side read them.
     target: dict[str, Any] | None = None
     fallback: str | None = None
+
+    @property
+    def text(self) -> str:
+        return self.plan.text or ""
 
 
 def read_query(qe: Any, target: bool) -> QueryRead | None:
@@ -248,13 +252,18 @@ def read_query(qe: Any, target: bool) -> QueryRead | None:
         with stages.timed("compact.read+transfer"):
             text = str(reader.encodeQuery(qe, target))
         with stages.timed("compact.decode"):
-            items, facts = compact.decode(text)
+            raw, facts = compact.load(text)
+        with stages.timed("compact.tree"):
+            if facts.get("nulls"):  # the fact readers patch the items, and the walk reads the patch
+                plan = Plan(text, items=compact.expand(raw))
+            else:
+                plan = Plan(text, root=from_compact(raw))
     except (*jvm_call_failed(), ValueError, KeyError, IndexError, TypeError) as exc:
         fallback = _failed(exc)
         with stages.timed("tojson+transfer"):
             text = str(qe.analyzed().toJSON())
         with stages.timed("decode"):
-            return QueryRead(text, json.loads(text), fallback=fallback)
+            return QueryRead(Plan(text, items=json.loads(text)), fallback=fallback)
     leaves: dict[int, dict[str, Any]] = {}
     unresolved: set[int] = set()
     for eid, fact in facts.get("leaves", ()):
@@ -262,7 +271,7 @@ def read_query(qe: Any, target: bool) -> QueryRead | None:
             unresolved.add(int(eid))
         else:
             leaves[int(eid)] = fact
-    return QueryRead(text, items, leaves, unresolved, int(facts.get("nulls", 0)), facts.get("target"))
+    return QueryRead(plan, leaves, unresolved, int(facts.get("nulls", 0)), facts.get("target"))
 
 
 def _failed(exc: BaseException) -> str:

@@ -9,7 +9,6 @@ The recorder returns the write it recorded; the capture loop remembers it for th
 from __future__ import annotations
 
 import hashlib
-import json
 import traceback
 import uuid
 from collections.abc import Mapping
@@ -20,7 +19,7 @@ from typing import Any, NamedTuple
 from lineage_listener.capture import classification, multiwrite, stages, wrappers
 from lineage_listener.capture.envelope import Envelope
 from lineage_listener.lineage.query import QueryLineage, lineage
-from lineage_listener.plan.tree import parse
+from lineage_listener.plan.tree import Plan
 from lineage_listener.store.batch import Batch
 from lineage_listener.store.rows import (CaptureErrorRow, DatasetColumnRow, DatasetRow, EdgeRow, QueryRow,
                                          RunReopened, RunRow, StreamRow)
@@ -87,12 +86,10 @@ class Recorded(NamedTuple):
     write: wrappers.Write | None
 
 
-def _items(env: Envelope) -> Any:
-    """The envelope's plan, decoded (by the reader already, unless the envelope was made elsewhere)."""
-    if env.plan_items is not None:
-        return env.plan_items
-    with stages.timed("decode.walker"):
-        return json.loads(env.plan_json or "null")
+def _plan(env: Envelope) -> Plan:
+    """The envelope's plan, decoded as far as the reader did (from its text, unless the envelope
+    was made elsewhere)."""
+    return env.plan if env.plan is not None else Plan(env.plan_json)
 
 
 def iso(t: datetime | None) -> str | None:
@@ -182,11 +179,10 @@ class Recorder:
         if result is not None:
             if target is not None:
                 write = wrappers.Write(row, env.qe_id, column_rows(result.columns, None, only=target))
-            items = _items(env)  # decoded for the walk already
             rows += self._lineage_rows(query_id, run_id, target, result, now)
             if classification.present(env.plan_json, env.leaves, env.target):
-                rows += classification.rows(items, env.leaves, result.columns, env.run.get("spark_user"), now,
-                                            (target, env.target) if target else None, result.edges)
+                rows += classification.rows(_plan(env).items, env.leaves, result.columns, env.run.get("spark_user"),
+                                            now, (target, env.target) if target else None, result.edges)
         batch = Batch()
         batch.add_all(rows)
         return Recorded(batch, write)
@@ -194,8 +190,8 @@ class Recorder:
     def _record_writes(self, env: Envelope) -> Batch:
         """Rows for a multi-insert event: one query per write (:mod:`~lineage_listener.capture.multiwrite`)."""
         batch = Batch()
-        for i, part in enumerate(multiwrite.parts(_items(env), env.target or {})):
-            batch.extend(self.record(replace(env, root=part.root, plan_items=part.items, target=part.target,
+        for i, part in enumerate(multiwrite.parts(_plan(env).items, env.target or {})):
+            batch.extend(self.record(replace(env, root=part.root, plan=Plan(None, items=part.items), target=part.target,
                                              part=i)).rows)
         return batch
 
@@ -215,7 +211,7 @@ class Recorder:
         """Walk the envelope's plan: its lineage, or None and the error."""
         try:
             with stages.timed("tree"):
-                root = parse(_items(env))
+                root = _plan(env).root
             with stages.timed("walk"):
                 return lineage(root, env.leaves, env.target, scope=env.run.get("app_name")), None
         except Exception as exc:  # noqa: BLE001 - an odd plan must not stop capture

@@ -29,6 +29,7 @@ from typing import Any
 from lineage_listener import redact
 from lineage_listener.capture import command_result, inference, internal
 from lineage_listener.plan.classes import STREAM_SINK_WRITES, WRITE_COMMANDS
+from lineage_listener.plan.tree import Plan
 
 log = redact.logger(__name__)
 
@@ -55,7 +56,7 @@ class Query:
         self.step = step  # a recursive CTE's step (known with the bridge jar's head)
         self._sql = sql if sql is not None else (lambda: sql_text)
         self.plan_json: str | None = None
-        self.items: Any = None
+        self.plan: Plan | None = None  # decoded as far as the reader needed
         self.leaves: Mapping[int, Mapping[str, Any]] = {}
         self.target: Mapping[str, Any] | None = None
         self.folds: Callable[[], bool] | None = None
@@ -106,7 +107,7 @@ def _wrapper_fold(q: Query) -> bool:
 def _command_results_only(q: Query) -> bool:
     """A query (not a write) whose only leaves are commands' result rows
     (``spark.sql(cmd).limit(5).collect()``): no dataset is read."""
-    return command_result.reads_only_results(q.root, q.items)
+    return command_result.reads_only_results(q.root, q.plan)
 
 
 def _schema_inference(q: Query) -> bool:

@@ -14,6 +14,8 @@ list of nodes, an integer standing for an attribute of the table. :func:`expand`
 into the pre-order list of dicts that ``json.loads(plan.toJSON())`` gives, every occurrence
 of an attribute being the same dict, so the fact readers and :func:`~lineage_listener.plan.tree.parse`
 work on it unchanged (``parse`` builds one :class:`~lineage_listener.plan.tree.Node` per shared dict).
+The walk's tree needs no items: :func:`load` decodes the text as it is, and
+:func:`~lineage_listener.plan.tree.from_compact` builds the nodes from that.
 
 >>> items = expand('{"v":2,"attrs":[{"class":"e.A","num-children":0,"name":"x"}],'
 ...                '"plan":{"@t":[{"class":"p.Project","num-children":0,"projectList":'
@@ -97,6 +99,33 @@ def decode(text: str | dict) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     if not (isinstance(plan, list) and plan):
         raise CompactError("compact plan without a tree")
     return plan, facts
+
+
+def load(text: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(raw, facts)``: the compact plan ``text`` as ``json.loads`` gives it (trees not expanded:
+    :func:`~lineage_listener.plan.tree.from_compact` builds nodes from it) and its facts.
+
+    >>> raw, facts = load('{"v":2,"attrs":[],"plan":{"@t":[{"class":"p.Range","num-children":0}]}}')
+    >>> raw["plan"], facts
+    ({'@t': [{'class': 'p.Range', 'num-children': 0}]}, {})
+    """
+    try:
+        raw = json.loads(text)
+    except ValueError as exc:
+        raise CompactError(f"not a compact plan: {exc}") from None
+    if not isinstance(raw, dict) or raw.get("v") != VERSION:
+        raise CompactError(f"not a version-{VERSION} compact plan")
+    plan = raw.get("plan")
+    if not (isinstance(plan, dict) and isinstance(plan.get(TREE), list) and plan[TREE]
+            and isinstance(raw.get("attrs"), list)):
+        raise CompactError("compact plan without a tree")
+    return raw, _facts(raw)
+
+
+def items(value: Any, attrs: list[dict[str, Any]]) -> Any:
+    """``value`` (a field of a compact node) with its trees expanded as :func:`expand` expands
+    them, ``attrs`` being the plan's attribute table as decoded."""
+    return _value(value, attrs) if type(value) in (dict, list) else value
 
 
 def _facts(raw: dict[str, Any]) -> dict[str, Any]:

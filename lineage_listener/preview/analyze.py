@@ -44,7 +44,6 @@ from lineage_listener.lineage import column_path
 from lineage_listener.lineage.query import lineage
 from lineage_listener.redact import redact_row, redact_text
 from lineage_listener.plan.classes import WRITE_COMMANDS
-from lineage_listener.plan.tree import parse
 from lineage_listener.query.names import closest
 from lineage_listener.query.store import LineageStore
 
@@ -214,11 +213,11 @@ class _Workspace:
                 self._retry(st, text, self._run)
                 return StatementLineage(st.index, st.line, st.text, "ran", root)
             return StatementLineage(st.index, st.line, st.text, "skipped", root, note="no lineage")
-        if env.plan_items is None:
+        if env.plan is None:
             raise PreviewError(f"{st.where()}: its plan could not be read: {env.read_error}")
         leaves = {k: relocate(v, self.standins) for k, v in env.leaves.items()}
         target = relocate(env.target, self.standins) if env.target else self._directory(plan, root)
-        result = lineage(parse(env.plan_items), leaves, target, scope=self.scope)
+        result = lineage(env.plan.root, leaves, target, scope=self.scope)
         name = result.target.name if result.target is not None else None
         edges = tuple(dict.fromkeys(Edge(*redact_row((name, e.target_column, e.source.dataset, e.source.name,
                                                       e.transform.value, e.kind, e.expression, bool(e.masking))))
