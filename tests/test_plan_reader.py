@@ -184,6 +184,8 @@ def test_capture_uses_it_and_records_a_fallback(spark, reader, people, caplog, m
     qe = spark.sql("SELECT id, upper(name) AS u FROM people")._jdf.queryExecution()
     env = Reader().read("collect", qe, 0)
     assert compact.is_compact(env.plan_json) and env.read_error is None, "the compact reader is the default"
+    # The facts travel as an object: a JSON text in a string would escape each of its quotes.
+    assert isinstance(json.loads(env.plan_json)["facts"]["leaves"], list)
     want = lineage(parse(json.loads(str(qe.analyzed().toJSON()))), env.leaves).edges
     assert lineage(env.plan.root, env.leaves).edges == want
     assert lineage(parse(env.plan_json), env.leaves).edges == want  # a replayed envelope decodes it too

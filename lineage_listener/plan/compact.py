@@ -4,7 +4,7 @@
 writes, field by field, but each distinct attribute once, in a table, and the products named
 in :data:`KEEP` with only the fields the walk reads::
 
-    {"v": 2, "attrs": [{attribute node}, ...], "facts": "<JSON text>", "plan": {"@t": [node or attribute index, ...]}}
+    {"v": 3, "attrs": [{attribute node}, ...], "facts": {...}, "plan": {"@t": [node or attribute index, ...]}}
 
 ``facts`` (when the reader was given the whole query) holds what the plan JSON leaves out, read
 in the same JVM call: see :func:`decode`.
@@ -17,7 +17,7 @@ work on it unchanged (``parse`` builds one :class:`~lineage_listener.plan.tree.N
 The walk's tree needs no items: :func:`load` decodes the text as it is, and
 :func:`~lineage_listener.plan.tree.from_compact` builds the nodes from that.
 
->>> items = expand('{"v":2,"attrs":[{"class":"e.A","num-children":0,"name":"x"}],'
+>>> items = expand('{"v":3,"attrs":[{"class":"e.A","num-children":0,"name":"x"}],'
 ...                '"plan":{"@t":[{"class":"p.Project","num-children":0,"projectList":'
 ...                '[{"@t":[0]},{"@t":[0]}]}]}}')
 >>> items[0]["projectList"][0][0]["name"], items[0]["projectList"][0][0] is items[0]["projectList"][1][0]
@@ -29,7 +29,7 @@ import json
 from typing import Any
 
 #: The encoding version this decoder reads (``PlanReader.VERSION``).
-VERSION = 2
+VERSION = 3
 TREE = "@t"
 
 #: Products the reader writes with only these fields (no ``product-class``): the walk and the fact
@@ -63,49 +63,20 @@ def decode(text: str | dict) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     leaf: None for one the JVM side does not describe), ``nulls`` (how many node fields were
     written as null) and, when read, the write ``target``'s facts.
 
-    >>> items, facts = decode('{"v":2,"attrs":[],"facts":"{\\\\"leaves\\\\":[[7,null]],\\\\"nulls\\\\":0}",'
+    >>> items, facts = decode('{"v":3,"attrs":[],"facts":{"leaves":[[7,null]],"nulls":0},'
     ...                       '"plan":{"@t":[{"class":"p.Range","num-children":0}]}}')
     >>> facts["leaves"], items[0]["class"]
     ([[7, None]], 'p.Range')
     """
-    if isinstance(text, dict):  # already decoded (a replayed envelope): expand in Python
-        return _expand_decoded(text), _facts(text)
-    # The attribute table comes first: decode it, then the plan with a hook that expands each
-    # tree as json.loads builds it (no second pass over the plan). Inside JSON strings a quote
-    # is escaped, so the first ``,"plan":`` is the separator.
-    head, sep, tail = text.partition(',"plan":')
-    if not sep:  # not as PlanReader writes it (spaces...): the general way
-        try:
-            return _expand_decoded(json.loads(text))
-        except ValueError as exc:
-            raise CompactError(f"not a compact plan: {exc}") from None
-    try:
-        raw = json.loads(head + "}")
-    except ValueError as exc:
-        raise CompactError(f"not a compact plan: {exc}") from None
-    if not isinstance(raw, dict) or raw.get("v") != VERSION:
-        raise CompactError(f"not a version-{VERSION} compact plan")
-    attrs: list[dict[str, Any]] = raw["attrs"]
-    if '"' + TREE + '"' in head:  # a tree in an attribute's fields (PlanReader writes none): expand it
-        attrs = [_node(a, []) for a in attrs]
-    facts = _facts(raw)
-
-    def hook(d: dict[str, Any]) -> Any:
-        if TREE in d and len(d) == 1:
-            return [attrs[i] if type(i) is int else i for i in d[TREE]]
-        return d
-
-    plan = json.loads(tail[:-1], object_hook=hook)
-    if not (isinstance(plan, list) and plan):
-        raise CompactError("compact plan without a tree")
-    return plan, facts
+    raw, facts = (text, _facts(text)) if isinstance(text, dict) else load(text)
+    return _expand_decoded(raw), facts
 
 
 def load(text: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(raw, facts)``: the compact plan ``text`` as ``json.loads`` gives it (trees not expanded:
     :func:`~lineage_listener.plan.tree.from_compact` builds nodes from it) and its facts.
 
-    >>> raw, facts = load('{"v":2,"attrs":[],"plan":{"@t":[{"class":"p.Range","num-children":0}]}}')
+    >>> raw, facts = load('{"v":3,"attrs":[],"plan":{"@t":[{"class":"p.Range","num-children":0}]}}')
     >>> raw["plan"], facts
     ({'@t': [{'class': 'p.Range', 'num-children': 0}]}, {})
     """
@@ -129,10 +100,9 @@ def items(value: Any, attrs: list[dict[str, Any]]) -> Any:
 
 
 def _facts(raw: dict[str, Any]) -> dict[str, Any]:
-    text = raw.get("facts")
-    if not text:
+    facts = raw.get("facts")
+    if facts is None:
         return {}
-    facts = json.loads(text)
     if not isinstance(facts, dict):
         raise CompactError("compact plan facts are not an object")
     return facts

@@ -16,15 +16,16 @@ import java.util.concurrent.ConcurrentHashMap;
  * in a table and referred to by its index wherever it occurs. A 300-step
  * {@code withColumn} chain repeats ~90,000 attributes: toJSON writes 13.7 MB, this ~0.5 MB.
  *
- * <pre>{"v":2,"attrs":[{attribute node}...],"facts":"{...}","plan":{"@t":[node or attribute index...]}}</pre>
+ * <pre>{"v":3,"attrs":[{attribute node}...],"facts":{...},"plan":{"@t":[node or attribute index...]}}</pre>
  *
  * A tree (a plan, or an expression in a field) is {@code {"@t": [...]}}: its pre-order
  * list of nodes, as toJSON writes it, where an integer stands for an attribute of the table.
  * Products of the classes given to {@link #keep} are written with only the fields named there
  * (an {@code ExprId} as its id, a {@code CatalogTable} as its identity): the walk reads nothing
  * else of them, and they are most of toJSON's text. {@link #encodeQuery} also reads, in the same
- * call, the facts the plan JSON leaves out ({@link Facts}): {@code "facts"} is a JSON text (so
- * nothing in it can be taken for the plan's key) holding {@code leaves}, a list of [first output
+ * call, the facts the plan JSON leaves out ({@link Facts}): {@code "facts"} is an object (a JSON
+ * text inside a string would put a backslash before each of its quotes, which py4j escapes on
+ * the way out and the Python side unescapes again) holding {@code leaves}, a list of [first output
  * id, facts or null] per source leaf, {@code nulls}, how many node fields were written as null,
  * and the write {@code target}'s facts when they were read.
  * Only reflection is used against Spark and Scala (one class file for Spark 3.5 / Scala 2.12
@@ -32,7 +33,7 @@ import java.util.concurrent.ConcurrentHashMap;
  */
 public final class PlanReader {
     /** Bumped when the encoding changes (the Python decoder checks it). */
-    public static final int VERSION = 2;
+    public static final int VERSION = 3;
     private static final String ATTRIBUTE = "org.apache.spark.sql.catalyst.expressions.AttributeReference";
     private static final Map<Class<?>, List<String>> NAMES = new ConcurrentHashMap<>();
     private static volatile Method parseToJson;
@@ -139,10 +140,8 @@ public final class PlanReader {
                     facts.put("target", target);
                 }
             }
-            StringBuilder inner = new StringBuilder(256);
-            Json.value(inner, facts);
             text.append(",\"facts\":");
-            Json.string(text, inner.toString());
+            Json.value(text, facts);
         }
         text.append(",\"plan\":").append(body).append('}');
         leaves.clear();
