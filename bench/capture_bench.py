@@ -12,9 +12,9 @@ Each workload runs once per plan reader (``compact``: the bridge jar's ``PlanRea
 - ``transfer``: moving a string of the same length over py4j (a ``String.repeat`` call,
   which costs the JVM next to nothing);
 - ``facts``: py4j round trips for leaf and write-target facts;
-- ``decode``: ``json.loads`` of the plan (once per action; the walk reuses it), and for the
-  compact reader its expansion into ``toJSON``-shaped items;
-- ``tree``: building the ``Node`` tree; ``walk``: the walker *without* ``render``;
+- ``decode``: ``json.loads`` of the plan (once per action; the walk reuses it);
+- ``tree``: building the ``Node`` tree (for the compact reader, straight from the decoded text:
+  ``tree.from_compact``); ``walk``: the walker *without* ``render``;
 - ``render``: expression text (``sqltext.render``, sqlglot's generator; timed by wrapping it here);
 - ``records``: turning lineage into store rows; ``store``: DuckDB writes;
 - ``cap_cpu``: CPU time of the capture thread (``/proc/self/task/<tid>/stat``); as the capture
@@ -26,7 +26,8 @@ Each workload runs once per plan reader (``compact``: the bridge jar's ``PlanRea
   iterations during the workload with and without capture; ``lost = wall_on * (1 - rate_on/rate_off)``.
 
 The wall-time ratio runs the workload without and with capture in alternating pairs and prints
-the median of the pair ratios. Stage timers come from :mod:`lineage_listener.capture.stages`,
+the median of the pair ratios. ``--save-envelopes FILE`` keeps the compact plans recorded, with
+their facts, for ``bench/replay_bench.py`` (the same Python work without Spark). Stage timers come from :mod:`lineage_listener.capture.stages`,
 which is off unless a benchmark turns it on.
 """
 from __future__ import annotations
@@ -48,6 +49,7 @@ sys.path.insert(0, str(REPO))
 import lineage_listener  # noqa: E402
 from lineage_listener.capture import planreader, stages  # noqa: E402
 from lineage_listener.lineage import sqltext  # noqa: E402
+from bench.replay_bench import keep_envelopes  # noqa: E402
 from bench.startup_bench import mixed  # noqa: E402,F401 - the mixed workload
 from tests import tpcds  # noqa: E402
 
@@ -348,7 +350,11 @@ def main() -> None:
                          "two checkouts in turn")
     ap.add_argument("--readers", default="compact,tojson",
                     help="plan readers to measure, comma-separated: compact (the bridge jar), tojson (Spark's toJSON)")
+    ap.add_argument("--save-envelopes", type=Path, default=None,
+                    help="write each distinct compact plan recorded, with its facts, to this file "
+                         "(JSON lines, for bench/replay_bench.py)")
     args = ap.parse_args()
+    save = keep_envelopes(args.save_envelopes) if args.save_envelopes else None
 
     from pyspark.sql import SparkSession
 
@@ -447,6 +453,8 @@ def main() -> None:
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
+        if save is not None:
+            print(f"{save()} distinct compact plans written to {args.save_envelopes}")
 
 
 if __name__ == "__main__":
