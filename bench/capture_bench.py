@@ -27,8 +27,8 @@ Each workload runs once per plan reader (``compact``: the bridge jar's ``PlanRea
 
 The wall-time ratio runs the workload without and with capture in alternating pairs and prints
 the median of the pair ratios. ``--save-envelopes FILE`` keeps the compact plans recorded, with
-their facts, for ``bench/replay_bench.py`` (the same Python work without Spark). Stage timers come from :mod:`lineage_listener.capture.stages`,
-which is off unless a benchmark turns it on.
+their facts, for ``bench/replay_bench.py`` (the same Python work without Spark). Stage timers come
+from :mod:`lineage_listener.capture.stages`, which is off unless a benchmark turns it on.
 """
 from __future__ import annotations
 
