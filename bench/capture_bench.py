@@ -112,11 +112,11 @@ def breakdown(totals: dict[str, float], cpu: float) -> dict[str, float]:
         "read": t.get("tojson+transfer", 0) + t.get("compact.read+transfer", 0) - t.get("transfer", 0),
         "transfer": t.get("transfer", 0),
         "facts": t.get("facts", 0),
-        "decode": t.get("decode", 0) + t.get("compact.decode", 0) + t.get("decode.walker", 0),
+        "decode": t.get("decode", 0) + t.get("compact.decode", 0),
         "tree": t.get("tree", 0) + t.get("compact.tree", 0),
         "walk": t.get("walk", 0) - t.get("render", 0),
         "render": t.get("render", 0),
-        "records": t.get("record", 0) - t.get("decode.walker", 0) - t.get("tree", 0) - t.get("walk", 0),
+        "records": t.get("record", 0) - t.get("tree", 0) - t.get("walk", 0),
         "store": t.get("store", 0),
         "cap_cpu": cpu,
     }
