@@ -98,22 +98,30 @@ def test_a_failing_warm_up_costs_one_line_and_capture_goes_on(
             ("plan", "warm-up failed: RuntimeError: no class loader today")]
 
 
-def test_kafka_settings_are_read_from_the_applications_conf(spark: Any) -> None:
-    """enable() reads only the ``spark.lineage.kafka.*`` keys of the application's conf (one JVM call)."""
-    from lineage_listener.kafka import settings
+def test_the_lineage_keys_are_read_from_the_sessions_conf(spark: Any) -> None:
+    """enable() reads the session's ``spark.lineage.*`` keys in one go: the application's conf as the
+    session was built from it, with the session's own values over it; no other key."""
+    from lineage_listener.capture.inprocess import lineage_conf
+    from lineage_listener.kafka.settings import KafkaSettings
 
-    conf = spark.sparkContext._jsc.sc().conf()
+    app = spark._jsparkSession.sharedState().conf()  # what Spark copies into each new session's conf
     keys = {"spark.lineage.kafka.bootstrap": "127.0.0.1:9", "spark.lineage.kafka.topic": "lineage",
             "spark.lineage.kafka.conf.acks": "all"}
-    assert settings.of_session(spark) is None
+    assert KafkaSettings.from_conf(lineage_conf(spark)) is None
     for key, value in keys.items():
-        conf.set(key, value)
+        app.set(key, value)
     try:
-        found = settings.of_session(spark)
+        session = spark.newSession()
+        session.conf.set("spark.lineage.kafka.topic", "the-sessions")
+        session.conf.set("spark.lineage.url", "http://127.0.0.1:9")
+        found = lineage_conf(session)
     finally:
         for key in keys:
-            conf.remove(key)
-    assert found == settings.KafkaSettings("127.0.0.1:9", "lineage", {"acks": "all"})
+            app.remove(key)
+    assert KafkaSettings.from_conf(found) == KafkaSettings("127.0.0.1:9", "the-sessions", {"acks": "all"})
+    assert found["spark.lineage.url"] == "http://127.0.0.1:9"
+    assert all(key.startswith("spark.lineage.") for key in found), found
+    assert "spark.lineage.url" not in lineage_conf(spark)  # set in the other session only
 
 
 def test_the_capture_thread_starts_after_the_listener_bus_is_drained(

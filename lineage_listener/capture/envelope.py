@@ -68,13 +68,15 @@ class Envelope:
 class Reader:
     """Reads envelopes from ``QueryExecution`` objects; caches per-run and per-leaf facts."""
 
-    def __init__(self) -> None:
+    def __init__(self, stream_sessions: list[Any] | None = None) -> None:
+        """``stream_sessions``: the list to keep the sessions whose streams are read in (shared with
+        the caller, who may add to it later)."""
         self._runs: dict[str, dict[str, Any]] = {}
         self._facts = facts.FactCache()
         self._nodelay_threads: set[int] = set()
         self.streams = streams.StreamRegistry()
         #: Sessions whose streams a foreachBatch write may come from (its own session is a clone).
-        self.stream_sessions: list[Any] = []
+        self.stream_sessions: list[Any] = stream_sessions if stream_sessions is not None else []
         self._stream_runs: dict[str, Any] = {}  # stream run id -> its query object (until its plan is read)
         self._stream_app: dict[str, dict[str, Any]] = {}  # stream run id -> its application's facts
 

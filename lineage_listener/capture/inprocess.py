@@ -7,15 +7,17 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from lineage_listener.capture import planreader, sigterm, sinks, streams
-from lineage_listener.capture.jvm import jvm_proxy
+from lineage_listener.capture import planreader, sigterm, sinks
+from lineage_listener.capture.jvm import jvm_proxy, scala_map
 from lineage_listener.capture.listener import PlanListener
 from lineage_listener.capture.pipeline import Capture
-from lineage_listener.kafka import settings as kafka_settings
+from lineage_listener.kafka.settings import KafkaSettings
 from lineage_listener import redact
 
 log = redact.logger(__name__)
 
+#: Every key ``enable()`` reads starts with this (read from the session in one go: :func:`lineage_conf`).
+CONF_PREFIX = "spark.lineage."
 STORE_CONF = "spark.lineage.store"
 OPENLINEAGE_URL_CONF = "spark.lineage.openlineage.url"
 SERVER_URL_CONF = "spark.lineage.url"
@@ -74,6 +76,14 @@ def wait_for_listener_bus(spark: Any, timeout: float | None, jsc: Any = None) ->
         return False
 
 
+def lineage_conf(spark: Any) -> dict[str, str]:
+    """The session's ``spark.lineage.*`` keys: the application's conf, with what the session itself
+    set over it (Spark copies the application's conf into a session's when it builds it). Three
+    JVM calls, however many keys are set; the other keys are dropped here."""
+    conf = scala_map(spark._jsparkSession.conf().getAll())
+    return {key: value for key, value in conf.items() if key.startswith(CONF_PREFIX)}
+
+
 def _session_key(spark: Any) -> str:
     js = spark._jsparkSession
     try:
@@ -108,7 +118,8 @@ def enable(spark: Any, store: str | os.PathLike | None = None, **options: Any) -
             f"{type(spark).__module__}.{type(spark).__name__} is a Spark Connect client. Capture on the Connect "
             "server instead: start it with the flags of `lineage-listener spark-conf --store PATH` "
             "(start-connect-server.sh $(lineage-listener spark-conf --store PATH))")
-    named_store = store if store is not None else spark.conf.get(STORE_CONF, None)
+    conf = lineage_conf(spark)
+    named_store = store if store is not None else conf.get(STORE_CONF)
     store = named_store or DEFAULT_STORE
     key = _session_key(spark)
     with _lock:
@@ -121,14 +132,14 @@ def enable(spark: Any, store: str | os.PathLike | None = None, **options: Any) -
         _ensure_callbacks(spark)
         planreader.install_default()  # the bridge jar's compact plan reader, loaded on the first read
         options.setdefault("defer_reads", True)  # callbacks arrive on Spark's listener bus
-        ol_url = options.pop("openlineage_url", None) or spark.conf.get(OPENLINEAGE_URL_CONF, None)
+        ol_url = options.pop("openlineage_url", None) or conf.get(OPENLINEAGE_URL_CONF)
         if ol_url:
             options.setdefault("after_write", sinks.openlineage_after_write(ol_url))
-        url = options.pop("url", None) or spark.conf.get(SERVER_URL_CONF, None)
+        url = options.pop("url", None) or conf.get(SERVER_URL_CONF)
         if url:
             options["url"] = url
-            options.setdefault("token", spark.conf.get(SERVER_TOKEN_CONF, None))
-        kafka = options.pop("kafka", None) or kafka_settings.of_session(spark)
+            options.setdefault("token", conf.get(SERVER_TOKEN_CONF))
+        kafka = options.pop("kafka", None) or KafkaSettings.from_conf(conf)
         if kafka:
             options["writer"] = sinks.kafka_writer(kafka, named_store, options.pop("url", None),
                                                    options.pop("token", None), options.get("lock_timeout", 10.0))
@@ -151,7 +162,7 @@ def enable(spark: Any, store: str | os.PathLike | None = None, **options: Any) -
             with contextlib.suppress(Exception):
                 spark._jsparkSession.listenerManager().unregister(jlistener)
             raise
-        capture.reader.stream_sessions.append(spark._jsparkSession)
+        capture.stream_sessions.append(spark._jsparkSession)
         handle = CaptureHandle(spark, capture, listener, key, jlistener)
         _handles[key] = handle
         # Spark builds its StreamingQueryManager on a session's first use of streams (the slowest JVM
@@ -169,6 +180,8 @@ def start_streams(handle: CaptureHandle) -> None:
     """On the start-up thread: add the streaming listener to the handle's session, then take the
     streams that started before it was there. A failure costs one log line and a ``capture_errors``
     row (stage ``stream``); batch capture goes on. After ``disable()`` began, nothing stays added."""
+    from lineage_listener.capture import streams  # with the plan readers: imported off enable()'s thread
+
     if handle.stopping.is_set():
         return
     jsession = handle.spark._jsparkSession
@@ -222,6 +235,8 @@ def disable(spark: Any, timeout: float = 30.0) -> None:
             log.warning("lineage-listener: could not remove the query listener: %s",
                         (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200])
         if wrapper is not None:
+            from lineage_listener.capture import streams
+
             streams.unregister(spark._jsparkSession, wrapper)
     # The store is complete when this returns: the runs end now (runs.ended_at, the end of their
     # capture), unless another session of this process still captures them; nothing is written later.
@@ -233,7 +248,7 @@ def _runs_captured_elsewhere() -> set[str]:
     """App ids of the runs the captures still enabled in this process have seen."""
     with _lock:
         captures = [h.capture for h in _handles.values()]
-    return {app_id for capture in captures for app_id in capture.reader.runs()}
+    return {app_id for capture in captures for app_id in capture.runs()}
 
 
 def _alive(spark: Any) -> bool:

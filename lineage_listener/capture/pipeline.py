@@ -6,7 +6,8 @@ thread writes it to the store.
 Creating a :class:`Capture` only starts that thread: the thread builds what is slow to build
 (the recorder and its lineage modules, the store writer) and warms up (``warm_up``, then the
 store opened and its schema migrated), while the job runs; actions arriving meanwhile wait in
-the queue and are captured once it is ready.
+the queue and are captured once it is ready. The modules that read plans and hold batches are
+imported there too (:meth:`Capture._build`), so creating a capture imports only this module.
 
 >>> cap = Capture("lineage.duckdb")               # doctest: +SKIP
 >>> cap.on_success("collect", qe, 1_000_000)      # doctest: +SKIP
@@ -29,15 +30,15 @@ from collections.abc import Callable
 
 from typing import TYPE_CHECKING
 
-from lineage_listener.capture import overflow, stages
-from lineage_listener.capture.envelope import Envelope, Reader
+from lineage_listener.capture import stages
 from lineage_listener.capture.writelane import WriteLane
-from lineage_listener.store.batch import Batch
 from lineage_listener import redact
 
-if TYPE_CHECKING:  # pragma: no cover - built on the capture thread (imports take a while)
+if TYPE_CHECKING:  # pragma: no cover - imported on the capture thread (imports take a while)
+    from lineage_listener.capture.envelope import Envelope, Reader
     from lineage_listener.capture.records import Recorder
     from lineage_listener.capture.wrappers import LastWrites
+    from lineage_listener.store.batch import Batch
     from lineage_listener.store.remote import RemoteWriter
     from lineage_listener.store.writer import StoreWriter
 
@@ -112,7 +113,10 @@ class Capture:
         ``warm_up``: called first on the capture thread (e.g. load the plan reader); what it raises
         is logged in one line and capture goes on."""
         self.after_write = after_write
-        self.reader = Reader()
+        #: The sessions whose streams this capture reads (the reader's, from when it is built).
+        self.stream_sessions: list[Any] = []
+        self._reader: Reader | None = None
+        self._reader_built = threading.Event()  # set once the reader is built (or cannot be)
         self._writer: StoreWriter | RemoteWriter | Any = writer
         self._writer_args = (url, token, lock_timeout)
         self._recorder: Recorder | None = None
@@ -135,18 +139,30 @@ class Capture:
         self._waiting = 0  # deferred events queued, not read yet
         self._waiting_lock = threading.Lock()
         self._queue: queue.SimpleQueue[Envelope | _Event | _Marker] = queue.SimpleQueue()
-        self._pending = Batch()
+        self._pending: Batch = None  # type: ignore[assignment] # the capture thread's, from _build on
         #: Store writes run here, off the capture thread (built with the writer, before the thread
         #: takes its first item: everything after ``_build`` may use it).
         self._lane: WriteLane | None = None
         #: Rows ``after_write`` returned, written with the next batch (owned by the lane's thread).
-        self._extras = Batch()
+        self._extras: Batch = None  # type: ignore[assignment] # built with the lane
         self._closed = False
         self._hurried = False
         self._thread = threading.Thread(target=self._loop, name="lineage-listener-capture", daemon=True)
         self._thread.start()
         _live.add(self)
         _register_exit_hook()
+
+    @property
+    def reader(self) -> "Reader | None":
+        """Reads actions into envelopes (built first on the capture thread: this waits until it is;
+        None when the capture could not start)."""
+        self._reader_built.wait()
+        return self._reader
+
+    def runs(self) -> dict[str, dict[str, Any]]:
+        """The runs (applications) this capture has seen, by app id."""
+        reader = self.reader
+        return reader.runs() if reader is not None else {}
 
     @property
     def writer(self) -> "StoreWriter | RemoteWriter | Any":
@@ -162,7 +178,13 @@ class Capture:
         return self._recorder
 
     def _build(self) -> None:
-        """On the capture thread, before the first item: the recorder, the writer, the warm-up."""
+        """On the capture thread, before the first item: the reader, the recorder, the writer, the
+        warm-up."""
+        from lineage_listener.capture.envelope import Reader
+
+        self._pending, self._extras = _batch(), _batch()
+        self._reader = Reader(self.stream_sessions)
+        self._reader_built.set()
         from lineage_listener.capture.records import Recorder
         from lineage_listener.capture.wrappers import LastWrites
 
@@ -191,7 +213,7 @@ class Capture:
                 self.record_problem("plan", f"warm-up failed: {type(exc).__name__}: {exc}")
         if own_store and self._queue.empty():  # open the store and migrate its schema now, if free
             writer = self._writer
-            self._lane.submit(lambda: writer.write(Batch(), wait=0.0))
+            self._lane.submit(lambda: writer.write(_batch(), wait=0.0))
 
     # -- listener-bus side (must be fast and never raise) ---------------------------
     def on_success(self, func_name: str, qe: Any, duration_ns: int | None) -> None:
@@ -202,8 +224,9 @@ class Capture:
 
     def on_stream_started(self, run_id: str, query: Any) -> None:
         """A stream run started (on its own thread): remember its query for foreachBatch writes."""
-        if not self._closed:
-            self.reader.streams.started(run_id, query)
+        reader = self.reader if not self._closed else None
+        if reader is not None:
+            reader.streams.started(run_id, query)
 
     def on_stream_progress(self, event: Any, query: Any) -> None:
         """A micro-batch finished: queue its progress event (read on the capture thread)."""
@@ -230,12 +253,17 @@ class Capture:
                 full = self._waiting >= self.max_queue
                 self._waiting += not full
             if full:  # never block the listener bus, never hold more plans: record the overflow
+                from lineage_listener.capture import overflow
+
                 self._queue.put(overflow.Dropped(str(func_name), duration_ns, _text(error), now, self.max_queue))
             else:
                 self._queue.put(_Event(str(func_name), qe, duration_ns, error, now))
             return
+        reader = self.reader
+        if reader is None:  # the capture could not start (logged once)
+            return
         try:
-            env = self.reader.read(str(func_name), qe, duration_ns, error, now)
+            env = reader.read(str(func_name), qe, duration_ns, error, now)
         except Exception as exc:  # noqa: BLE001 - never break the user's job
             log.warning("lineage-listener: could not read a %s action: %s", func_name, exc)
             return
@@ -288,16 +316,20 @@ class Capture:
         except Exception:  # noqa: BLE001 - e.g. a broken install: nothing can be captured
             log.exception("lineage-listener: capture could not start; nothing is captured")
             self._closed = True
+            self._reader_built.set()
             self._ready.set()
             _drain(self._queue)
             return
+        from lineage_listener.capture import overflow
+        from lineage_listener.capture.envelope import Envelope
+
         self._next_write = 0.0
         next_spool_try = 0.0
         handlers: dict[type, Callable[[Any], None]] = {
             _Event: lambda event: self._read_queued(event, self._read),
             _StreamEvent: lambda event: self._read_queued(event, self._read_stream),
             Envelope: self._record,
-            overflow.Dropped: lambda dropped: self._add_rows(overflow.rows(dropped, self.reader.runs())),
+            overflow.Dropped: lambda dropped: self._add_rows(overflow.rows(dropped, self.runs())),
             _Problem: lambda problem: self._add_rows(_problem_rows(problem)),
         }
         while True:
@@ -325,16 +357,16 @@ class Capture:
             now = datetime.now(timezone.utc).replace(tzinfo=None)
             only, keep = item.payload
             kept = keep() if keep is not None else set()
-            for app_id, run in list(self.reader.runs().items()):
+            for app_id, run in list(self.runs().items()):
                 if only in (None, app_id) and app_id not in kept:
                     self._add_rows(self.recorder.end_run(run, now))
             item.ok = True
         elif item.kind == "stop":  # close() flushed just before: write only what came since
-            batch, self._pending = self._pending, Batch()
+            batch, self._pending = self._pending, _batch()
             item.ok = self._call(lambda: self._stop_write(batch))
             self._lane.close()
         else:  # flush: what after_write returns too, so nothing is written after flush() returns
-            batch, self._pending = self._pending, Batch()
+            batch, self._pending = self._pending, _batch()
             item.ok = self._call(lambda: self._store(batch, flush=True))
         item.done.set()
         return item.kind == "stop"
@@ -418,7 +450,7 @@ class Capture:
         else:
             if full:
                 self._lane.submit(lambda: self._store(batch))
-            self._pending = Batch()
+            self._pending = _batch()
 
     def _call(self, fn: Callable[[], bool]) -> bool:
         try:
@@ -432,9 +464,9 @@ class Capture:
         """Idle: write the rows ``after_write`` returned, and what waits (spooled or held lineage)
         if the store is free now."""
         if len(self._extras):
-            self._store(Batch())
+            self._store(_batch())
         elif self.writer.waiting():
-            self.writer.write(Batch(), wait=0.0)
+            self.writer.write(_batch(), wait=0.0)
 
     def _stop_write(self, batch: Batch) -> bool:
         if len(batch) or len(self._extras):
@@ -448,13 +480,13 @@ class Capture:
         for _ in range(3 if flush else 0):
             if not (ok and len(self._extras)):
                 break
-            ok = self._store_once(self._with_extras(Batch()))
+            ok = self._store_once(self._with_extras(_batch()))
         return ok
 
     def _with_extras(self, batch: Batch) -> Batch:
         if not len(self._extras):
             return batch
-        extras, self._extras = self._extras, Batch()
+        extras, self._extras = self._extras, _batch()
         extras.extend(batch)
         return extras
 
@@ -499,10 +531,17 @@ def _problem_rows(problem: _Problem) -> Batch:
     from lineage_listener.capture.records import iso  # the recorder's modules: loaded by the capture thread
     from lineage_listener.store.rows import CaptureErrorRow
 
-    batch = Batch()
+    batch = _batch()
     batch.add(CaptureErrorRow(captured_at=iso(problem.at), run_id=None, query_id=None, stage=problem.stage,
                               error=problem.error))
     return batch
+
+
+def _batch() -> "Batch":
+    """An empty batch (the store's row modules are imported on the capture thread, not with this one)."""
+    from lineage_listener.store.batch import Batch
+
+    return Batch()
 
 
 def _text(error: Any) -> str | None:

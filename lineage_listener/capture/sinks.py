@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lineage_listener import redact
-from lineage_listener.store.batch import Batch
+
+if TYPE_CHECKING:  # pragma: no cover - the store's row modules load on the capture thread
+    from lineage_listener.store.batch import Batch
 
 log = redact.logger(__name__)
 

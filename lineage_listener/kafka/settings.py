@@ -103,21 +103,3 @@ def client_class(name: str) -> Any:
     except ImportError as exc:
         raise ImportError(f"Kafka support is not installed ({exc}): {INSTALL}", name="confluent_kafka") from None
     return getattr(confluent_kafka, name)
-
-
-def of_session(spark: Any) -> "KafkaSettings | None":
-    """From a live session: the application's ``spark.lineage.kafka.*`` conf, with the session's own
-    values of the same keys over them; None when none is set."""
-    pairs: dict[str, str] = {}
-    try:  # only the keys of the prefix: listing the whole conf costs two py4j calls per key
-        pairs.update((PREFIX + t._1(), t._2()) for t in spark.sparkContext._jsc.sc().conf().getAllWithPrefix(PREFIX))
-    except Exception:  # noqa: BLE001 - a conf that cannot be listed: the session's keys only
-        pass
-    for key in (BOOTSTRAP_CONF, TOPIC_CONF):
-        try:
-            value = spark.conf.get(key, None)
-        except Exception:  # noqa: BLE001
-            value = None
-        if value:
-            pairs[key] = value
-    return KafkaSettings.from_conf(pairs)
