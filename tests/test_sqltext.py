@@ -56,6 +56,25 @@ def test_same_text_as_sqlglot_on_odd_names_and_literals():
             trees += [sqltext.cast(x, t) for x in (col, lit, inner) for t in
                       ("json", "array<int>", "struct<a:int>", "map<string,int>", "decimal(5,-2)", "string",
                        "varchar(10)", "char(3)", "timestamp", "interval day to second", "binary")]
+    a, b, one, minus = (sqltext.column("a"), sqltext.column("select"), sqltext.literal(1, "int"),
+                        sqltext.literal(-5, "int"))
+    cond = sqltext.binary("GreaterThan", a, one)
+    trees += [exp.Ordered(this=a, desc=desc, nulls_first=first)  # each sort order, each null placement
+              for desc in (True, False, None) for first in (True, False, None)]
+    trees += [exp.Between(this=a, low=one, high=sqltext.binary("Add", one, b)),
+              exp.Between(this=a, low=one, high=b, symmetric=True),
+              exp.In(this=a, expressions=[one, minus, sqltext.literal("x'y", "string")]),
+              exp.Case(ifs=[exp.If(this=cond, true=a)]),
+              exp.Case(ifs=[exp.If(this=cond, true=a), exp.If(this=exp.Not(this=cond), true=b)], default=exp.Null()),
+              exp.Case(this=a, ifs=[exp.If(this=one, true=b)], default=minus),
+              exp.Neg(this=minus), exp.Neg(this=a), exp.Not(this=exp.In(this=a, expressions=[b])),
+              exp.Null(), exp.Star(), sqltext.binary("Divide", sqltext.binary("Divide", a, b), minus),
+              sqltext.call("count", [exp.Star()])]
+    ordered = [exp.Ordered(this=b, desc=True, nulls_first=False), exp.Ordered(this=one, nulls_first=True)]
+    trees += [exp.Window(this=sqltext.call(f, args), partition_by=partition, order=order)  # as the walk makes them
+              for f, args in (("sum", [a]), ("", []), ("rank", []))
+              for partition in (None, [a], [a, sqltext.binary("Add", b, one)])
+              for order in (None, exp.Order(expressions=ordered))]
     chain = sqltext.column("c0")
     for _ in range(150):  # deep: a withColumn chain
         chain = sqltext.binary("Add", chain, sqltext.literal(1, "int"))

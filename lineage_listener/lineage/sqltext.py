@@ -119,6 +119,9 @@ _TYPES: dict[str, tuple[exp.DataType | None, str | None]] = {}
 _TYPE_SQL = "lineage_type_sql"
 #: Key of a tree's rendered text in its ``meta`` (:func:`render`).
 _TEXT = "lineage_text"
+_SIZE = "lineage_size"
+#: :func:`size` counts no further (the walk only asks whether a tree is past ``MAX_SQL_SIZE``).
+SIZE_LIMIT = 10_000
 _PROBE = "CAST(x AS "
 
 
@@ -152,26 +155,39 @@ def case(branches: Sequence[tuple[exp.Expression, exp.Expression]], default: exp
 _NODE = getattr(exp, "Expr", exp.Expression)
 
 
-def size(e: exp.Expression, limit: int = 10_000) -> int:
-    """Node count of an expression tree, at most ``limit + 1`` (what ``e.walk()`` counts;
-    a plain stack over ``args``: origins are sized as they are made, this runs for each).
+def size(e: exp.Expression) -> int:
+    """Node count of an expression tree (what ``e.walk()`` counts), at most ``SIZE_LIMIT + 1``.
 
-    >>> size(binary("Add", column("a"), literal(1, "int"))), size(column("a"), limit=0)
-    (4, 1)
+    The count is kept in the tree's ``meta``, as its text is (:func:`render`; the walk never
+    changes a tree in place): the walk sizes each origin's tree as it makes it, from operands'
+    trees sized before, and a kept count stands for its whole subtree, so a chain of ``n``
+    operators is counted in ``n`` steps, not ``n**2 / 2``.
+
+    >>> add = binary("Add", column("a"), literal(1, "int"))
+    >>> product = binary("Multiply", add, add)  # (a + 1) * (a + 1)
+    >>> size(add), size(product), len(list(product.walk()))
+    (4, 11, 11)
     """
+    meta = e._meta
+    if meta is not None and _SIZE in meta:
+        return meta[_SIZE]
     n = 0
     stack = [e]
     node_type = _NODE
-    while stack:
+    while stack and n <= SIZE_LIMIT:
         node = stack.pop()
+        meta = node._meta
+        if meta is not None and _SIZE in meta:
+            n += meta[_SIZE]
+            continue
         n += 1
-        if n > limit:
-            break
         for v in node.args.values():
             if type(v) is list:
                 stack.extend([x for x in v if isinstance(x, node_type)])
             elif isinstance(v, node_type):
                 stack.append(v)
+    n = min(n, SIZE_LIMIT + 1)
+    e.meta[_SIZE] = n
     return n
 
 
@@ -184,8 +200,9 @@ def render(e: exp.Expression | None) -> str | None:
 
     One sqlglot generator per thread is reused (building one per call was most of the cost of
     short expressions: a 1,000-column select renders 1,000). The operators the walk chains most
-    (``+ - *``, comparisons, ``AND``/``OR``, parentheses) and function calls are joined here from
-    their operands' text, and a column or literal
+    (``+ - * /``, comparisons, ``AND``/``OR``, parentheses), function calls and the shapes the walk
+    makes of sort keys, ``BETWEEN``, ``IN`` lists, ``CASE``, ``NOT``, negation and windows are
+    joined here from their operands' text, and a column or literal
     is rendered once per thread (memo): a 300-step ``withColumn`` chain renders trees of ~400
     nodes 300 times. Anything else goes to the generator (on a copy: the generator may change
     what it renders, and origins share their trees).
@@ -221,6 +238,8 @@ def _generator() -> Any:
     if gen is None:
         gen = _local.generator = Dialect.get_or_raise("spark").generator(normalize_functions="lower")
         _local.memo = {}
+        # what :func:`_ordered` writes as the generator would (its rule for this dialect)
+        _local.nulls_small = gen.dialect.NULL_ORDERING == "nulls_are_small" and gen.NULL_ORDERING_SUPPORTED is True
     return gen
 
 
@@ -231,8 +250,8 @@ def _generate(e: exp.Expression, gen: Any) -> str:
 
 #: Operators whose text is ``left <op> right`` whatever surrounds them (sqlglot's ``binary``, and
 #: ``connector_sql`` for AND / OR).
-_JOINED = {exp.Add: " + ", exp.Sub: " - ", exp.Mul: " * ", exp.EQ: " = ", exp.NEQ: " <> ", exp.GT: " > ",
-           exp.GTE: " >= ", exp.LT: " < ", exp.LTE: " <= ", exp.And: " AND ", exp.Or: " OR "}
+_JOINED = {exp.Add: " + ", exp.Sub: " - ", exp.Mul: " * ", exp.Div: " / ", exp.EQ: " = ", exp.NEQ: " <> ",
+           exp.GT: " > ", exp.GTE: " >= ", exp.LT: " < ", exp.LTE: " <= ", exp.And: " AND ", exp.Or: " OR "}
 _MEMO_MAX = 100_000
 
 
@@ -255,6 +274,11 @@ def _text(e: exp.Expression, gen: Any, memo: dict[Any, str]) -> str:
         type_sql = meta.get(_TYPE_SQL)  # set by cast(): not to JSON or a nested type
         if type_sql is not None:
             return "CAST(" + _text(args["this"], gen, memo) + " AS " + type_sql + ")"
+    shape = _SHAPES.get(t)
+    if shape is not None:
+        text = shape(args, gen, memo)
+        if text is not None:
+            return text
     if t is exp.Anonymous and len(args) == 2 and type(args["this"]) is str:  # sqlglot's ``func``
         return (args["this"].lower() + "("
                 + ", ".join([_text(a, gen, memo) for a in args["expressions"] if a is not None and a is not True
@@ -272,6 +296,100 @@ def _text(e: exp.Expression, gen: Any, memo: dict[Any, str]) -> str:
             memo.clear()
         found = memo[key] = _generate(e, gen)
     return found
+
+
+# -- shapes joined here as the Spark generator joins them (``*_sql`` of sqlglot's generator); an
+# argument they do not know, or a comment, leaves the node to the generator (None).
+
+def _plain(node: Any) -> bool:
+    return isinstance(node, _NODE) and not node.comments
+
+
+def _ordered(args: dict[str, Any], gen: Any, memo: dict[Any, str]) -> str | None:
+    """``ordered_sql`` where nulls sort low and ``NULLS FIRST/LAST`` is written (Spark)."""
+    if not _local.nulls_small or args.get("with_fill") or not _plain(args.get("this")) or \
+            not args.keys() <= {"this", "desc", "nulls_first", "with_fill"}:
+        return None
+    desc, nulls_first = args.get("desc"), args.get("nulls_first")
+    order = " DESC" if desc else (" ASC" if desc is False else "")
+    nulls = " NULLS FIRST" if nulls_first and desc else (" NULLS LAST" if not nulls_first and not desc else "")
+    return _text(args["this"], gen, memo) + order + nulls
+
+
+def _between(args: dict[str, Any], gen: Any, memo: dict[Any, str]) -> str | None:
+    if args.get("symmetric") or not args.keys() <= {"this", "low", "high", "symmetric"} or \
+            not all(_plain(args.get(k)) for k in ("this", "low", "high")):
+        return None
+    return (_text(args["this"], gen, memo) + " BETWEEN " + _text(args["low"], gen, memo) + " AND "
+            + _text(args["high"], gen, memo))
+
+
+def _in(args: dict[str, Any], gen: Any, memo: dict[Any, str]) -> str | None:
+    values = args.get("expressions")
+    if not args.keys() <= {"this", "expressions", "query", "unnest", "field", "is_global"} or \
+            any(args.get(k) for k in ("query", "unnest", "field", "is_global")) or not _plain(args.get("this")) \
+            or type(values) is not list or not values or not all(_plain(v) for v in values):
+        return None
+    return _text(args["this"], gen, memo) + " IN (" + ", ".join([_text(v, gen, memo) for v in values]) + ")"
+
+
+def _case(args: dict[str, Any], gen: Any, memo: dict[Any, str]) -> str | None:
+    ifs, default, operand = args.get("ifs"), args.get("default"), args.get("this")
+    if not args.keys() <= {"this", "ifs", "default"} or type(ifs) is not list or \
+            any(type(i) is not exp.If or not i.args.keys() <= {"this", "true"} or not _plain(i.args.get("this"))
+                or not _plain(i.args.get("true")) for i in ifs) or \
+            (default is not None and not _plain(default)) or (operand is not None and not _plain(operand)):
+        return None
+    parts = ["CASE " + _text(operand, gen, memo) if operand is not None else "CASE"]
+    for i in ifs:
+        parts += ["WHEN " + _text(i.args["this"], gen, memo), "THEN " + _text(i.args["true"], gen, memo)]
+    if default is not None:
+        parts.append("ELSE " + _text(default, gen, memo))
+    parts.append("END")
+    return " ".join(parts)
+
+
+def _window(args: dict[str, Any], gen: Any, memo: dict[Any, str]) -> str | None:
+    """``window_sql`` of a window as the walk writes one: ``PARTITION BY`` and ``ORDER BY``, no frame."""
+    partition, order = args.get("partition_by"), args.get("order")
+    if not args.keys() <= {"this", "partition_by", "order"} or not _plain(args.get("this")):
+        return None
+    parts = []
+    if partition:
+        if type(partition) is not list or not all(_plain(p) for p in partition):
+            return None
+        parts.append("PARTITION BY " + ", ".join([_text(p, gen, memo) for p in partition]))
+    if order is not None:
+        if type(order) is not exp.Order or order.comments or order.args.keys() != {"expressions"}:
+            return None
+        keys = order.args["expressions"]
+        if type(keys) is not list or not keys or not all(_plain(k) for k in keys):
+            return None
+        parts.append("ORDER BY " + ", ".join([_text(k, gen, memo) for k in keys]))
+    return _text(args["this"], gen, memo) + " OVER (" + " ".join(parts) + ")"
+
+
+def _not(args: dict[str, Any], gen: Any, memo: dict[Any, str]) -> str | None:
+    return "NOT " + _text(args["this"], gen, memo) if args.keys() == {"this"} and _plain(args["this"]) else None
+
+
+def _neg(args: dict[str, Any], gen: Any, memo: dict[Any, str]) -> str | None:
+    if args.keys() != {"this"} or not _plain(args["this"]):
+        return None
+    text = _text(args["this"], gen, memo)
+    return ("- " if text[:1] == "-" else "-") + text  # "- -5", never the comment "--5"
+
+
+def _null(args: dict[str, Any], gen: Any, memo: dict[Any, str]) -> str | None:
+    return "NULL" if not args else None
+
+
+def _star(args: dict[str, Any], gen: Any, memo: dict[Any, str]) -> str | None:
+    return "*" if not any(args.values()) else None
+
+
+_SHAPES = {exp.Ordered: _ordered, exp.Between: _between, exp.In: _in, exp.Case: _case, exp.Not: _not,
+           exp.Neg: _neg, exp.Null: _null, exp.Star: _star, exp.Window: _window}
 
 
 _DAY_TIME_UNITS = ("DAY", "HOUR", "MINUTE", "SECOND")
