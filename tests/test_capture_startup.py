@@ -23,10 +23,13 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def test_importing_the_capture_entry_point_loads_neither_sqlglot_nor_duckdb() -> None:
-    """The lineage walk (sqlglot) and the store (duckdb) are loaded by the capture thread, not by enable()."""
+    """The lineage walk (sqlglot), the store (duckdb), the plan and fact readers and the store's
+    rows are loaded by the capture thread, not by enable()."""
     code = ("import sys, lineage_listener.capture.inprocess; "
             "print(sorted(m for m in ('sqlglot', 'duckdb', 'lineage_listener.capture.records', "
-            "'lineage_listener.store.writer', 'lineage_listener.store.remote') if m in sys.modules))")
+            "'lineage_listener.store.writer', 'lineage_listener.store.remote', 'lineage_listener.capture.envelope', "
+            "'lineage_listener.capture.readers', 'lineage_listener.capture.streams', "
+            "'lineage_listener.store.rows') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stdout
 
