@@ -166,6 +166,22 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 30.0) -> bool:
     return predicate()
 
 
+@pytest.fixture
+def java_exceptions(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The Java exceptions py4j brings back while the test runs (PySpark converts each with tens of
+    round trips more), as their first lines."""
+    from py4j import protocol
+
+    seen: list[str] = []
+    real = protocol.Py4JJavaError.__init__
+
+    def made(self: Any, *args: Any, **kwargs: Any) -> None:
+        real(self, *args, **kwargs)
+        seen.append((str(self).strip().splitlines() or ["?"])[0])
+    monkeypatch.setattr(protocol.Py4JJavaError, "__init__", made)
+    return seen
+
+
 @pytest.fixture(scope="session")
 def demo_store(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A store filled by the demo pipeline (``examples/sample_job.py``) run in this session."""

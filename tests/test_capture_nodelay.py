@@ -17,7 +17,7 @@ def _jvm_sockets(spark):
     return {s.getPort(): s.getTcpNoDelay() for s in out.values()}
 
 
-def test_only_the_calling_threads_socket_is_changed(spark):
+def test_only_the_calling_threads_socket_is_changed(spark, java_exceptions):
     jobj = spark._jsparkSession
     result: dict[str, object] = {}
 
@@ -30,6 +30,7 @@ def test_only_the_calling_threads_socket_is_changed(spark):
     t = threading.Thread(target=capture_thread)
     t.start()
     t.join(60)
+    assert java_exceptions == []  # no lookup that fails on the JVM side, no iterator run to its end
     sockets = _jvm_sockets(spark)
     ours = result["ports"]
     assert ours and all(sockets[p] for p in ours if p in sockets)

@@ -221,6 +221,19 @@ def test_enable_again_keeps_the_loaded_reader(spark, reader):
         assert json.loads(str(again.head(spark.sql("SELECT 1 AS x")._jdf.queryExecution())))["root"]
 
 
+def test_a_jvm_without_the_reader_on_its_class_path_is_asked_without_a_java_exception(
+        spark, reader, java_exceptions, monkeypatch):
+    """Where the reader is not on a class path (in process, before the jar is loaded), looking for it
+    brings back no Java exception: each would cost PySpark's conversion of it, tens of round trips,
+    on a short job's start."""
+    plan = spark._jsparkSession.sessionState().sqlParser().parsePlan("SELECT 1")
+    monkeypatch.setattr(planreader, "_jar", None)
+    monkeypatch.setattr(planreader, "_logged", set())
+    assert planreader._load(plan, plan._gateway_client) is None
+    assert java_exceptions == []
+    assert "nojar" in planreader._logged  # it looked, and found no reader to use
+
+
 def test_a_jar_still_being_built_is_said_once_and_keeps_the_reason_of_a_failed_build(spark, reader, caplog,
                                                                                     monkeypatch):
     """While ``enable()`` builds the jar in the background, reads use ``toJSON`` with one INFO line;

@@ -90,12 +90,39 @@ def simple_name(obj: Any) -> str:
     return str(cls.getSimpleName()) or str(cls.getSuperclass().getSimpleName())
 
 
+def static(client: Any, class_name: str, method: str) -> Any:
+    """The static method ``method`` of the JVM class ``class_name``, callable in one round trip.
+
+    ``jvm.java.util.Arrays.toString(...)`` first asks the JVM what ``java``, ``java.util`` and
+    ``java.util.Arrays`` are, and what ``toString`` is (four more round trips); this asks nothing.
+    """
+    from py4j.java_gateway import JavaMember
+    from py4j.protocol import STATIC_PREFIX
+
+    return JavaMember(method, None, STATIC_PREFIX + class_name, client)
+
+
+def declared_field(cls: Any, name: str, owner: str | None = None) -> Any:
+    """The ``java.lang.reflect.Field`` ``name`` declared on the JVM class ``owner`` (``cls`` or one of its
+    superclasses, by name; ``cls`` itself when None), made accessible; None when ``cls`` has no such
+    superclass. A class that does not declare ``name`` fails as any JVM call does.
+
+    A round trip per class passed on the way up and three more: asking each class for ``name`` would
+    cost a Java exception on every class that lacks it, and PySpark's conversion of each, tens of
+    round trips.
+    """
+    while owner is not None and cls is not None and str(cls.getName()) != owner:
+        cls = cls.getSuperclass()
+    if cls is None:
+        return None
+    field = cls.getDeclaredField(name)
+    field.setAccessible(True)
+    return field
+
+
 def jvm_proxy(spark: Any, listener: Any) -> Any:
     """The JVM object py4j makes of the Python ``listener`` (one JVM call: the static method is
     called as such, without asking the JVM what ``requireNonNull`` is). py4j makes a new one each
     time a Python object is passed: only the one registered can be unregistered."""
-    from py4j.java_gateway import JavaMember
-    from py4j.protocol import STATIC_PREFIX
-
     client = spark._jsparkSession._gateway_client
-    return JavaMember("requireNonNull", None, STATIC_PREFIX + "java.util.Objects", client)(listener)
+    return static(client, "java.util.Objects", "requireNonNull")(listener)

@@ -5,7 +5,8 @@ chunks on a socket with Nagle's algorithm on, and the Python side ACKs late
 (delayed ACK), so any reply over 8 KB (most analyzed plans' ``toJSON``) waits
 about 40 ms for nothing: a 65 KB string took 46 ms, and 5 ms with ``TCP_NODELAY``.
 py4j has no option for it, so the capture thread sets it by reflection on the
-``Socket`` of its own connection (found by its port), once. Anything unexpected
+``Socket`` of its own connection (found by its port), once, in a few round trips that raise
+nothing on the JVM side (:func:`~lineage_listener.capture.jvm.declared_field`). Anything unexpected
 (another py4j, a security manager) leaves the connection as it was, with a debug line.
 """
 from __future__ import annotations
@@ -13,9 +14,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from lineage_listener.capture.jvm import jvm_call_failed
+from lineage_listener.capture.jvm import declared_field, jvm_call_failed
 
 log = logging.getLogger(__name__)
+
+#: The py4j class that declares the server's ``connections`` (its ``ClientServer`` runs a subclass).
+SERVER = "py4j.GatewayServer"
 
 
 def _local_ports(client: Any) -> set[int]:
@@ -36,16 +40,12 @@ def _local_ports(client: Any) -> set[int]:
     return ports
 
 
-def _declared_field(obj: Any, name: str) -> Any:
-    """``obj``'s field ``name`` (declared on its class or a superclass), made accessible."""
-    cls = obj.getClass()
-    while cls is not None:
-        for f in cls.getDeclaredFields():
-            if f.getName() == name:
-                f.setAccessible(True)
-                return f.get(obj)
-        cls = cls.getSuperclass()
-    raise LookupError(name)
+def _declared_field(obj: Any, name: str, owner: str | None = None) -> Any:
+    """``obj``'s field ``name``, declared on its class or on its superclass ``owner``."""
+    field = declared_field(obj.getClass(), name, owner)
+    if field is None:
+        raise LookupError(name)
+    return field.get(obj)
 
 
 def disable_nagle(java_object: Any) -> int:
@@ -63,9 +63,14 @@ def disable_nagle(java_object: Any) -> int:
         if not ports:
             return 0
         server = JavaObject(GATEWAY_SERVER_OBJECT_ID, client)
+        connections = _declared_field(server, "connections", SERVER).toArray()  # a snapshot: connections come and go
+        socket_field = None
         changed = 0
-        for connection in list(_declared_field(server, "connections")):
-            sock = _declared_field(connection, "socket")
+        for i in range(len(connections)):  # by index: a py4j iterator ends with a Java exception
+            connection = connections[i]
+            if socket_field is None:  # one class serves every connection of a server, and declares it
+                socket_field = declared_field(connection.getClass(), "socket")
+            sock = socket_field.get(connection)
             if sock.getPort() in ports and not sock.getTcpNoDelay():
                 sock.setTcpNoDelay(True)
                 changed += 1

@@ -23,11 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from py4j.java_gateway import JavaClass, JVMView
-from py4j.protocol import DEFAULT_JVM_ID, DEFAULT_JVM_NAME
+from py4j.java_gateway import JavaClass
 
 from lineage_listener.capture import stages
-from lineage_listener.capture.jvm import jvm_call_failed
+from lineage_listener.capture.jvm import jvm_call_failed, static
 from lineage_listener.plan import compact
 from lineage_listener.plan.classes import EXPRESSION_FIELDS, SOURCE_LEAVES
 from lineage_listener.plan.tree import Plan, from_compact
@@ -35,6 +34,8 @@ from lineage_listener.plan.tree import Plan, from_compact
 log = logging.getLogger(__name__)
 
 CLASS = "lineage.bridge.PlanReader"
+#: Its class file, as a class loader finds it.
+RESOURCE = CLASS.replace(".", "/") + ".class"
 #: ``LINEAGE_PLAN_READER=json`` reads every plan with ``toJSON`` (the way back; benchmarks compare
 #: both); unset or ``compact``: the compact reader where the driver has it.
 ENV = "LINEAGE_PLAN_READER"
@@ -131,26 +132,25 @@ def reader_for(plan: Any) -> Any:
 
 
 def _load(plan: Any, client: Any) -> Any:
-    jvm = JVMView(client, jvm_name=DEFAULT_JVM_NAME, id=DEFAULT_JVM_ID)
+    """The ``PlanReader`` of the JVM of ``plan``: one the JVM has on a class path (the zero-code bridge,
+    ``--jars``), else one loaded from the installed jar; None when neither is there.
+
+    Asked by resource, so that a class path without the reader answers null, not a Java exception
+    (each costs PySpark's conversion of it, tens of round trips): ~30 round trips in all.
+    """
     spark_loader = plan.getClass().getClassLoader()
-    loaders = [jvm.java.lang.Thread.currentThread().getContextClassLoader(), spark_loader]
-    for loader in loaders:
+    context_loader = static(client, "java.lang.Thread", "currentThread")().getContextClassLoader()
+    for loader in (context_loader, spark_loader):
         try:
-            cls = jvm.java.lang.Class.forName(CLASS, True, loader)
+            if loader is None or loader.getResource(RESOURCE) is None:
+                continue
+            cls = loader.loadClass(CLASS)
         except jvm_call_failed():
             continue
         made = _instance(cls)
         if made is not None:
             log.info("lineage-listener: plans are read by the compact PlanReader on the JVM's class path")
             return made
-    try:  # py4j's own class loading (the zero-code bridge's gateway)
-        found = jvm.lineage.bridge.PlanReader
-        made = _instance(found._java_lang_class) if isinstance(found, JavaClass) else None
-    except jvm_call_failed():
-        made = None
-    if made is not None:
-        log.info("lineage-listener: plans are read by the bridge's compact PlanReader")
-        return made
     if _jar is None:
         if _building.is_set():  # tried again once the build installs it; its failure logs its reason
             _once("building", "lineage-listener: the bridge jar is still being built: plans are read with "
@@ -160,9 +160,10 @@ def _load(plan: Any, client: Any) -> Any:
               "bridge jar): plans are read with toJSON")
         return None
     try:
-        urls = jvm.java.lang.reflect.Array.newInstance(jvm.java.net.URL._java_lang_class, 1)
-        urls[0] = jvm.java.io.File(str(_jar)).toURI().toURL()
-        loader = jvm.java.net.URLClassLoader(urls, spark_loader)
+        url_class = JavaClass("java.net.URL", client)._java_lang_class
+        urls = static(client, "java.lang.reflect.Array", "newInstance")(url_class, 1)
+        urls[0] = JavaClass("java.io.File", client)(str(_jar)).toURI().toURL()
+        loader = JavaClass("java.net.URLClassLoader", client)(urls, spark_loader)
         made = _instance(loader.loadClass(CLASS))
     except jvm_call_failed() as exc:
         _once("load", "lineage-listener: cannot load the compact plan reader from %s (%s): plans are "
