@@ -1,7 +1,7 @@
 """What capture costs a short job, one-time costs included: every measurement in a FRESH Python
 process with a new SparkSession (``local[2]``), as a user's job would run.
 
-    python bench/startup_bench.py [--pairs 3] [--before CHECKOUT] [--skip-steady]
+    python bench/startup_bench.py [--pairs 3] [--before CHECKOUT] [--skip-steady] [--steady-rounds 4]
 
 ``--before``: a copy of the repository before a change; its capture is measured in the same
 rounds (fresh processes in rotating order), so the load of a shared machine falls on both.
@@ -23,8 +23,11 @@ Rows (medians; each line also gives the single values and the load average):
   after ``disable()`` (the final flush), with and without capture, in alternating fresh processes:
   the wall-time ratio, and the ratio of the CPU time this Python process and the driver JVM used
   (less sensitive to other work on a shared machine: the job keeps both cores busy);
-- ``steady state``: in one process, after a warm-up run with capture on, the same job without and
-  with capture in alternating order.
+- ``steady state``: in one process, after warm-up runs with capture on (``--steady-warm-ups``, 3:
+  the job gets faster run after run at first), the same job without and with capture in rounds of
+  alternating order (``--steady-rounds``, 4): each round's ratio, and all rounds' wall times' ratio.
+
+``--before`` runs this script's own measurements with the other checkout's package.
 """
 from __future__ import annotations
 
@@ -42,7 +45,9 @@ from collections.abc import Callable
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+#: The checkout whose package a measured process imports (``--before`` runs this script with another).
+CODE = Path(os.environ.get("STARTUP_BENCH_CODE", REPO))
+sys.path.insert(0, str(CODE))
 
 
 def session(work: Path) -> Any:
@@ -88,7 +93,7 @@ def mixed_job(spark: Any) -> None:
         query()
 
 
-def child(mode: str, work: Path) -> dict[str, Any]:
+def child(mode: str, work: Path, warm_ups: int = 3, rounds: int = 4) -> dict[str, Any]:
     """One measurement in this (fresh) process."""
     spark = session(work)
     store = work / "lineage.duckdb"
@@ -126,12 +131,13 @@ def child(mode: str, work: Path) -> dict[str, Any]:
     elif mode == "steady":
         import lineage_listener
 
-        lineage_listener.enable(spark, store=str(store))
-        mixed_job(spark)  # warm-up, capture on
-        lineage_listener.disable(spark)
+        for _ in range(warm_ups):  # capture on: its modules and the JIT's code for both sides
+            lineage_listener.enable(spark, store=str(store))
+            mixed_job(spark)
+            lineage_listener.disable(spark)
         walls: dict[str, list[float]] = {"on": [], "off": []}
-        for order in (("off", "on"), ("on", "off")):
-            for side in order:
+        for i in range(rounds):  # alternating order: a trend run after run leans on both sides alike
+            for side in (("off", "on"), ("on", "off"))[i % 2]:
                 start = time.perf_counter()
                 if side == "on":
                     lineage_listener.enable(spark, store=str(store))
@@ -140,6 +146,7 @@ def child(mode: str, work: Path) -> dict[str, Any]:
                     lineage_listener.disable(spark)
                 walls[side].append(time.perf_counter() - start)
         out["ratios"] = [on / off for on, off in zip(walls["on"], walls["off"])]
+        out["walls"] = walls
     spark.stop()
     return out
 
@@ -184,11 +191,12 @@ def byte_compile(codes: list[Path], prefix: Path) -> None:
     ENV["PYTHONPYCACHEPREFIX"] = str(prefix)
 
 
-def fresh(mode: str, code: Path = REPO) -> dict[str, Any]:
-    """Run ``child(mode)`` in a new Python process with the package from ``code``; its result."""
+def fresh(mode: str, code: Path = REPO, *extra: str) -> dict[str, Any]:
+    """Run ``child(mode)`` of this script in a new Python process with the package from ``code``; its result."""
     with tempfile.TemporaryDirectory(prefix="startup-bench-") as tmp:
-        done = subprocess.run([sys.executable, str(code / "bench" / "startup_bench.py"), "--child", mode,
-                               "--work", tmp], cwd=tmp, env={**os.environ, **ENV, "PYTHONPATH": str(code)},
+        done = subprocess.run([sys.executable, str(REPO / "bench" / "startup_bench.py"), "--child", mode,
+                               "--work", tmp, *extra], cwd=tmp,
+                              env={**os.environ, **ENV, "PYTHONPATH": str(code), "STARTUP_BENCH_CODE": str(code)},
                               check=True, capture_output=True, text=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -211,11 +219,15 @@ def main() -> int:
                     "process compiles what it imports (as with PYTHONDONTWRITEBYTECODE and no installed .pyc)")
     ap.add_argument("--first-only", action="store_true", help="only the enable() and first-flush rows")
     ap.add_argument("--skip-first", action="store_true", help="without the enable() and first-flush rows")
+    ap.add_argument("--steady-warm-ups", type=int, default=3, help="runs with capture before the steady state's "
+                    "rounds: the job still gets faster run after run at first")
+    ap.add_argument("--steady-rounds", type=int, default=4, help="steady-state rounds, each a run without and one "
+                    "with capture, in alternating order")
     ap.add_argument("--child", choices=["first", "on", "off", "steady"])
     ap.add_argument("--work", type=Path)
     args = ap.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.work)))
+        print(json.dumps(child(args.child, args.work, args.steady_warm_ups, args.steady_rounds)))
         return 0
     from lineage_listener.capture import planreader
 
@@ -251,13 +263,17 @@ def main() -> int:
               + ", ".join(f"[{name}] with {runs[('on', code)]['wall']:.2f} s (cpu {runs[('on', code)]['cpu']:.2f} s)"
                           for name, code in codes.items())
               + f", load {os.getloadavg()[0]:.1f}", flush=True)
-    for name in codes:
+    for name in codes if args.pairs else ():
         print(f"[{name}] mixed job, fresh process, one-time costs included: wall {_ratios(ratios[name])}; "
               f"CPU of the Python process + driver JVM {_ratios(cpu_ratios[name])}")
     if not args.skip_steady:
         for name, code in codes.items():
-            print(f"[{name}] steady state (after a warm-up run): {_ratios(fresh('steady', code)['ratios'])}, "
-                  f"load {os.getloadavg()[0]:.1f}", flush=True)
+            steady = fresh("steady", code, "--steady-warm-ups", str(args.steady_warm_ups),
+                           "--steady-rounds", str(args.steady_rounds))
+            walls = steady["walls"]
+            print(f"[{name}] steady state (after {args.steady_warm_ups} warm-up runs): {_ratios(steady['ratios'])}; "
+                  f"all rounds' wall {sum(walls['on']) / sum(walls['off']):.3f}x (without: "
+                  f"{', '.join(f'{w:.2f}' for w in walls['off'])} s); load {os.getloadavg()[0]:.1f}", flush=True)
     return 0
 
 
