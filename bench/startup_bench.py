@@ -25,7 +25,9 @@ Rows (medians; each line also gives the single values and the load average):
   (less sensitive to other work on a shared machine: the job keeps both cores busy);
 - ``steady state``: in one process, after warm-up runs with capture on (``--steady-warm-ups``, 3:
   the job gets faster run after run at first), the same job without and with capture in rounds of
-  alternating order (``--steady-rounds``, 4): each round's ratio, and all rounds' wall times' ratio.
+  alternating order (``--steady-rounds``, 4): each round's ratio, all rounds' wall times' ratio,
+  their CPU's (the Python process and the driver JVM) and the CPU capture added to the Python
+  process per job (its own threads: the capture thread, the write lane, py4j's callbacks).
 
 ``--before`` runs this script's own measurements with the other checkout's package.
 """
@@ -135,18 +137,23 @@ def child(mode: str, work: Path, warm_ups: int = 3, rounds: int = 4) -> dict[str
             lineage_listener.enable(spark, store=str(store))
             mixed_job(spark)
             lineage_listener.disable(spark)
+        jvm = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
         walls: dict[str, list[float]] = {"on": [], "off": []}
+        cpus: dict[str, list[float]] = {"on": [], "off": []}
+        python: dict[str, list[float]] = {"on": [], "off": []}
         for i in range(rounds):  # alternating order: a trend run after run leans on both sides alike
             for side in (("off", "on"), ("on", "off"))[i % 2]:
-                start = time.perf_counter()
+                start, cpu, own = time.perf_counter(), _cpu(jvm), time.process_time()
                 if side == "on":
                     lineage_listener.enable(spark, store=str(store))
                 mixed_job(spark)
                 if side == "on":
                     lineage_listener.disable(spark)
                 walls[side].append(time.perf_counter() - start)
+                cpus[side].append(_cpu(jvm) - cpu)
+                python[side].append(time.process_time() - own)
         out["ratios"] = [on / off for on, off in zip(walls["on"], walls["off"])]
-        out["walls"] = walls
+        out["walls"], out["cpus"], out["python"] = walls, cpus, python
     spark.stop()
     return out
 
@@ -270,10 +277,13 @@ def main() -> int:
         for name, code in codes.items():
             steady = fresh("steady", code, "--steady-warm-ups", str(args.steady_warm_ups),
                            "--steady-rounds", str(args.steady_rounds))
-            walls = steady["walls"]
+            walls, cpus, python = steady["walls"], steady["cpus"], steady["python"]
+            added = (sum(python["on"]) - sum(python["off"])) / len(python["on"])
             print(f"[{name}] steady state (after {args.steady_warm_ups} warm-up runs): {_ratios(steady['ratios'])}; "
                   f"all rounds' wall {sum(walls['on']) / sum(walls['off']):.3f}x (without: "
-                  f"{', '.join(f'{w:.2f}' for w in walls['off'])} s); load {os.getloadavg()[0]:.1f}", flush=True)
+                  f"{', '.join(f'{w:.2f}' for w in walls['off'])} s); CPU of the Python process + driver JVM "
+                  f"{sum(cpus['on']) / sum(cpus['off']):.3f}x (without: {', '.join(f'{c:.2f}' for c in cpus['off'])} s); "
+                  f"the Python process's CPU added per job {added * 1000:.0f} ms; load {os.getloadavg()[0]:.1f}", flush=True)
     return 0
 
 
