@@ -120,6 +120,26 @@ def declared_field(cls: Any, name: str, owner: str | None = None) -> Any:
     return field
 
 
+def release(*objects: Any) -> None:
+    """Tell the JVM this process is done with ``objects`` now: py4j drops its reference to each, so
+    the JVM may collect it (anything else, e.g. ``None`` or a string, is left alone).
+
+    py4j drops its reference when the Python object is collected, and a py4j object is collected only
+    by Python's cycle collector once it was asked anything or passed to a JVM call (py4j caches a
+    member object on it that points back to it), seconds later or more. A ``QueryExecution`` held that
+    long holds its plans, and the JVM promotes them to its old generation.
+
+    >>> release(None, "not a JVM object")
+    """
+    for obj in objects:
+        detach = getattr(type(obj), "_detach", None)  # on the class: a JavaObject's own getattr asks the JVM
+        if detach is not None:
+            try:
+                detach(obj)
+            except Exception:  # noqa: BLE001 - py4j logs its own failures; releasing never fails capture
+                pass
+
+
 def jvm_proxy(spark: Any, listener: Any) -> Any:
     """The JVM object py4j makes of the Python ``listener`` (one JVM call: the static method is
     called as such, without asking the JVM what ``requireNonNull`` is). py4j makes a new one each

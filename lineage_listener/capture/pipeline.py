@@ -31,6 +31,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from lineage_listener.capture import stages
+from lineage_listener.capture.jvm import release
 from lineage_listener.capture.writelane import WriteLane
 from lineage_listener import redact
 
@@ -267,6 +268,8 @@ class Capture:
         except Exception as exc:  # noqa: BLE001 - never break the user's job
             log.warning("lineage-listener: could not read a %s action: %s", func_name, exc)
             return
+        finally:
+            release(qe, error)
         if env is not None:
             self._queue.put(env)
 
@@ -415,6 +418,8 @@ class Capture:
         except Exception as exc:  # noqa: BLE001
             log.warning("lineage-listener: could not read a %s action: %s", event.func_name, exc)
             return None
+        finally:
+            release(event.qe, event.error)  # the envelope holds no JVM object: its plans may go now
         return env
 
     def _read_stream(self, item: "_StreamEvent") -> Envelope | None:
