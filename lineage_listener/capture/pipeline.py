@@ -46,8 +46,9 @@ if TYPE_CHECKING:  # pragma: no cover - imported on the capture thread (imports 
 log = redact.logger(__name__)
 
 #: A batch waits at least this many times the last store write's duration after it (see _next_write_at):
-#: the store takes at most ~1/40 of a core while a job is busy.
-WRITE_SPACING = 40.0
+#: the store takes at most ~1/100 of a core while a job is busy (a write costs about the same for one
+#: query or a hundred, so fewer, larger writes cost the job less CPU; ``docs/performance.md``).
+WRITE_SPACING = 100.0
 #: ... but never longer than this after the last write (a slow store: lineage still arrives).
 MAX_SPACING = 10.0
 
