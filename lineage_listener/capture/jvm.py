@@ -127,7 +127,7 @@ def release(*objects: Any) -> None:
     py4j drops its reference when the Python object is collected, and a py4j object is collected only
     by Python's cycle collector once it was asked anything or passed to a JVM call (py4j caches a
     member object on it that points back to it), seconds later or more. A ``QueryExecution`` held that
-    long holds its plans, and the JVM promotes them to its old generation.
+    long keeps its plans in the JVM's heap.
 
     >>> release(None, "not a JVM object")
     """
