@@ -120,7 +120,7 @@ bench: install
 	$(BIN)/python bench/walker_bench.py
 	$(BIN)/python bench/trips.py
 	$(BIN)/python bench/bridge_overhead.py
-	$(BIN)/python bench/startup_bench.py --pairs 3
+	$(BIN)/python bench/startup_bench.py --pairs 5
 	$(BIN)/python bench/capture_bench.py --quiet
 	$(BIN)/python bench/concurrent_writers.py
 	$(BIN)/python bench/streaming_bench.py --batches 20 --growth 1000

@@ -1,7 +1,7 @@
 """What capture costs a short job, one-time costs included: every measurement in a FRESH Python
 process with a new SparkSession (``local[2]``), as a user's job would run.
 
-    python bench/startup_bench.py [--pairs 3] [--before CHECKOUT] [--skip-steady] [--steady-rounds 4]
+    python bench/startup_bench.py [--pairs 5] [--before CHECKOUT] [--skip-steady] [--steady-rounds 8]
 
 ``--before``: a copy of the repository before a change; its capture is measured in the same
 rounds (fresh processes in rotating order), so the load of a shared machine falls on both.
@@ -25,9 +25,15 @@ Rows (medians; each line also gives the single values and the load average):
   (less sensitive to other work on a shared machine: the job keeps both cores busy);
 - ``steady state``: in one process, after warm-up runs with capture on (``--steady-warm-ups``, 3:
   the job gets faster run after run at first), the same job without and with capture in rounds of
-  alternating order (``--steady-rounds``, 4): each round's ratio, all rounds' wall times' ratio,
+  alternating order (``--steady-rounds``, 8): each round's ratio, all rounds' wall times' ratio,
   their CPU's (the Python process and the driver JVM) and the CPU capture added to the Python
   process per job (its own threads: the capture thread, the write lane, py4j's callbacks).
+
+Both ratio rows end with a verdict: the rounds' geometric mean ratio, its 95% confidence interval
+(Student's t over the logarithms of the rounds' ratios), and whether the interval lies under the
+target (met), over it (missed) or across it (not shown either way: more rounds, or a quieter
+machine, would tell). On a shared machine single rounds spread by 10-20%; a median of a few rounds
+moves by more than the targets' 2-5%.
 
 ``--before`` runs this script's own measurements with the other checkout's package.
 """
@@ -35,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -95,7 +102,7 @@ def mixed_job(spark: Any) -> None:
         query()
 
 
-def child(mode: str, work: Path, warm_ups: int = 3, rounds: int = 4) -> dict[str, Any]:
+def child(mode: str, work: Path, warm_ups: int = 3, rounds: int = 8) -> dict[str, Any]:
     """One measurement in this (fresh) process."""
     spark = session(work)
     store = work / "lineage.duckdb"
@@ -216,9 +223,52 @@ def _ratios(values: list[float]) -> str:
     return f"{statistics.median(values):.3f}x ({', '.join(f'{r:.3f}' for r in values)})"
 
 
+#: Student's t, two-sided 95%, by degrees of freedom (1-30; beyond, the normal's 1.96 is close enough).
+_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+        2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
+        2.045, 2.042)
+
+
+def interval(ratios: list[float]) -> tuple[float, float, float]:
+    """The rounds' geometric mean ratio and its 95% confidence interval (Student's t over the
+    logarithms: a round's ratio is as likely 10% over as 1/1.1 under).
+
+    >>> mean, low, high = interval([1.0, 1.1, 1.2])
+    >>> round(mean, 3), round(low, 3), round(high, 3)
+    (1.097, 0.875, 1.376)
+    >>> interval([1.05])
+    (1.05, 0.0, inf)
+    """
+    logs = [math.log(r) for r in ratios]
+    mean = statistics.fmean(logs)
+    if len(logs) < 2:
+        return math.exp(mean), 0.0, math.inf
+    t = _T95[len(logs) - 2] if len(logs) - 1 <= len(_T95) else 1.96
+    half = t * statistics.stdev(logs) / math.sqrt(len(logs))
+    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+
+
+def verdict(ratios: list[float], target: float) -> str:
+    """Whether the rounds show the target met, missed, or neither (its interval spans the target).
+
+    >>> verdict([1.01, 1.0, 1.02, 1.01], 1.05)
+    '1.010x, 95% interval 0.997-1.023: met (<= 1.05x)'
+    >>> verdict([0.95, 1.12], 1.05).split(": ")[1]
+    'not shown either way (<= 1.05x)'
+    """
+    mean, low, high = interval(ratios)
+    said = ("met" if high <= target else "missed" if low > target
+            else "not shown either way")
+    return f"{mean:.3f}x, 95% interval {low:.3f}-{high:.3f}: {said} (<= {target}x)"
+
+
+#: The targets a verdict is printed for: the whole mixed job from a fresh process, and the steady state.
+MIXED_TARGET, STEADY_TARGET = 1.05, 1.02
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--before", type=Path, help="a checkout of the code before a change: measured alongside, "
                     "in alternation (the same load on both)")
     ap.add_argument("--skip-steady", action="store_true")
@@ -228,7 +278,7 @@ def main() -> int:
     ap.add_argument("--skip-first", action="store_true", help="without the enable() and first-flush rows")
     ap.add_argument("--steady-warm-ups", type=int, default=3, help="runs with capture before the steady state's "
                     "rounds: the job still gets faster run after run at first")
-    ap.add_argument("--steady-rounds", type=int, default=4, help="steady-state rounds, each a run without and one "
+    ap.add_argument("--steady-rounds", type=int, default=8, help="steady-state rounds, each a run without and one "
                     "with capture, in alternating order")
     ap.add_argument("--child", choices=["first", "on", "off", "steady"])
     ap.add_argument("--work", type=Path)
@@ -272,7 +322,8 @@ def main() -> int:
               + f", load {os.getloadavg()[0]:.1f}", flush=True)
     for name in codes if args.pairs else ():
         print(f"[{name}] mixed job, fresh process, one-time costs included: wall {_ratios(ratios[name])}; "
-              f"CPU of the Python process + driver JVM {_ratios(cpu_ratios[name])}")
+              f"CPU of the Python process + driver JVM {_ratios(cpu_ratios[name])}; wall, all rounds: "
+              f"{verdict(ratios[name], MIXED_TARGET)}", flush=True)
     if not args.skip_steady:
         for name, code in codes.items():
             steady = fresh("steady", code, "--steady-warm-ups", str(args.steady_warm_ups),
@@ -284,6 +335,7 @@ def main() -> int:
                   f"{', '.join(f'{w:.2f}' for w in walls['off'])} s); CPU of the Python process + driver JVM "
                   f"{sum(cpus['on']) / sum(cpus['off']):.3f}x (without: {', '.join(f'{c:.2f}' for c in cpus['off'])} s); "
                   f"the Python process's CPU added per job {added * 1000:.0f} ms; load {os.getloadavg()[0]:.1f}", flush=True)
+            print(f"[{name}] steady state, all rounds: {verdict(steady['ratios'], STEADY_TARGET)}", flush=True)
     return 0
 
 
