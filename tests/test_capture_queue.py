@@ -55,26 +55,11 @@ def test_burst_with_slow_capture_is_bounded_and_complete(spark, tmp_path):
 
 def test_a_read_action_gives_its_query_execution_back_to_the_jvm(spark, tmp_path):
     """py4j keeps a JVM object for as long as its Python object lives, and a ``QueryExecution`` the
-    capture asked anything lives until Python's cycle collector runs, with its plans held in the JVM.
-    The capture releases it once read (py4j's finalizer thread tells the JVM within its next round, a
-    second at most): the JVM then no longer knows the object, though Python still holds it."""
+    capture asked anything lives until Python's cycle collector runs, with its plans held in the JVM;
+    py4j's finalizer thread would tell the JVM only at its next round, up to a second later. The
+    capture releases it once read, on its own thread: by the time its read returns, the JVM no
+    longer knows the object, though Python still holds it."""
     from py4j.protocol import Py4JError
-
-    handle = lineage_listener.enable(spark, store=str(tmp_path / "released.duckdb"))
-    cap = handle.capture
-    read_once, seen = cap._read, []
-
-    def read(event):
-        seen.append(event.qe)  # held here: only an explicit release frees it in the JVM
-        return read_once(event)
-    cap._read = read
-    try:
-        spark.range(3).selectExpr("id * 2 AS doubled").collect()
-        assert inprocess.wait_for_listener_bus(spark, 120)
-        assert handle.flush(120)
-    finally:
-        lineage_listener.disable(spark)
-    assert seen, "the action reached the capture thread"
 
     def known(qe) -> bool:
         try:
@@ -82,7 +67,20 @@ def test_a_read_action_gives_its_query_execution_back_to_the_jvm(spark, tmp_path
         except Py4JError:
             return False
         return True
-    deadline = time.monotonic() + 60  # py4j's finalizer thread polls its queue once a second
-    while any(known(qe) for qe in seen) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not any(known(qe) for qe in seen), "the JVM still holds a QueryExecution the capture has read"
+    handle = lineage_listener.enable(spark, store=str(tmp_path / "released.duckdb"))
+    cap = handle.capture
+    read_once, after_read = cap._read, []
+
+    def read(event):
+        envelope = read_once(event)
+        after_read.append(known(event.qe))  # event.qe is still held here: only a release frees it
+        return envelope
+    cap._read = read
+    try:
+        spark.range(3).selectExpr("id * 2 AS doubled").collect()
+        assert inprocess.wait_for_listener_bus(spark, 120)
+        assert handle.flush(120)
+        assert after_read, "the action reached the capture thread"
+        assert not any(after_read), "the JVM still held a QueryExecution after the capture read it"
+    finally:
+        lineage_listener.disable(spark)

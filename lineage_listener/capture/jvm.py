@@ -121,23 +121,42 @@ def declared_field(cls: Any, name: str, owner: str | None = None) -> Any:
 
 
 def release(*objects: Any) -> None:
-    """Tell the JVM this process is done with ``objects`` now: py4j drops its reference to each, so
-    the JVM may collect it (anything else, e.g. ``None`` or a string, is left alone).
+    """Tell the JVM this process is done with ``objects``, now and on this thread: py4j drops its
+    reference to each, so the JVM may collect it (anything else, e.g. ``None`` or a string, is left
+    alone). One JVM round trip per object.
 
     py4j drops its reference when the Python object is collected, and a py4j object is collected only
     by Python's cycle collector once it was asked anything or passed to a JVM call (py4j caches a
-    member object on it that points back to it), seconds later or more. A ``QueryExecution`` held that
-    long keeps its plans in the JVM's heap.
+    member object on it that points back to it), seconds later or more. Even a py4j object let go
+    of at once is dropped only by py4j's finalizer thread, which looks at its queue once a second.
+    A ``QueryExecution`` held that long keeps its plans in the JVM's heap through the young
+    collections in between, and the JVM's collector copies and marks them
+    (``docs/performance.md``).
 
     >>> release(None, "not a JVM object")
     """
     for obj in objects:
-        detach = getattr(type(obj), "_detach", None)  # on the class: a JavaObject's own getattr asks the JVM
-        if detach is not None:
-            try:
-                detach(obj)
-            except Exception:  # noqa: BLE001 - py4j logs its own failures; releasing never fails capture
-                pass
+        if getattr(type(obj), "_detach", None) is None:  # on the class: a JavaObject's own getattr asks the JVM
+            continue
+        try:
+            _forget(obj._gateway_client, obj._target_id)
+        except Exception:  # noqa: BLE001 - releasing never fails capture (py4j's finalizer frees it later)
+            pass
+
+
+def _forget(client: Any, target_id: str) -> None:
+    """What py4j does when a JavaObject is collected (``java_gateway._garbage_collect_object``), but
+    the JVM is told now rather than by py4j's finalizer thread: the object's finalizer is removed (so
+    it is not dropped twice) and the memory command sent on this thread's connection."""
+    from py4j.clientserver import JavaClient
+    from py4j.java_gateway import ThreadSafeFinalizer
+    from py4j.protocol import smart_decode
+
+    ThreadSafeFinalizer.remove_finalizer(smart_decode(client.address) + smart_decode(client.port) + target_id)
+    if isinstance(client, JavaClient):  # PySpark's pinned-thread mode: its default queues the command
+        client.garbage_collect_object(target_id, enqueue=False)
+    else:  # a GatewayClient sends it at once
+        client.garbage_collect_object(target_id)
 
 
 def jvm_proxy(spark: Any, listener: Any) -> Any:
