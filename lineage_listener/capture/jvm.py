@@ -18,7 +18,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from py4j.protocol import Py4JError
+from py4j.clientserver import JavaClient
+from py4j.java_gateway import ThreadSafeFinalizer
+from py4j.protocol import Py4JError, smart_decode
 
 
 def jvm_call_failed() -> tuple[type[Exception], ...]:
@@ -134,6 +136,20 @@ def release(*objects: Any) -> None:
     (``docs/performance.md``).
 
     >>> release(None, "not a JVM object")
+
+    If the JVM cannot be told (a closed gateway), py4j's finalizer still drops the object later:
+
+    >>> class Client:
+    ...     address, port = "127.0.0.1", 1
+    ...     def garbage_collect_object(self, target_id):
+    ...         raise OSError("gateway closed")
+    >>> class Held:
+    ...     _gateway_client, _target_id = Client(), "o1"
+    ...     def _detach(self): ...
+    >>> ThreadSafeFinalizer.add_finalizer("127.0.0.11o1", "its finalizer")
+    >>> release(Held())
+    >>> ThreadSafeFinalizer.finalizers.pop("127.0.0.11o1")
+    'its finalizer'
     """
     for obj in objects:
         if getattr(type(obj), "_detach", None) is None:  # on the class: a JavaObject's own getattr asks the JVM
@@ -146,17 +162,14 @@ def release(*objects: Any) -> None:
 
 def _forget(client: Any, target_id: str) -> None:
     """What py4j does when a JavaObject is collected (``java_gateway._garbage_collect_object``), but
-    the JVM is told now rather than by py4j's finalizer thread: the object's finalizer is removed (so
-    it is not dropped twice) and the memory command sent on this thread's connection."""
-    from py4j.clientserver import JavaClient
-    from py4j.java_gateway import ThreadSafeFinalizer
-    from py4j.protocol import smart_decode
-
-    ThreadSafeFinalizer.remove_finalizer(smart_decode(client.address) + smart_decode(client.port) + target_id)
+    the JVM is told now rather than by py4j's finalizer thread: the memory command is sent on this
+    thread's connection, then the object's finalizer removed (not dropped twice; kept if the
+    command failed, so py4j still drops it later)."""
     if isinstance(client, JavaClient):  # PySpark's pinned-thread mode: its default queues the command
         client.garbage_collect_object(target_id, enqueue=False)
     else:  # a GatewayClient sends it at once
         client.garbage_collect_object(target_id)
+    ThreadSafeFinalizer.remove_finalizer(smart_decode(client.address) + smart_decode(client.port) + target_id)
 
 
 def jvm_proxy(spark: Any, listener: Any) -> Any:
