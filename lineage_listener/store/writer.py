@@ -64,9 +64,12 @@ class StoreWriter:
 
     def _host_connection(self) -> duckdb.DuckDBPyConnection | None:
         """The in-memory database the store is attached to; None before DuckDB 1.4 (a connection per
-        batch then: earlier versions let two databases of one process open the same file)."""
+        batch then: earlier versions let two databases of one process open the same file).
+
+        It runs statements on one thread: a batch's statements are small, and DuckDB's worker threads
+        would only add their hand-offs (about a seventh of a write's CPU, ``docs/performance.md``)."""
         if self._host is None and ATTACH_SAFE:
-            self._host = duckdb.connect()
+            self._host = duckdb.connect(config={"threads": 1})
         return self._host
 
     # -- spool ---------------------------------------------------------------------
