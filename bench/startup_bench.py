@@ -22,7 +22,9 @@ Rows (medians; each line also gives the single values and the load average):
   tables, 25 CTAS join + aggregate, 25 window collects), timed from after ``getOrCreate()`` to
   after ``disable()`` (the final flush), with and without capture, in alternating fresh processes:
   the wall-time ratio, and the ratio of the CPU time this Python process and the driver JVM used
-  (less sensitive to other work on a shared machine: the job keeps both cores busy);
+  (less sensitive to other work on a shared machine: the job keeps both cores busy); each round's
+  line gives the Python process's own CPU too, and what the run with capture stored (queries,
+  ``capture_errors`` rows), so a round far off the others shows whether capture took another path;
 - ``steady state``: in one process, after warm-up runs with capture on (``--steady-warm-ups``, 3:
   the job gets faster run after run at first), the same job without and with capture in rounds of
   alternating order (``--steady-rounds``, 8): each round's ratio, all rounds' wall times' ratio,
@@ -127,7 +129,7 @@ def child(mode: str, work: Path, warm_ups: int = 3, rounds: int = 8) -> dict[str
         out["edges"] = _edges(store)
     elif mode in ("on", "off"):
         jvm = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
-        start, cpu = time.perf_counter(), _cpu(jvm)
+        start, cpu, own = time.perf_counter(), _cpu(jvm), time.process_time()
         if mode == "on":
             import lineage_listener
 
@@ -137,6 +139,9 @@ def child(mode: str, work: Path, warm_ups: int = 3, rounds: int = 8) -> dict[str
             lineage_listener.disable(spark)
         out["wall"] = time.perf_counter() - start
         out["cpu"] = _cpu(jvm) - cpu
+        out["python"] = time.process_time() - own
+        if mode == "on":  # what was captured: an outlier round says whether capture took another path
+            out["queries"], out["errors"] = _captured(store)
     elif mode == "steady":
         import lineage_listener
 
@@ -184,6 +189,15 @@ def _cpu(jvm: int) -> float:
     ticks = os.sysconf("SC_CLK_TCK")
     fields = Path(f"/proc/{jvm}/stat").read_text().rsplit(")", 1)[1].split()
     return time.process_time() + (int(fields[11]) + int(fields[12])) / ticks
+
+
+def _captured(store: Path) -> tuple[int, int]:
+    """Queries and ``capture_errors`` rows in the store (a plan read another way leaves a row there)."""
+    import duckdb
+
+    with duckdb.connect(str(store), read_only=True) as con:
+        return (con.execute("SELECT count(*) FROM queries").fetchone()[0],
+                con.execute("SELECT count(*) FROM capture_errors").fetchone()[0])
 
 
 def _edges(store: Path) -> int:
@@ -316,9 +330,10 @@ def main() -> int:
         for name, code in codes.items():
             ratios[name].append(runs[("on", code)]["wall"] / off["wall"])
             cpu_ratios[name].append(runs[("on", code)]["cpu"] / off["cpu"])
-        print(f"round {i + 1}: without {off['wall']:.2f} s (cpu {off['cpu']:.2f} s), "
-              + ", ".join(f"[{name}] with {runs[('on', code)]['wall']:.2f} s (cpu {runs[('on', code)]['cpu']:.2f} s)"
-                          for name, code in codes.items())
+        print(f"round {i + 1}: without {off['wall']:.2f} s (cpu {off['cpu']:.2f} s, Python {off['python']:.2f} s), "
+              + ", ".join(f"[{name}] with {run['wall']:.2f} s (cpu {run['cpu']:.2f} s, Python {run['python']:.2f} s; "
+                          f"{run['queries']} queries, {run['errors']} capture errors)"
+                          for name, run in ((name, runs[("on", code)]) for name, code in codes.items()))
               + f", load {os.getloadavg()[0]:.1f}", flush=True)
     for name in codes if args.pairs else ():
         print(f"[{name}] mixed job, fresh process, one-time costs included: wall {_ratios(ratios[name])}; "
