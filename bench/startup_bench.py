@@ -126,7 +126,7 @@ def child(mode: str, work: Path, warm_ups: int = 3, rounds: int = 8) -> dict[str
             handle.flush()
             out[key] = time.perf_counter() - start
         lineage_listener.disable(spark)
-        out["edges"] = _edges(store)
+        out["edges"], = _counts(store, "column_lineage")
     elif mode in ("on", "off"):
         jvm = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
         start, cpu, own = time.perf_counter(), _cpu(jvm), time.process_time()
@@ -141,7 +141,8 @@ def child(mode: str, work: Path, warm_ups: int = 3, rounds: int = 8) -> dict[str
         out["cpu"] = _cpu(jvm) - cpu
         out["python"] = time.process_time() - own
         if mode == "on":  # what was captured: an outlier round says whether capture took another path
-            out["queries"], out["errors"] = _captured(store)
+            # (a plan read another way leaves a capture_errors row)
+            out["queries"], out["errors"] = _counts(store, "queries", "capture_errors")
     elif mode == "steady":
         import lineage_listener
 
@@ -191,20 +192,12 @@ def _cpu(jvm: int) -> float:
     return time.process_time() + (int(fields[11]) + int(fields[12])) / ticks
 
 
-def _captured(store: Path) -> tuple[int, int]:
-    """Queries and ``capture_errors`` rows in the store (a plan read another way leaves a row there)."""
+def _counts(store: Path, *tables: str) -> list[int]:
+    """Rows of each of ``tables`` in the store."""
     import duckdb
 
     with duckdb.connect(str(store), read_only=True) as con:
-        return (con.execute("SELECT count(*) FROM queries").fetchone()[0],
-                con.execute("SELECT count(*) FROM capture_errors").fetchone()[0])
-
-
-def _edges(store: Path) -> int:
-    import duckdb
-
-    with duckdb.connect(str(store), read_only=True) as con:
-        return con.execute("SELECT count(*) FROM column_lineage").fetchone()[0]
+        return [con.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in tables]
 
 
 #: Extra environment of the measured processes (``PYTHONPYCACHEPREFIX`` once compiled).
