@@ -71,38 +71,3 @@ def test_users_connection_in_this_process(tmp_path: Path) -> None:
     writer.close()
     with duckdb.connect(str(store), read_only=True) as con:
         assert started(con) == ["q1", "q2", "q3", "q4"]
-
-
-def test_next_writer_takes_the_closed_writers_database(tmp_path: Path) -> None:
-    """enable() after disable() in one process: the new writer attaches the store to the in-memory
-    database the closed one left, clean, instead of building a DuckDB instance again."""
-    if not store_writer.ATTACH_SAFE:
-        pytest.skip("a connection per batch: no in-memory database to leave")
-    first = StoreWriter(tmp_path / "a.duckdb")
-    assert first.write(batch("q1"))
-    host = first._host
-    first.close()
-    second, third = StoreWriter(tmp_path / "b.duckdb"), StoreWriter(tmp_path / "c.duckdb")
-    assert second.write(batch("q2")) and third.write(batch("q3"))
-    assert second._host is host and third._host is not host, "one writer at a time per database"
-    assert host.execute("SELECT database_name FROM duckdb_databases() WHERE NOT internal").fetchall() == [("memory",)]
-    second.close()
-    third.close()
-    for name, query in (("a", "q1"), ("b", "q2"), ("c", "q3")):
-        with duckdb.connect(str(tmp_path / f"{name}.duckdb"), read_only=True) as con:
-            assert started(con) == [query]
-
-
-def test_a_database_still_attached_is_not_left_to_the_next_writer(tmp_path: Path) -> None:
-    if not store_writer.ATTACH_SAFE:
-        pytest.skip("a connection per batch: no in-memory database to leave")
-    writer = StoreWriter(tmp_path / "a.duckdb")
-    assert writer.write(batch("q1"))
-    host = writer._host
-    host.execute(f"ATTACH '{tmp_path / 'a.duckdb'}' AS {store_writer.ATTACHED}")  # as if DETACH had failed
-    writer.close()
-    with pytest.raises(duckdb.ConnectionException):
-        host.execute("SELECT 1")  # closed, not kept
-    other = StoreWriter(tmp_path / "a.duckdb")
-    assert other.write(batch("q2")) and other._host is not host
-    other.close()

@@ -3,8 +3,7 @@
 The store file is opened for each batch and closed right after, so other
 processes (another job, a user's ``duckdb`` shell) can use it in between: it is
 attached to an in-memory database the writer keeps, and detached after the batch
-(a new DuckDB instance per batch would build DuckDB's whole catalog each time; a closed
-writer leaves that database to the next writer of the process). If the
+(a new DuckDB instance per batch would build DuckDB's whole catalog each time). If the
 file stays locked past ``lock_timeout`` or cannot be written at all, the batch is
 appended to a spool file beside the store (``<store>.spool/``, or a temp folder
 when that is unwritable); the next successful write ingests the spool first.
@@ -12,7 +11,6 @@ when that is unwritable); the next successful write ingests the spool first.
 from __future__ import annotations
 
 import os
-import threading
 import time
 from pathlib import Path
 
@@ -20,41 +18,12 @@ import duckdb
 
 from lineage_listener.store.batch import Batch
 from lineage_listener.store import spool
-from lineage_listener.store.connection import (ATTACH_SAFE, ATTACHED, StoreNeedsAction, connect_writable,
-                                                 is_config_conflict, release)
+from lineage_listener.store.connection import (ATTACH_SAFE, StoreNeedsAction, connect_writable, is_config_conflict,
+                                                 release)
 from lineage_listener.store.write import commit_batch
 from lineage_listener import redact
 
 log = redact.logger(__name__)
-
-#: In-memory databases that closed writers left, taken by the next writer of this process: a new
-#: DuckDB instance builds its whole catalog of functions (~13 ms of CPU), which a process enabling
-#: capture once per job would otherwise pay each time. At most :data:`IDLE_HOSTS` are kept.
-_idle_hosts: list[duckdb.DuckDBPyConnection] = []
-_idle_lock = threading.Lock()
-IDLE_HOSTS = 2
-
-
-def _take_host() -> duckdb.DuckDBPyConnection:
-    """An idle in-memory database left by a closed writer, else a new one (on one thread)."""
-    with _idle_lock:
-        if _idle_hosts:
-            return _idle_hosts.pop()
-    return duckdb.connect(config={"threads": 1})
-
-
-def _leave_host(host: duckdb.DuckDBPyConnection) -> None:
-    """Keep ``host`` for the next writer when it has no store attached and room is left; else close it."""
-    try:
-        clean = host.execute("SELECT count(*) FROM duckdb_databases() WHERE database_name = ?",
-                             [ATTACHED]).fetchone()[0] == 0
-    except duckdb.Error:  # closed, or invalidated by a fatal error
-        clean = False
-    with _idle_lock:
-        if clean and len(_idle_hosts) < IDLE_HOSTS:
-            _idle_hosts.append(host)
-            return
-    host.close()
 
 
 def _why(exc: BaseException) -> str:
@@ -86,25 +55,9 @@ class StoreWriter:
         #: Edges the last :meth:`write` added to the store (0 when all were there already).
         self.new_edges = 0
         self._host: duckdb.DuckDBPyConnection | None = None  # the store is attached to it per batch
-        self._writing = threading.Lock()  # held by write(): its host is in use
 
     def close(self) -> None:
-        """Let go of the in-memory database batches are written through (the store is closed
-        already): the next writer of this process takes it, unless a write is still using it."""
-        host, self._host = self._host, None
-        if host is None:
-            return
-        if not self._writing.acquire(blocking=False):  # a write past its caller's timeout: not to share
-            host.close()
-            return
-        try:
-            _leave_host(host)
-        finally:
-            self._writing.release()
-
-    def _discard_host(self) -> None:
-        """Close the in-memory database (the store may still be attached to it): the next batch
-        takes another."""
+        """Close the in-memory database batches are written through (the store is closed already)."""
         host, self._host = self._host, None
         if host is not None:
             host.close()
@@ -116,7 +69,7 @@ class StoreWriter:
         It runs statements on one thread: a batch's statements are small, and DuckDB's worker threads
         would only add their hand-offs (about a seventh of a write's CPU, ``docs/performance.md``)."""
         if self._host is None and ATTACH_SAFE:
-            self._host = _take_host()
+            self._host = duckdb.connect(config={"threads": 1})
         return self._host
 
     # -- spool ---------------------------------------------------------------------
@@ -165,10 +118,6 @@ class StoreWriter:
     # -- writing -------------------------------------------------------------------
     def write(self, batch: Batch, wait: float | None = None) -> bool:
         """Write ``batch`` (after anything spooled or held). True if it reached the store."""
-        with self._writing:
-            return self._write(batch, wait)
-
-    def _write(self, batch: Batch, wait: float | None) -> bool:
         start = time.monotonic()
 
         def deadline() -> float:  # read on every retry: hurry() may shorten lock_timeout meanwhile
@@ -207,7 +156,7 @@ class StoreWriter:
                 except duckdb.Error as exc:  # still attached: a new in-memory database for the next batch
                     log.warning("lineage-listener: closing store %s failed: %s", self.path,
                                 (str(exc).splitlines() or [type(exc).__name__])[0][:200])
-                    self._discard_host()
+                    self.close()
 
     def _park(self, batch: Batch, reason: str, needs_action: bool = False) -> None:
         """Keep ``batch`` (and anything held) for later: spool it, or hold it in memory."""
