@@ -71,3 +71,39 @@ def test_users_connection_in_this_process(tmp_path: Path) -> None:
     writer.close()
     with duckdb.connect(str(store), read_only=True) as con:
         assert started(con) == ["q1", "q2", "q3", "q4"]
+
+
+def test_a_forked_child_exits_cleanly_with_the_writers_database(tmp_path: Path) -> None:
+    """A process forked while capture's writer has its in-memory database open: the child ends
+    normally (DuckDB crashes a process that tears down a database inherited through a fork), and a
+    writer of the child writes through a database of its own."""
+    if not store_writer.ATTACH_SAFE:
+        pytest.skip("a connection per batch: no in-memory database between batches")
+    script = """
+import os, sys
+from lineage_listener.store.writer import StoreWriter
+from lineage_listener.store.batch import Batch
+from lineage_listener.store.rows import QueryStarted
+
+def batch(q):
+    b = Batch(); b.add(QueryStarted(query_id=q, started_at="2026-01-01 10:00:00")); return b
+
+parent = StoreWriter(sys.argv[1] + "/parent.duckdb")
+assert parent.write(batch("p1"))
+for child_writes in (False, True):
+    pid = os.fork()
+    if pid == 0:
+        if child_writes:
+            assert StoreWriter(sys.argv[1] + "/child.duckdb").write(batch("c1"))
+        sys.exit(0)  # the interpreter's own teardown, as at the end of a script
+    print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+assert parent.write(batch("p2"))
+parent.close()
+"""
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True,
+                          timeout=120, cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "0"], done.stderr
+    for name, queries in (("parent", ["p1", "p2"]), ("child", ["c1"])):
+        with duckdb.connect(str(tmp_path / f"{name}.duckdb"), read_only=True) as con:
+            assert started(con) == queries

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import time
+import weakref
 from pathlib import Path
 
 import duckdb
@@ -24,6 +25,26 @@ from lineage_listener.store.write import commit_batch
 from lineage_listener import redact
 
 log = redact.logger(__name__)
+
+#: Writers with an in-memory database open (:meth:`StoreWriter._host_connection`): a forked child inherits them.
+_with_host: weakref.WeakSet[StoreWriter] = weakref.WeakSet()
+
+
+def _keep_inherited_hosts() -> None:
+    """In a forked child: keep each writer's inherited in-memory database alive for good, unused.
+
+    DuckDB crashes a process (SIGSEGV) that tears down a database it inherited through a fork, e.g.
+    the child's interpreter at a normal exit. So the child holds one more reference to each, never
+    dropped; its writers take new databases."""
+    import ctypes
+
+    for writer in list(_with_host):
+        host, writer._host = writer._host, None
+        if host is not None:
+            ctypes.pythonapi.Py_IncRef(ctypes.py_object(host))
+
+
+os.register_at_fork(after_in_child=_keep_inherited_hosts)
 
 
 def _why(exc: BaseException) -> str:
@@ -70,6 +91,7 @@ class StoreWriter:
         would only add their hand-offs (about a seventh of a write's CPU, ``docs/performance.md``)."""
         if self._host is None and ATTACH_SAFE:
             self._host = duckdb.connect(config={"threads": 1})
+            _with_host.add(self)
         return self._host
 
     # -- spool ---------------------------------------------------------------------
