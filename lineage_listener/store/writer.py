@@ -36,12 +36,15 @@ def _keep_inherited_hosts() -> None:
     DuckDB crashes a process (SIGSEGV) that tears down a database it inherited through a fork, e.g.
     the child's interpreter at a normal exit. So the child holds one more reference to each, never
     dropped; its writers take new databases."""
+    hosts = [writer._host for writer in list(_with_host) if writer._host is not None]
+    if not hosts:  # most forks: nothing inherited, nothing to import
+        return
     import ctypes
 
     for writer in list(_with_host):
-        host, writer._host = writer._host, None
-        if host is not None:
-            ctypes.pythonapi.Py_IncRef(ctypes.py_object(host))
+        writer._host = None
+    for host in hosts:
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(host))
 
 
 os.register_at_fork(after_in_child=_keep_inherited_hosts)
