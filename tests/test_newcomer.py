@@ -67,7 +67,7 @@ def test_the_demo_ends_with_its_lineage_in_a_browser(demo_store, tmp_path):
     server = Server(demo_store, token=None).start()  # the printed command, on a free port
     try:
         with urllib.request.urlopen(f"{server.url}/", timeout=30) as r:
-            assert b"app.js" in r.read()
+            assert b"/static/router.js" in r.read()
         api = f"{server.url}/v3/namespaces/default/datasets/{ds}/columns/{col}/lineage"
         with urllib.request.urlopen(api, timeout=60) as r:
             served = json.load(r)

@@ -60,6 +60,7 @@ def test_the_wheel_ships_the_jar_and_the_ui(wheel, dist):
     names = zipfile.ZipFile(wheel).namelist()
     assert JAR in names
     assert "lineage_listener/server/static/vendor/cytoscape.min.js" in names
+    assert "lineage_listener/server/static/views/column.js" in names
     assert "lineage_listener/store/schema.sql" in names
     metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     assert "License-Expression: Apache-2.0" in metadata

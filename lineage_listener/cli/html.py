@@ -23,6 +23,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+#: The UI's scripts that draw a graph without a server, in their order (server/static/core.js names the rest).
+SCRIPTS = ("core.js", "controls.js", "graph.js", "standalone.js")
+
+
 def _static(name: str) -> str:
     return resources.files("lineage_listener.server").joinpath("static", name).read_text(encoding="utf-8")
 
@@ -36,7 +40,8 @@ def page(data: dict) -> str:
             f"{data['start']['dataset']} [{data['start']['column']}]</title><style>{_static('app.css')}</style>\n"
             f"{scripts}</head><body><header><span class=\"brand\">lineage-listener</span><form></form></header>"
             f"<main id=\"view\"></main><div id=\"tooltip\" hidden></div>\n"
-            f"<script>window.LINEAGE_STATIC = {blob};</script>\n<script>{_static('app.js')}</script></body></html>\n")
+            f"<script>window.LINEAGE_STATIC = {blob};</script>\n"
+            + "".join(f"<script>{_static(name)}</script>\n" for name in SCRIPTS) + "</body></html>\n")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,8 +1,8 @@
 // lineage-listener UI: "what changed" pages over /api/diff/*. An application's runs, or the runs that wrote a
 // dataset, each compared with the run before; only the runs where the lineage changed are listed.
 //
-// Loaded before app.js: it registers its routes in window.LINEAGE_PAGES (app.js's router calls them with the
-// navigation, the path parts after "changes" and the query) and uses app.js's helpers when called.
+// It registers its pages in PAGES (the router calls them with the navigation, the path parts after "changes" and
+// the query) and uses core.js's helpers.
 "use strict";
 (function () {
   const LIMIT = 20;
@@ -82,7 +82,7 @@
     if (parts[0] === "dataset" && parts.length > 1) return datasetPage(n, parts.slice(1).join("/"), q);
     return index(n);
   }
-  window.LINEAGE_PAGES = Object.assign(window.LINEAGE_PAGES || {}, {changes});
+  PAGES.changes = changes;
 
   // A dataset page links to its "what changed" page, next to its dataset graph link.
   new MutationObserver(() => {

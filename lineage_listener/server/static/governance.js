@@ -1,10 +1,7 @@
 // lineage-listener UI, governance: labels on columns (in the dataset list, the impact tables, search results, the
 // graph and its table, on a column's page with "why is this PII?"), the Violations page, setting and reviewing
-// labels. Loaded before app.js: it adds the page to window.LINEAGE_PAGES (the router's hook) and decorates
-// app.js's pages once they are drawn (body[data-view]).
+// labels. It adds the Violations page to PAGES and decorates the other pages once they are drawn (body[data-view]).
 "use strict";
-
-window.LINEAGE_PAGES = window.LINEAGE_PAGES || {};
 
 const GOV = {
   token: () => sessionStorage.getItem("lineage-token") || "",
@@ -156,7 +153,7 @@ async function govTableLabels(hash) {
 }
 
 /** #/violations: what the policy watch found, the rules, and the webhook's state. */
-LINEAGE_PAGES.violations = async function violations(n, parts, q) {
+PAGES.violations = async function violations(n, parts, q) {
   setTitle("violations");
   const all = q.get("resolved") === "true";
   const v = await getJSON(n, `/api/violations${all ? "?resolved=true" : ""}`);
@@ -185,7 +182,7 @@ LINEAGE_PAGES.violations = async function violations(n, parts, q) {
       || `<tr><td colspan="8">no violation</td></tr>`}</tbody></table>`;
 };
 
-// Decorate app.js's pages once each is drawn (app.js sets body[data-view] to the page's hash).
+// Decorate the pages once each is drawn (core.js's done() sets body[data-view] to the page's hash).
 new MutationObserver(() => {
   const hash = document.body.dataset.view;
   if (!hash) { delete document.body.dataset.labels; return; }  // a page is being drawn

@@ -1,0 +1,106 @@
+// lineage-listener UI, the controls graph pages share: the time window and depth in the URL and the form,
+// field errors in the field's own words, the window notice, the legend, error boxes.
+"use strict";
+function timeHelp() { return `<span class="help">UTC · 2026-11-23, 2026-11-23T19:49:25, or an age: 30s, 24h, 7d</span>`; }
+/** The window and depth fields of a graph page's form, filled from its URL query ``p`` (``windowQuery``). */
+function windowFields(p) {
+  return `<label>from <input id="from" type="text" size="20" placeholder="any time" value="${esc(p.get("from") ?? "")}"></label>
+      <label>to <input id="to" type="text" size="20" placeholder="now" value="${esc(p.get("to") ?? "")}"></label>
+      ${timeHelp()}
+      <label>depth <input id="depth" type="text" inputmode="numeric" size="4" placeholder="all" value="${esc(p.get("depth") ?? "")}"></label>`;
+}
+/**
+ * The time window and depth in a page's URL, in the form's words: ``from``, ``to``, ``depth`` (the API's
+ * names ``start``/``since``, ``end``/``until`` and ``maxLevels`` are read too), empty values left out.
+ */
+function windowQuery(q) {
+  const p = new URLSearchParams();
+  for (const [key, ...aliases] of [["from", "start", "since"], ["to", "end", "until"], ["depth", "maxLevels"]]) {
+    const value = [key, ...aliases].map(k => (q.get(k) || "").trim()).find(Boolean);
+    if (value) p.set(key, value);
+  }
+  return p;
+}
+/** The form's window and depth fields as a URL query (windowQuery's words), or null when the depth is not a number. */
+function windowForm() {
+  const p = new URLSearchParams();
+  for (const key of ["from", "to", "depth"]) if ($(key).value.trim()) p.set(key, $(key).value.trim());
+  if (p.has("depth") && !/^\d+$/.test(p.get("depth"))) {
+    fieldError("depth", "a whole number of hops, 0 or more (empty: all)");
+    return null;
+  }
+  return p;
+}
+const LINEAGE_NAMES = {from: "start", to: "end", depth: "maxLevels"};
+const IMPACT_NAMES = {from: "since", to: "until", depth: "depth"};
+/** A page query in the API's parameter names (``names``: LINEAGE_NAMES or IMPACT_NAMES); other keys as they are. */
+function apiQuery(p, names) {
+  const out = new URLSearchParams();
+  for (const [k, v] of p) out.set(names[k] || k, v);
+  return out;
+}
+/** Mark the form field ``id`` invalid and say why beside it. */
+function fieldError(id, message) {
+  const input = $(id);
+  if (!input) return;
+  input.setAttribute("aria-invalid", "true");
+  input.setAttribute("aria-describedby", `${id}-error`);
+  let note = $(`${id}-error`);
+  if (!note) {
+    note = document.createElement("span");
+    note.id = `${id}-error`;
+    note.className = "field-error";
+    note.setAttribute("role", "alert");
+    input.after(note);
+  }
+  note.textContent = message;
+}
+/**
+ * An API answer about a field of the window form goes beside that field: a bad time (the field holding the
+ * value), from after to, a bad depth. True when it did; other errors are the caller's.
+ */
+function blameField(err) {
+  if (err instanceof Stale) return false;
+  const bad = err.message.match(/^bad time '([^']*)': (?:cannot read time '[^']*': )?(.*)$/);
+  if (bad) {
+    const id = ["from", "to"].find(k => $(k) && $(k).value.trim() === bad[1]) || "from";
+    fieldError(id, `not a time: ${bad[2]}`);
+    return true;
+  }
+  if (/^from .* is after to /.test(err.message)) {
+    fieldError("from", "later than “to”");
+    return true;
+  }
+  if (/^depth: /.test(err.message)) {
+    fieldError("depth", err.message.replace(/^depth: /, ""));
+    return true;
+  }
+  return false;
+}
+/**
+ * The notice for a time window that leaves captures out (all of them, or some steps): the API's
+ * ``window.outside.message``; empty when ``outside`` is null.
+ */
+function windowNote(answer) {
+  const outside = answer && answer.window && answer.window.outside;
+  return outside && outside.message ? `<p class="window-note" id="window-note" role="status">${esc(outside.message)}</p>` : "";
+}
+// the copies a graph draws without a masking colour: upstream (the start is a copy of them) and those written before the window
+const COPY_LEGEND = {backward: "the start is a copy of it (direct steps)", forward: "a copy written before the window",
+                     both: "the start is a copy of it, or a copy written before the window"};
+/** The graph legend: edges, masking colours (a copy's, downstream), influence and hops before the window. */
+function legend(direction) {
+  return `<div class="legend" id="legend"><span>── direct (carries values: a copy)</span><span>- - - indirect (filter, join, group key)</span>
+      <span class="masked">green: masked</span>${direction === "backward" ? ""
+        : `<span class="alarm">red: unmasked copy of the start</span><span class="partly">orange: partly masked copy</span>`}
+      <span><span class="lg-copy">blue border</span>: ${COPY_LEGEND[direction] || COPY_LEGEND.both}</span>
+      <span><span class="lg-influenced">dotted</span>: influenced only, not a copy</span>
+      <span id="legend-before"><span class="lg-before">faded, italic</span>, ○─: written before the window</span>
+      <span>hover for names and expressions</span></div>`;
+}
+function errorBox(err, hintHref) {
+  if (err instanceof Stale) throw err;
+  const links = (err.closest || []).map(h => `<a href="${hintHref ? hintHref(h) : "#"}">${esc(h)}</a>`).join(", ");
+  return `<div class="error" role="alert">${esc(err.message.replace(/; closest known: .*$/, ""))}${links ? `<br>did you mean ${links}?` : ""}</div>`;
+}
+
