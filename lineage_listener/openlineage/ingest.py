@@ -198,7 +198,9 @@ def _dataset(r: _Run, ds: dict, name_of) -> str:
     for link in (ds_facets.get("symlinks") or {}).get("identifiers") or []:
         # Another name of the same data (docs/reference/datasets.md: a table and its location are one
         # dataset): a TABLE stored at this path, or the LOCATION of this table.
-        other, link_type = name_of(link["namespace"], link["name"]), (link.get("type") or "").upper()
+        link_type = (link.get("type") or "").upper()
+        other = (link_type == "TABLE" and naming.warehouse_table(link["namespace"], link["name"])
+                 or name_of(link["namespace"], link["name"]))
         if other == name:
             continue
         if link_type == "TABLE" and kind != "table":

@@ -77,6 +77,38 @@ def kind_of(namespace: str) -> str:
     return "jdbc" if scheme in _JDBC_NAMESPACES else "path"
 
 
+#: Schemes of file systems and object stores: a namespace of one of them is a place, not a catalog.
+_FILESYSTEMS = ("file", "hdfs", "viewfs", "dbfs", "maprfs", *(s for s in _OBJECT_STORES if s != "kafka"))
+
+
+def is_filesystem(namespace: str) -> bool:
+    """Whether ``namespace`` is a file system or object store (``file``, ``file:/wh``, ``hdfs://nn/wh``).
+
+    >>> [is_filesystem(n) for n in ("file", "file:/tmp/wh", "hdfs://nn/wh", "s3a://b", "hive://h:9083", "bigquery")]
+    [True, True, True, True, False, False]
+    """
+    return namespace.partition(":")[0] in _FILESYSTEMS
+
+
+def warehouse_table(namespace: str, name: str) -> str | None:
+    """Our name of the table a ``symlinks`` identifier of type ``TABLE`` names in a file system's
+    namespace, else None.
+
+    Such a table is a table of the warehouse at that place (the Spark agent names a session-catalog
+    table without a metastore so: namespace ``file:/tmp/wh``, name ``default.t``): it is named as
+    capture names catalog tables, ``spark_catalog.db.table`` (docs/reference/datasets.md). A table
+    in any other namespace is named as a dataset of that namespace would be.
+
+    >>> warehouse_table("file:/tmp/cll_test", "default.tbl1")
+    'spark_catalog.default.tbl1'
+    >>> warehouse_table("hdfs://cluster-m/user/hive/warehouse", "default.t1")
+    'spark_catalog.default.t1'
+    >>> warehouse_table("hive://metastore:9083", "default.t1") is None
+    True
+    """
+    return f"{DEFAULT_CATALOG}.{name}" if is_filesystem(namespace) else None
+
+
 def to_openlineage(dataset: str, table_namespace: str | None = None) -> tuple[str, str]:
     """(namespace, name) of one of our dataset names."""
     if dataset.startswith("file://"):  # file:///p (local) or file://host/p (a remote file system)

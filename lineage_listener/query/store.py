@@ -214,7 +214,29 @@ class LineageStore:
             found = build_graph(start, expand(con, start, direction, depth, filters, aliases), direction)
             g = keep(found, start, direction, lo, hi, lambda asked: nearest_captures(con, asked, filters))
         g.graph.update(since=lo, until=hi, depth=depth, direct_only=direct_only, include_failed=include_failed)
+        return as_asked(g, dataset)
+
+
+def as_asked(g: nx.DiGraph, asked: str) -> nx.DiGraph:
+    """``g`` with its start's dataset named as the question named it: asked by a table's location,
+    the answer starts at that location; every other dataset keeps its primary name
+    (docs/reference/datasets.md).
+
+    >>> g = nx.DiGraph([(("spark_catalog.db.s", "a"), ("spark_catalog.db.t", "a"))], start=("spark_catalog.db.t", "a"))
+    >>> h = as_asked(g, "file:/wh/db.db/t")
+    >>> h.graph["start"], sorted(h.nodes)
+    (('file:/wh/db.db/t', 'a'), [('file:/wh/db.db/t', 'a'), ('spark_catalog.db.s', 'a')])
+    """
+    primary = g.graph["start"][0]
+    if asked == primary:
         return g
+    renamed = {n: (asked, n[1]) for n in g if n[0] == primary}
+    g = nx.relabel_nodes(g, renamed)
+    for node in renamed.values():
+        if "dataset" in g.nodes[node]:
+            g.nodes[node]["dataset"] = asked
+    g.graph["start"] = (asked, g.graph["start"][1])
+    return g
 
 
 def resolve_column(con: duckdb.DuckDBPyConnection, aliases: Aliases, dataset: str, column: str) -> Node:
