@@ -72,7 +72,8 @@ JOIN lineage_known_columns k ON k.dataset = coalesce(a.dataset, e.target_dataset
 WHERE e.target_column IS NULL AND e.target_dataset IS NOT NULL;
 
 -- Upstream of a column: every edge on a path into it, in data-flow direction
--- (source -> target), canonical dataset names, hop = distance from the column.
+-- (source -> target), hop = distance from the column; the start's dataset named as
+-- asked, every other one by its canonical name.
 -- max_depth NULL follows every hop; cycles stop (each column is visited once).
 --   SELECT * FROM lineage_upstream('spark_catalog.shop.report', 'total', 10);
 CREATE OR REPLACE MACRO lineage_upstream(ds, col, max_depth := NULL) AS TABLE
@@ -90,11 +91,13 @@ WITH RECURSIVE walk(name, dataset, column_name, depth) USING KEY (dataset, colum
           NOT IN (SELECT dataset, column_name FROM recurring.walk)
 )
 SELECT DISTINCT w.depth + 1 AS hop,
-       lineage_canonical(e.source_dataset) AS source_dataset, e.source_column,
-       w.dataset AS target_dataset, w.column_name AS target_column,
+       CASE WHEN lineage_canonical(e.source_dataset) = s.start THEN ds
+            ELSE lineage_canonical(e.source_dataset) END AS source_dataset, e.source_column,
+       CASE WHEN w.dataset = s.start THEN ds ELSE w.dataset END AS target_dataset, w.column_name AS target_column,
        e.transform, e.kind, e.expression, e.masking, c.query_id, c.run_id, c.captured_at,
        e.target_column IS NULL AS dataset_level
 FROM walk w
+CROSS JOIN (SELECT lineage_canonical(ds) AS start) s
 JOIN edges e ON e.target_dataset = w.name
 CROSS JOIN unnest(e.sets) AS u(set_id)
 JOIN edge_captures c ON c.set_id = u.set_id AND c.query_id IS NOT NULL
@@ -127,12 +130,14 @@ WITH RECURSIVE walk(name, dataset, column_name, depth) USING KEY (dataset, colum
       AND (t.dataset, t.column_name) NOT IN (SELECT dataset, column_name FROM recurring.walk)
 )
 SELECT DISTINCT w.depth + 1 AS hop,
-       w.dataset AS source_dataset, w.column_name AS source_column,
-       lineage_canonical(e.target_dataset) AS target_dataset,
+       CASE WHEN w.dataset = s.start THEN ds ELSE w.dataset END AS source_dataset, w.column_name AS source_column,
+       CASE WHEN lineage_canonical(e.target_dataset) = s.start THEN ds
+            ELSE lineage_canonical(e.target_dataset) END AS target_dataset,
        coalesce(e.target_column, k.column_name) AS target_column,
        e.transform, e.kind, e.expression, e.masking, c.query_id, c.run_id, c.captured_at,
        e.target_column IS NULL AS dataset_level
 FROM walk w
+CROSS JOIN (SELECT lineage_canonical(ds) AS start) s
 JOIN edges e ON e.source_dataset = w.name AND e.source_column = w.column_name
 CROSS JOIN unnest(e.sets) AS u(set_id)
 JOIN edge_captures c ON c.set_id = u.set_id AND c.query_id IS NOT NULL
