@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from lineage_listener.version import __version__
+
 __all__ = ["enable", "disable", "open_store", "__version__"]
 
 if TYPE_CHECKING:  # pragma: no cover

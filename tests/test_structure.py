@@ -15,7 +15,10 @@ def module_name(path: Path) -> str:
 
 
 def imports(path: Path, modules: set[str]) -> set[str]:
-    """Package modules ``path`` imports anywhere, except under ``if TYPE_CHECKING:``."""
+    """Package modules ``path`` imports anywhere, except under ``if TYPE_CHECKING:``.
+
+    ``from p import n`` imports the module ``p.n`` when there is one (``from lineage_listener import redact``),
+    else ``p`` itself (``from lineage_listener import __version__`` runs the package root)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     skip = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
             for n in ast.walk(node)}
@@ -26,7 +29,8 @@ def imports(path: Path, modules: set[str]) -> set[str]:
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found |= {f"{node.module}.{a.name}" for a in node.names} | {node.module}
+            found |= {f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
+                      for a in node.names}
     return {m for m in found if m in modules}
 
 
@@ -36,7 +40,7 @@ def import_graph() -> nx.DiGraph:
     for name, path in files.items():
         graph.add_node(name)
         for target in imports(path, set(files)):
-            if target != name and not name.startswith(target + "."):  # a module's own package
+            if target != name:
                 graph.add_edge(name, target)
     return graph
 
@@ -45,6 +49,15 @@ def test_no_import_circles():
     graph = import_graph()
     assert graph.has_edge("lineage_listener.lineage.nodes", "lineage_listener.lineage.walker")
     assert list(nx.simple_cycles(graph)) == []
+
+
+def test_imports_of_the_package_root_count(tmp_path: Path):
+    module = tmp_path / "m.py"
+    module.write_text("from lineage_listener import redact\nfrom lineage_listener import __version__\n")
+    names = {"lineage_listener", "lineage_listener.redact"}
+    assert imports(module, names) == names
+    module.write_text("from lineage_listener import redact\n")
+    assert imports(module, names) == {"lineage_listener.redact"}
 
 
 def test_walker_imports_no_handlers_or_rules():
@@ -56,7 +69,7 @@ def test_walker_imports_no_handlers_or_rules():
 #: The package's layers, lowest first: a module imports only from its own layer or lower ones
 #: (docs/development.md, "Layers"). Modules directly in the package are named by their file.
 LAYERS = (
-    ("redact", "timewindow", "jar", "plan"),  # shared helpers; Spark's plan classes and encodings
+    ("redact", "timewindow", "jar", "version", "plan"),  # shared helpers; Spark's plan classes
     ("lineage",),                              # the walk: plan -> column edges
     ("store",),                                # the DuckDB store: schema, batches, writers
     ("query",),                                # questions over a store: graphs, copies, windows

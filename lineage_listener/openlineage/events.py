@@ -22,8 +22,8 @@ from openlineage.client.facet_v2 import (
     RunFacet, error_message_run, job_type_job, parent_run, processing_engine_run, schema_dataset, sql_job,
     tags_dataset)
 
-from lineage_listener import __version__
 from lineage_listener.openlineage import facets, naming
+from lineage_listener.version import __version__
 
 PRODUCER = "https://github.com/lineage-listener/lineage-listener"
 FACET_SCHEMA = f"{PRODUCER}/blob/main/docs/openlineage-facet.json"

@@ -12,11 +12,11 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
-from lineage_listener import __version__
 from lineage_listener.server import api, collect, diff_api, governance_api, views_api
 from lineage_listener.server import health as health_api
 from lineage_listener.server.state import ServerState
 from lineage_listener.store.group import Settings
+from lineage_listener.version import __version__
 
 STATIC = Path(str(resources.files("lineage_listener.server").joinpath("static")))
 
