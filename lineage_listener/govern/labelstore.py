@@ -48,10 +48,6 @@ class Declared:
     set_by: str | None
     set_at: datetime | None
 
-    def as_dict(self) -> dict:
-        return {"label": self.label, "value": self.value, "source": self.source, "origin": self.origin,
-                "set_by": self.set_by, "set_at": self.set_at}
-
 
 def who(by: str | None = None) -> str:
     """``by`` when given, else the OS user running this process."""

@@ -76,10 +76,6 @@ class KafkaSettings:
             raise ValueError(f"Kafka needs both a bootstrap ({BOOTSTRAP_CONF}) and a topic ({TOPIC_CONF})")
         return cls(bootstrap, topic, conf)
 
-    def to_env(self) -> str:
-        """The JSON the bridge worker reads back with :meth:`from_env`."""
-        return json.dumps({"bootstrap": self.bootstrap, "topic": self.topic, "conf": dict(self.conf)})
-
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> "KafkaSettings | None":
         """From ``LINEAGE_KAFKA`` (None when unset). A bad value raises ValueError.
