@@ -169,6 +169,9 @@ def test_corrupt_store_spools_and_doctor_recovers(spark, people, tmp_path, priva
     assert "will be written on the next" not in caplog.text
     checked = doctor.examine(store)
     assert not checked.healthy and any("--move-corrupt" in line for line in checked.lines())
+    files = spool.pending(store)
+    rows = sum(len(Batch.from_json(f.read_text(encoding="utf-8"))) for f in files)
+    assert rows and any(f"{len(files)} spooled batches ({rows} rows" in line for line in checked.lines())
     assert cli_main(["doctor", "--store", str(store), "--move-corrupt"]) == 0
     assert edges(store) == EXPECTED
     assert list(tmp_path.glob("lineage.duckdb.corrupt-*")), "the unreadable file is kept for a person"

@@ -5,7 +5,6 @@
 """
 from __future__ import annotations
 
-import contextlib
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,15 +29,11 @@ def spool_findings(root: Path | None = None) -> Iterator[tuple[str, str]]:
                for p in d.iterdir() if p.name.endswith(".spool")}
     for anchor in sorted(anchors):
         files = spool.pending(anchor)
-        bad = [f for d in spool.dirs(anchor) if d.is_dir() for f in d.glob("*.bad")]
+        bad = spool.set_aside(anchor)
         if files:
-            rows = 0
-            for f in files:
-                with contextlib.suppress(OSError, ValueError):
-                    rows += len(Batch.from_json(f.read_text(encoding="utf-8")))
-            yield ("note", f"{len(files)} batches ({rows} rows) captured here wait for Kafka topic {anchor.name} in "
-                           f"{files[0].parent}: the next capture to that topic sends them, or `doctor --store ... "
-                           f"--kafka-bootstrap ... --kafka-topic {anchor.name}`")
+            yield ("note", f"{len(files)} batches ({spool.rows(files)} rows) captured here wait for Kafka topic "
+                           f"{anchor.name} in {files[0].parent}: the next capture to that topic sends them, or "
+                           f"`doctor --store ... --kafka-bootstrap ... --kafka-topic {anchor.name}`")
         if bad:
             yield ("action", f"{len(bad)} batches for Kafka topic {anchor.name} were refused by the broker and kept "
                              f"as *.bad in {bad[0].parent}")

@@ -156,18 +156,14 @@ def _sizes(con: duckdb.DuckDBPyConnection, store: Path, tables: set[str], report
 def _examine_spool(store: Path, report: Report) -> None:
     files = spool.pending(store)
     if files:
-        rows = 0
-        for f in files:
-            with contextlib.suppress(OSError, ValueError):
-                rows += len(Batch.from_json(f.read_text(encoding="utf-8")))
         age = time.time() - min(f.stat().st_mtime for f in files)
         report.add("action" if _corrupt(store) else "note",
-                   f"{len(files)} spooled batches ({rows} rows, oldest {age / 60:.0f} min) wait in "
+                   f"{len(files)} spooled batches ({spool.rows(files)} rows, oldest {age / 60:.0f} min) wait in "
                    f"{', '.join(sorted({str(f.parent) for f in files}))}: `lineage-listener doctor --store {store}` "
                    f"writes them once the store is writable")
     else:
         report.add("ok", "no spooled lineage waiting")
-    bad = [f for d in spool.dirs(store) if d.is_dir() for f in d.glob("*.bad")]
+    bad = spool.set_aside(store)
     if bad:
         report.add("action", f"{len(bad)} spooled batches could not be read or written and were set aside as "
                              f"*.bad in {bad[0].parent} (capture_errors rows of stage 'spool' say why; rename one "

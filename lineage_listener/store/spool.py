@@ -80,6 +80,20 @@ def pending(store: Path) -> list[Path]:
     return files
 
 
+def set_aside(store: Path) -> list[Path]:
+    """Spooled batches of ``store`` kept as ``.bad`` for a person."""
+    return [f for d in dirs(store) if d.is_dir() for f in d.glob("*.bad")]
+
+
+def rows(files: list[Path]) -> int:
+    """How many rows the spool files ``files`` hold (a file that cannot be read counts none)."""
+    total = 0
+    for f in files:
+        with contextlib.suppress(OSError, ValueError):
+            total += len(Batch.from_json(f.read_text(encoding="utf-8")))
+    return total
+
+
 def write(store: Path, batch: Batch, suffix: str = ".json") -> Path | None:
     """Spool ``batch``; the file written, or None when no spool folder can be written.
     ``suffix=".bad"``: kept for a person, never sent or ingested by itself."""
