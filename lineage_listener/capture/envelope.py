@@ -84,13 +84,6 @@ class Reader:
         """Facts of every application seen so far, by app id."""
         return dict(self._runs)
 
-    def run(self, qe: Any) -> dict[str, Any]:
-        sc = qe.sparkSession().sparkContext()
-        app_id = str(sc.applicationId())
-        if app_id not in self._runs:
-            self._runs[app_id] = facts.run_info(sc)
-        return self._runs[app_id]
-
     def read(self, func_name: str, qe: Any, duration_ns: int | None, error: Any = None,
              now: datetime | None = None, folds: Folds | None = None) -> Envelope | None:
         """An envelope for this action, or None for actions that carry no lineage (DDL, SET...).
@@ -142,9 +135,9 @@ class Reader:
         if head is not None and "root" in head:
             query = skips.Query(func_name, str(head["root"]), command_result.reads_result(func_name, qe, head),
                                 sql_text=head.get("sql"), step=bool(head.get("step")))
-            run = self._runs.get(str(head["app"])) or self.run(qe)  # read from the JVM once per application
+            run = self._runs.get(str(head["app"])) or self.run_of_session(qe.sparkSession())
             return _Head(query, run, int(head["qe"]) if head.get("qe") is not None else None, qe)
-        run = self.run(qe)
+        run = self.run_of_session(qe.sparkSession())
         try:
             qe_id = int(qe.id())
         except jvm_call_failed():
@@ -251,6 +244,7 @@ class Reader:
                         stream=progress)
 
     def run_of_session(self, jsession: Any) -> dict[str, Any]:
+        """The facts of the application ``jsession`` (a JVM ``SparkSession``) runs in, read once per app."""
         sc = jsession.sparkContext()
         app_id = str(sc.applicationId())
         if app_id not in self._runs:
