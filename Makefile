@@ -100,10 +100,11 @@ test-lakehouse: $(STAMP35) $(STAMP41) jars
 	$(VENV35)/bin/python -m pytest -q -p no:cacheprovider tests/lakehouse
 	$(VENV41)/bin/python -m pytest -q -p no:cacheprovider tests/lakehouse
 
-## The documentation site (docs/, mkdocs.yml) into site/, offline; a broken link or a page missing from the
-## navigation fails the build.
+## The documentation site (docs/, mkdocs.yml) into site/, offline; any warning fails the build (a broken link,
+## a page missing from the navigation, a cross-reference in a docstring). Not --quiet: it hides warnings from
+## --strict.
 docs: install
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 ## A wheel with the bridge jar compiled in, against .venv's PySpark, offline (needs a JDK; the jar is never
 ## committed). Release pipelines run `python -m build` instead: it installs [build-system] requires, PySpark too.

@@ -77,6 +77,12 @@ def test_every_page_is_in_the_navigation():
     assert len(in_nav) == len(set(in_nav)), "a page is in the navigation twice"
 
 
+def test_make_docs_fails_on_any_warning():
+    recipe = (ROOT / "Makefile").read_text().split("\ndocs:", 1)[1].split("\n\n", 1)[0]
+    assert "mkdocs build --strict" in recipe
+    assert "--quiet" not in recipe and " -q" not in recipe, "--quiet hides warnings from --strict"
+
+
 @pytest.mark.parametrize("page", sorted(gen_reference.PAGES))
 def test_generated_reference_matches_the_code(page):
     committed = (ROOT / page).read_text()
