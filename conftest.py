@@ -24,12 +24,13 @@ def _missing(module: str) -> bool:
     return importlib.util.find_spec(module) is None
 
 
-#: Doctests of optional integrations are collected only where their extra is installed
-#: (``make test-spark35`` installs ``test-core``, without DataHub).
-collect_ignore = [str(path) for module, folder in (("datahub", "lineage_listener/datahub"),
-                                                 ("openlineage", "lineage_listener/openlineage"),
-                                                 ("fastapi", "lineage_listener/server"))
-                  if _missing(module) for path in sorted((Path(__file__).parent / folder).rglob("*.py"))]
+#: Doctests of optional integrations and of the docs site's tools are collected only where their extra is
+#: installed (``make test-spark35`` installs ``test-core``: no DataHub, no docs site).
+OPTIONAL = (("datahub", "lineage_listener/datahub"), ("openlineage", "lineage_listener/openlineage"),
+            ("fastapi", "lineage_listener/server"), ("mkdocs", "docs/hooks.py"), ("griffe", "docs/griffe_doctests.py"))
+collect_ignore = [str(path) for module, place in OPTIONAL if _missing(module)
+                  for path in ([Path(__file__).parent / place] if place.endswith(".py")
+                               else sorted((Path(__file__).parent / place).rglob("*.py")))]
 
 
 @pytest.fixture(scope="session")
