@@ -1,7 +1,9 @@
 """Writes the parts of the reference pages that come from the code, so they never drift from it.
 
 - ``docs/reference/cli.md``: every sub-command and option, from the CLI's argparse parsers;
-- ``docs/reference/rest.md``: every route, from the lineage server's FastAPI routers.
+- ``docs/reference/rest.md``: every route, from the lineage server's FastAPI routers;
+- ``docs/reference/store.md``: every table and column, view and macro of the store, from its DDL and
+  the comments in it (``store/schema.sql``, ``store/views.sql``, and the two tables created elsewhere).
 
 Each page keeps its own prose; only the text between its two marker lines is generated.
 ``python docs/gen_reference.py`` rewrites them; ``--check`` only says which is out of date (exit 1).
@@ -11,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import re
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -128,7 +132,159 @@ def rest_markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
-PAGES = {"docs/reference/cli.md": cli_markdown, "docs/reference/rest.md": rest_markdown}
+@dataclass
+class Column:
+    name: str
+    type: str
+    key: bool = False
+    default: str | None = None
+    comment: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Relation:
+    """A table, view or macro of the store, as its DDL declares and comments it."""
+
+    name: str
+    kind: str                                   # table | view | macro | table macro
+    comment: list[str]                          # the comment lines just above its CREATE
+    signature: str = ""                         # a macro's parameters
+    columns: list[Column] = field(default_factory=list)
+
+
+_CREATE = re.compile(r"CREATE (?:OR REPLACE )?(TABLE|VIEW|MACRO) (?:IF NOT EXISTS )?(\w+)\s*(\([^)]*\))?")
+_COLUMN = re.compile(r"(\w+)\s+(.+?)\s*,?\s*$")
+
+
+def ddl_relations(sql: str) -> list[Relation]:
+    """Every CREATE of ``sql`` in order, with the ``--`` comment block just above it and, for a table,
+    its columns with the comment on their line (and on comment lines below it).
+
+    >>> [(r.name, r.kind, r.comment, [(c.name, c.type, c.key, c.comment) for c in r.columns])
+    ...  for r in ddl_relations("-- Runs.\\nCREATE TABLE t (\\n  a TEXT PRIMARY KEY, -- one\\n  -- more\\n  b INT\\n);")]
+    [('t', 'table', ['Runs.'], [('a', 'TEXT', True, ['one', 'more']), ('b', 'INT', False, [])])]
+    """
+    out: list[Relation] = []
+    comment: list[str] = []
+    table: Relation | None = None
+    depth = 0
+    for line in sql.splitlines():
+        code, _, note = line.partition("--")
+        note = note.rstrip()
+        if table is not None:
+            if not code.strip():
+                if note and table.columns:
+                    table.columns[-1].comment.append(note.strip())
+                continue
+            depth += code.count("(") - code.count(")")
+            keys = re.match(r"\s*PRIMARY KEY\s*\(([^)]*)\)", code)
+            if keys:
+                for column in table.columns:
+                    column.key = column.key or column.name in {k.strip() for k in keys.group(1).split(",")}
+            elif depth >= 1 or code.strip() not in (")", ");"):
+                m = _COLUMN.match(code.strip().rstrip(");") if depth < 1 else code.strip())
+                if m:
+                    name, rest = m.groups()
+                    default = re.search(r"\bDEFAULT\s+(\S+)", rest)
+                    table.columns.append(Column(
+                        name, re.split(r"\s+(?:PRIMARY KEY|DEFAULT|NOT NULL)\b", rest)[0].strip().rstrip(","),
+                        "PRIMARY KEY" in rest, default.group(1).rstrip(",") if default else None,
+                        [note.strip()] if note else []))
+            if depth < 1:
+                table = None
+            continue
+        created = _CREATE.match(line.strip())
+        if created:
+            what, name, params = created.groups()
+            kind = what.lower()
+            if kind == "macro" and re.search(r"\bAS TABLE\s*$", code):
+                kind = "table macro"
+            relation = Relation(name, kind, comment, signature=params or "")
+            out.append(relation)
+            if kind == "table":
+                table, depth = relation, 1
+        comment = comment + [note[1:] if note.startswith(" ") else note] if line.strip().startswith("--") else []
+    return out
+
+
+def _prose(text: str) -> str:
+    """A comment's words as Markdown text: ``<`` and ``>`` outside code shown as typed, a docs page a link.
+
+    >>> _prose("`<run_id>:<n>` or <none>; docs/reference/semantics.md, docs/kafka.md")
+    '`<run_id>:<n>` or &lt;none&gt;; [semantics.md](semantics.md), [kafka.md](../kafka.md)'
+    """
+    parts = text.split("`")
+    for i in range(0, len(parts), 2):  # outside code spans
+        part = parts[i].replace("<", "&lt;").replace(">", "&gt;")
+        part = re.sub(r"\bdocs/reference/([\w-]+\.md)", r"[\1](\1)", part)
+        parts[i] = re.sub(r"\bdocs/([\w-]+\.md)", r"[\1](../\1)", part)
+    return "`".join(parts)
+
+
+def _sentences(lines: list[str]) -> str:
+    """Comment lines as Markdown: prose joined, an indented example line (``--   SELECT ...``) as code."""
+    text, examples = [], []
+    for line in lines:
+        (examples if line.startswith("  ") else text).append(line.strip())
+    out = _prose(" ".join(text))
+    if examples:
+        out += " " + " ".join(f"`{e}`" for e in examples)
+    return out
+
+
+def _store_ddl() -> str:
+    from lineage_listener.kafka import offsets
+    from lineage_listener.store import schema
+
+    return "\n\n".join([schema.schema_sql(), schema._VERSION_DDL, offsets.TABLE + ";"])
+
+
+def _declared_columns(sql: str) -> dict[str, list[str]]:
+    """Each table's, view's and table macro's columns as DuckDB itself reads the DDL."""
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        con.execute(sql)
+        out: dict[str, list[str]] = {}
+        for table, column in con.execute("SELECT table_name, column_name FROM information_schema.columns "
+                                         "ORDER BY table_name, ordinal_position").fetchall():
+            out.setdefault(table, []).append(column)
+        for name, params in con.execute("SELECT function_name, parameters FROM duckdb_functions() "
+                                        "WHERE function_type = 'table_macro' AND NOT internal").fetchall():
+            args = ", ".join("NULL" for _ in params)
+            out[name] = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {name}({args})").fetchall()]
+        return out
+    finally:
+        con.close()
+
+
+def store_markdown() -> str:
+    """The store reference: every table with its columns, every view and macro, from their DDL's comments."""
+    sql = _store_ddl()
+    relations = ddl_relations(sql)
+    declared = _declared_columns(sql)
+    lines = ["## Tables", ""]
+    for table in (r for r in relations if r.kind == "table"):
+        names = [c.name for c in table.columns]
+        if names != declared.get(table.name):
+            raise ValueError(f"table {table.name}: read columns {names} from its DDL, DuckDB has "
+                             f"{declared.get(table.name)}: keep one column a line, `name TYPE ...,  -- comment`")
+        lines += [f"### `{table.name}`", "", _sentences(table.comment), "",
+                  "| column | type | meaning |", "| --- | --- | --- |"]
+        for c in table.columns:
+            facts = "".join([", key" if c.key else "", f", default `{c.default}`" if c.default else ""])
+            lines.append(f"| `{c.name}` | `{c.type}`{facts} | {_cell(_sentences(c.comment))} |")
+        lines.append("")
+    lines += ["## Views and macros", "", "| name | kind | what | columns |", "| --- | --- | --- | --- |"]
+    for r in (r for r in relations if r.kind != "table"):
+        columns = ", ".join(f"`{c}`" for c in declared.get(r.name, []))
+        lines.append(f"| `{r.name}{r.signature}` | {r.kind} | {_cell(_sentences(r.comment))} | {columns} |")
+    return "\n".join(lines) + "\n"
+
+
+PAGES = {"docs/reference/cli.md": cli_markdown, "docs/reference/rest.md": rest_markdown,
+         "docs/reference/store.md": store_markdown}
 
 
 def render(page: str, generated: str) -> str:

@@ -17,10 +17,12 @@ import duckdb
 
 log = logging.getLogger(__name__)
 
-TABLE = """CREATE TABLE IF NOT EXISTS kafka_offsets (
+TABLE = """-- Which Kafka messages the store holds, written in the same transaction as their rows; created by
+-- the first Kafka consumer of the store (docs/kafka.md), which skips messages below next_offset.
+CREATE TABLE IF NOT EXISTS kafka_offsets (
     topic       TEXT,
     partition   INTEGER,
-    next_offset BIGINT,      -- the first offset of this partition not in the store yet
+    next_offset BIGINT,      -- the first offset of this partition not in the store yet; never lowered
     updated_at  TIMESTAMP,
     PRIMARY KEY (topic, partition))"""
 

@@ -40,15 +40,14 @@ log = redact.logger(__name__)
 SCHEMA_FILES = ("schema.sql", "views.sql")
 
 #: Bump when schema.sql or views.sql change; older stores are migrated to it on first write.
-SCHEMA_VERSION = 9  # 4: streams; 5: dataset_columns.ordinal; 6: edges stored once (edges, edge_sets,
-#: edge_captures); 7: indexes on edges' ends and captures' sets; 8: index on captures' queries;
-#: 9: classifications (column_labels, label_changes, masking_functions) and policy_violations
+SCHEMA_VERSION = 9
 
 _VERSION_DDL = """
+-- The schema version the store was written at: a row per version that created or migrated it.
 CREATE TABLE IF NOT EXISTS schema_version (
-    version    INTEGER,
+    version    INTEGER,               -- the highest is the store's version
     applied_at TIMESTAMP DEFAULT current_timestamp,
-    by_package TEXT
+    by_package TEXT                   -- lineage-listener
 );
 """
 

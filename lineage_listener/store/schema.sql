@@ -1,30 +1,45 @@
 -- lineage-listener store schema. This file is the documentation of the store:
 -- users query these tables with plain SQL (`duckdb lineage.duckdb`).
 -- Every statement is idempotent; the store applies it on first use.
+-- The comment block just above a table and the comment on each column's line (continued on
+-- comment lines below it) are the store's reference page (docs/gen_reference.py writes it):
+-- keep one column a line.
 
 -- One row per Spark application run.
 CREATE TABLE IF NOT EXISTS runs (
-    run_id        TEXT PRIMARY KEY,   -- '<app_id>' (unique per SparkContext)
-    app_id        TEXT,
-    app_name      TEXT,
+    run_id        TEXT PRIMARY KEY,   -- the application id (unique per SparkContext)
+    app_id        TEXT,               -- the application id, as Spark reports it
+    app_name      TEXT,               -- spark.app.name
     spark_version TEXT,
-    spark_user    TEXT,
-    master        TEXT,
-    started_at    TIMESTAMP,
-    ended_at      TIMESTAMP           -- null while the application runs
+    spark_user    TEXT,               -- the user the application runs as
+    master        TEXT,               -- local[2], yarn, k8s://..., spark://...
+    started_at    TIMESTAMP,          -- when the application started
+    ended_at      TIMESTAMP           -- when the application ended, or when the last disable() of the process
+                                      -- stopped capturing it; null while it runs. A capture enabled again in
+                                      -- the same application sets it back to null
 );
 
 -- One row per captured logical action: a write, or an action returning rows to the driver.
+-- One logical write is one row, however many nested command events Spark fires for it
+-- (CTAS, `saveAsTable` and `insertInto` fire several).
 CREATE TABLE IF NOT EXISTS queries (
-    query_id       TEXT PRIMARY KEY,  -- '<run_id>:<QueryExecution id>:<random>'
-    run_id         TEXT,
-    action         TEXT,              -- Spark's funcName: command, save, collect, collectToPython, ...
-    command        TEXT,              -- root plan node class, short: Project, InsertIntoHadoopFsRelationCommand, ...
-    sql_text       TEXT,              -- null when the query did not come from SQL
-    status         TEXT,              -- succeeded | failed | lineage_error | running (an OpenLineage run not ended yet)
-    error          TEXT,
-    duration_ms    BIGINT,
-    captured_at    TIMESTAMP,
+    query_id       TEXT PRIMARY KEY,  -- `<run_id>:<QueryExecution id>:<random>`; `stream:<stream id>:<lineage digest>`
+                                      -- for a stream
+    run_id         TEXT,              -- the run (runs.run_id)
+    action         TEXT,              -- Spark's funcName: command, save, collect, collectToPython, ...; analyze for a
+                                      -- statement Spark rejected; stream for a stream
+    command        TEXT,              -- root plan node class, short: Project, InsertIntoHadoopFsRelationCommand,
+                                      -- MergeIntoCommand, ...
+    sql_text       TEXT,              -- the text of the spark.sql statement the query came from, also when Spark's
+                                      -- analysis replaced the statement's root (a CTAS runs as
+                                      -- CreateDataSourceTableAsSelectCommand: the text is read from the query below
+                                      -- it); null for the DataFrame API, including a DataFrame write of a spark.sql
+                                      -- query, and never a view's own text
+    status         TEXT,              -- succeeded | failed | lineage_error (capture could not walk it) | running (an
+                                      -- OpenLineage run whose terminal event has not arrived)
+    error          TEXT,              -- the error text, or null
+    duration_ms    BIGINT,            -- how long the action took
+    captured_at    TIMESTAMP,         -- when the action ended
     target_dataset TEXT               -- null when the result went back to the driver
 );
 
@@ -32,19 +47,20 @@ CREATE TABLE IF NOT EXISTS queries (
 CREATE TABLE IF NOT EXISTS datasets (
     dataset    TEXT PRIMARY KEY,      -- spark_catalog.db.t | file:/path | jdbc:... | local:...
     kind       TEXT,                  -- table | path | view | jdbc | local | topic (Kafka) | memory (memory sink)
-    format     TEXT,                  -- parquet, csv, json, orc, text, hive, jdbc, ...
+    format     TEXT,                  -- parquet, csv, json, orc, text, hive, jdbc, delta, iceberg, ...
     location   TEXT,                  -- storage URI where known
-    properties JSON,                  -- read/write options, secrets redacted
-    first_seen TIMESTAMP,
-    last_seen  TIMESTAMP
+    properties JSON,                  -- read and write options (path, header, delimiter, a time-travel
+                                      -- version...), secrets redacted
+    first_seen TIMESTAMP,             -- the first capture that named it
+    last_seen  TIMESTAMP              -- the latest capture that named it
 );
 
 -- One row per (dataset, column) ever seen; nested struct fields use dotted paths.
 CREATE TABLE IF NOT EXISTS dataset_columns (
-    dataset     TEXT,
-    column_name TEXT,
-    data_type   TEXT,
-    nullable    BOOLEAN,
+    dataset     TEXT,                 -- canonical name, as in datasets
+    column_name TEXT,                 -- a nested struct field is a dotted path (address.city)
+    data_type   TEXT,                 -- as Spark reports it
+    nullable    BOOLEAN,              -- as Spark reports it
     first_seen  TIMESTAMP,
     last_seen   TIMESTAMP,
     ordinal     INTEGER,    -- position in the dataset's schema as last seen (1-based, nested fields flattened)
@@ -61,8 +77,8 @@ CREATE TABLE IF NOT EXISTS edges (
     edge_id        UBIGINT PRIMARY KEY,  -- digest of the nine columns below (store/edge_ids.py)
     target_dataset TEXT,              -- null: the result went to the driver (an access record)
     target_column  TEXT,              -- null: indirect edge applying to every column of the target
-    source_dataset TEXT,
-    source_column  TEXT,
+    source_dataset TEXT,              -- the dataset read
+    source_column  TEXT,              -- the column read (a dotted path for a nested field)
     transform      TEXT,              -- identity | rename | derived | aggregate | filter | join | group_by | sort | window | conditional
     kind           TEXT,              -- direct | indirect
     expression     TEXT,              -- Spark SQL text in source column names; condition or key for indirect edges
@@ -74,18 +90,19 @@ CREATE TABLE IF NOT EXISTS edges (
 -- Sets of edges, stored once per distinct set: what one capture of a query wrote.
 CREATE TABLE IF NOT EXISTS edge_sets (
     set_id  UBIGINT,                  -- digest of the set's sorted edge ids
-    edge_id UBIGINT
+    edge_id UBIGINT                   -- an edge of the set (edges.edge_id)
 );
 
 -- One row per capture: query `query_id` of run `run_id` wrote the edges of `set_id` at
--- `captured_at`. The only row a job run with unchanged lineage adds. An OpenLineage run sent event by event has one row per event that added
--- edges. `prune` replaces a set's old rows by two summary rows (query_id null, `captures`
--- the number of rows they stand for) holding its first and last capture time.
+-- `captured_at`. The only row a job run with unchanged lineage adds. An OpenLineage run sent
+-- event by event has one row per event that added edges; a replayed batch adds none. `prune`
+-- replaces a set's old rows by two summary rows (query_id null, `captures` the number of rows
+-- they stand for) holding its first and last capture time.
 CREATE TABLE IF NOT EXISTS edge_captures (
-    query_id    TEXT,
-    run_id      TEXT,
-    set_id      UBIGINT,
-    captured_at TIMESTAMP,
+    query_id    TEXT,                 -- the query (null on a summary row left by prune)
+    run_id      TEXT,                 -- its run
+    set_id      UBIGINT,              -- the edges it wrote (edge_sets.set_id)
+    captured_at TIMESTAMP,            -- when
     captures    BIGINT DEFAULT 1      -- 1; more on a summary row left by prune
 );
 
@@ -94,23 +111,24 @@ CREATE INDEX IF NOT EXISTS edges_target ON edges (target_dataset);
 CREATE INDEX IF NOT EXISTS edges_source ON edges (source_dataset);
 CREATE INDEX IF NOT EXISTS edge_captures_set ON edge_captures (set_id);
 -- Each write asks which of its queries the store holds already (an OpenLineage run event by
--- event, a replayed batch): a lookup, not a scan of every capture ever made (schema 8).
+-- event, a replayed batch): a lookup, not a scan of every capture ever made.
 CREATE INDEX IF NOT EXISTS edge_captures_query ON edge_captures (query_id);
 
 -- When OpenLineage runs started (their START event): a terminal event sent on its own still
 -- gets queries.duration_ms from it, whichever of the two arrived first.
 CREATE TABLE IF NOT EXISTS query_starts (
-    query_id   TEXT PRIMARY KEY,
-    started_at TIMESTAMP
+    query_id   TEXT PRIMARY KEY,      -- the run's queries row
+    started_at TIMESTAMP              -- the START event's time
 );
 
--- Problems capture met that are not tied to a query row (e.g. spooled batches).
+-- Problems capture met: with a query that could not be read or walked, or with none (a spooled
+-- batch that cannot be written, a stream that failed, lineage a Kafka broker refused).
 CREATE TABLE IF NOT EXISTS capture_errors (
     captured_at TIMESTAMP,
-    run_id      TEXT,
-    query_id    TEXT,
-    stage       TEXT,                 -- listener | walk | store | spool
-    error       TEXT
+    run_id      TEXT,                 -- the run, when known
+    query_id    TEXT,                 -- the query, when the problem is one query's
+    stage       TEXT,                 -- listener | plan | walk | stream | store | spool | kafka
+    error       TEXT                  -- what went wrong (at most 4,000 characters)
 );
 
 -- OpenLineage events delivered to an endpoint (live emission or `export openlineage --url`):
@@ -149,16 +167,20 @@ CREATE TABLE IF NOT EXISTS streams (
 CREATE TABLE IF NOT EXISTS column_labels (
     dataset     TEXT,                 -- canonical name, as in dataset_columns
     column_name TEXT,
-    label       TEXT,
+    label       TEXT,                 -- dotted, lower case
     value       BOOLEAN,              -- true: carries it; false: reviewed, does not
-    source      TEXT,                 -- set (CLI, REST, UI) | file (a classifications file) | spark (metadata)
-    origin      TEXT,                 -- the file, or where Spark keeps it: column metadata, comment, table property
+    source      TEXT,                 -- set (CLI, REST, UI) | file (a classifications file) | spark (Spark's metadata,
+                                      -- read at capture)
+    origin      TEXT,                 -- the file, or where Spark keeps it: column metadata, column comment, table
+                                      -- property lineage.classification.<column>
     set_by      TEXT,                 -- the OS user, `--by`, or the REST token's name
     set_at      TIMESTAMP,
     PRIMARY KEY (dataset, column_name, label, source)
 );
 
--- Every change of column_labels, oldest first: who set or removed which label, when.
+-- Every change of column_labels, oldest first: who set or removed which label, when. A label
+-- seen again unchanged (Spark's metadata is read at every capture) adds no row. Loading a
+-- classifications file again removes what it declared before and no longer declares.
 CREATE TABLE IF NOT EXISTS label_changes (
     changed_at  TIMESTAMP,
     action      TEXT,                 -- set | unset
@@ -168,7 +190,7 @@ CREATE TABLE IF NOT EXISTS label_changes (
     value       BOOLEAN,
     source      TEXT,
     origin      TEXT,
-    changed_by  TEXT
+    changed_by  TEXT                  -- as column_labels.set_by
 );
 
 -- Functions a classifications file declares as masking (the user's own hashing UDFs), beside

@@ -4,7 +4,8 @@
 -- CREATE OR REPLACE, so re-applying it is harmless.
 
 -- The edges, one row per (query, edge) as captured: the store's main table for users.
--- `query_id`, `run_id`, `captured_at` come from the capture, the rest from the edge.
+-- `query_id`, `run_id`, `captured_at` come from the capture, the rest from the edge
+-- (what each column means: docs/reference/semantics.md).
 CREATE OR REPLACE VIEW column_lineage AS
 SELECT c.query_id, c.run_id, e.target_dataset, e.target_column, e.source_dataset, e.source_column,
        e.transform, e.kind, e.expression, e.masking, c.captured_at
