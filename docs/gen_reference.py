@@ -92,7 +92,7 @@ def cli_markdown() -> str:
     """The CLI reference: every sub-command, its usage and its options."""
     from lineage_listener.cli import build_parser
 
-    parser = build_parser()
+    parser = build_parser(every=True)
     lines = ["```", _usage(parser), "```", "", "| argument | meaning | |", "| --- | --- | --- |",
              *_options(parser), ""]
     for name, summary, sub in _subcommands(parser):

@@ -16,8 +16,10 @@ directory and are renamed into place, so concurrent builds never corrupt it.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import logging
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -58,19 +60,34 @@ def find_sources() -> Path:
 
 
 def spark_jars() -> SparkJars:
-    """The jars of the PySpark this Python runs (``<pyspark>/jars``)."""
-    try:
-        import pyspark
-    except ImportError:  # pragma: no cover - pyspark is a dependency
-        raise BridgeBuildError("pyspark is not installed in this Python") from None
-    directory = Path(pyspark.__file__).resolve().parent / "jars"
+    """The jars of the PySpark this Python runs (``<pyspark>/jars``), found without importing PySpark
+    (a second of start-up for a command that only prints a path)."""
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.submodule_search_locations:
+        raise BridgeBuildError("pyspark is not installed in this Python")
+    package = Path(next(iter(spec.submodule_search_locations))).resolve()
+    directory = package / "jars"
     if not directory.is_dir():
         home = os.environ.get("SPARK_HOME")
         if home and (Path(home) / "jars").is_dir():
             directory = Path(home) / "jars"
         else:
             raise BridgeBuildError(f"no Spark jars at {directory} (and SPARK_HOME has none)")
-    return SparkJars(directory=directory, version=pyspark.__version__)
+    return SparkJars(directory=directory, version=_pyspark_version(package))
+
+
+def _pyspark_version(package: Path) -> str:
+    """PySpark's ``__version__``, read from its ``version.py`` (imported only when that cannot be read)."""
+    try:
+        found = re.search(r"""^__version__\s*(?::\s*str\s*)?=\s*["']([^"']+)["']""",
+                          (package / "version.py").read_text(), re.M)
+    except OSError:
+        found = None
+    if found:
+        return found.group(1)
+    import pyspark
+
+    return pyspark.__version__
 
 
 def cache_dir() -> Path:

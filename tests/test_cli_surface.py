@@ -94,3 +94,48 @@ def test_a_missing_extra_is_one_line_naming_it(block, args, extra, tmp_path):
     err = one_line(cli(*(a.format(**values) for a in args), block=block))
     assert f"pip install 'lineage-listener[{extra}]'" in err, err
     assert not (tmp_path / "s.duckdb").exists()  # refused before touching the store
+
+
+#: Libraries a command that does not need them must not pay for (each costs 0.1 s or more to import).
+HEAVY = ("sqlglot", "duckdb", "fastapi", "yaml", "pyspark", "networkx", "uvicorn")
+
+
+def test_the_cli_imports_a_command_only_when_it_runs(tmp_path):
+    """Importing the CLI, ``--help`` and ``spark-conf`` load none of the heavy libraries; ``--help``
+    still lists every command of the table."""
+    from lineage_listener.cli import COMMANDS
+
+    probe = ("import io, sys, contextlib\nimport lineage_listener.cli as cli\n"
+             "print(sorted(m for m in sys.argv[1].split(',') if m in sys.modules))\n"
+             "out = io.StringIO()\n"
+             "with contextlib.redirect_stdout(out):\n"
+             "    try:\n        cli.main(sys.argv[2:])\n    except SystemExit:\n        pass\n"
+             "print(sorted(m for m in sys.argv[1].split(',') if m in sys.modules))\nprint(out.getvalue())")
+    for args in (["--help"], ["spark-conf", "--store", str(tmp_path / "s.duckdb")]):
+        done = subprocess.run([sys.executable, "-c", probe, ",".join(HEAVY), *args], capture_output=True,
+                              text=True, env=ENV, timeout=120, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        imported, ran, *output = done.stdout.splitlines()
+        assert (imported, ran) == ("[]", "[]"), (args, imported, ran)
+        if args == ["--help"]:
+            listed = "\n".join(output)
+            assert all(f"    {name} " in listed for name, _, _ in COMMANDS), listed
+    version = cli("--version")
+    assert version.returncode == 0 and version.stdout.startswith("lineage-listener "), version
+
+
+def test_a_missing_dependency_breaks_only_the_commands_that_need_it(tmp_path):
+    """Without PyYAML, ``spark-conf`` and ``upstream`` answer; ``check`` says in one line what to install."""
+    from lineage_listener.store.batch import Batch
+    from lineage_listener.store.writer import StoreWriter
+
+    store = tmp_path / "s.duckdb"
+    assert StoreWriter(store).write(Batch())
+    assert cli("spark-conf", "--store", str(store), block="yaml").stdout.startswith("--jars ")
+    err = one_line(cli("upstream", "--store", str(store), "ds", "col", block="yaml"))
+    assert "unknown dataset 'ds'" in err
+    policy = tmp_path / "p.yml"
+    policy.write_text("rules: []\n")
+    err = one_line(cli("check", "--store", str(store), "--policy", str(policy), block="yaml"))
+    assert err.strip() == ("lineage-listener: check: needs PyYAML, a dependency of lineage-listener "
+                           "(module 'yaml' is missing): pip install 'PyYAML'")

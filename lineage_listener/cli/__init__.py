@@ -1,12 +1,14 @@
 """The ``lineage-listener`` command: a thin skin over the Python API.
 
-Each sub-command lives in its own module exposing ``register(subparsers)``,
-which adds its parser and sets ``func`` (``args -> exit code``).
+The sub-commands are a table (:data:`COMMANDS`): a name, the module of this package that
+implements it, and its one-line help. ``--help`` lists them all from the table alone; a
+command's module is imported only when that command runs, so one command never pays for
+(or breaks on) the imports of another. Each module exposes ``register(parser)``, which
+adds its options to its own parser and sets ``func`` (``args -> exit code``).
 
-Every failure is one line on stderr and a non-zero exit, never a traceback
-(``-v`` adds the traceback of an unexpected error): 2 for a bad argument or an
-unknown name, 1 for a store that cannot answer (missing, corrupt, no lineage
-tables yet, another version's schema) or anything unexpected.
+Every failure is one line on stderr and exit code 2, never a traceback (``-v`` adds the
+traceback of an unexpected error); 1 is an answer, never a failure: a policy violated, a change
+found, lineage not delivered (docs/reference/cli.md, "Exit codes").
 """
 from __future__ import annotations
 
@@ -18,32 +20,34 @@ import sys
 import traceback
 from typing import NoReturn
 
-import duckdb
+from lineage_listener import __version__
 
-from lineage_listener.store.connection import StoreError
-
-#: Modules of ``lineage_listener.cli`` that provide sub-commands, in help order.
-COMMAND_MODULES = (
-    "sql",
-    "spark_conf",
-    "bridge_jar",
-    "upstream",
-    "downstream",
-    "impact",
-    "provenance",
-    "doctor",
-    "prune",
-    "export",
-    "ingest",
-    "serve",
-    "consume",
-    "push",
-    "html",
-    "classify",
-    "check",
-    "diff",
-    "preview",
+#: The sub-commands, in help order: name, module of ``lineage_listener.cli``, one-line help.
+COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("sql", "sql", "run a SQL query against the store and print the result"),
+    ("spark-conf", "spark_conf", "print the spark-submit arguments that turn capture on (zero code change)"),
+    ("bridge-jar", "bridge_jar", "print the path of the JVM bridge jar (built on first use)"),
+    ("upstream", "upstream", "columns a column was computed from, across jobs"),
+    ("downstream", "downstream", "columns computed from a column, across jobs (impact)"),
+    ("impact", "impact", "reads of a column in a time window, the columns holding a copy of it (masked or not), "
+                         "and those it only influences"),
+    ("provenance", "provenance", "origin columns of a column and the chain of operations"),
+    ("doctor", "doctor", "check a store, ingest spooled lineage, report what waits and why"),
+    ("prune", "prune", "drop per-run records older than --keep; edges keep their first and last capture time"),
+    ("export", "export", "export lineage as OpenLineage events or DataHub proposals"),
+    ("ingest", "ingest", "write lineage from OpenLineage events into the store"),
+    ("serve", "serve", "serve the store: REST API, collector for remote jobs, web UI"),
+    ("consume", "consume", "write lineage from a Kafka topic into the store (no HTTP)"),
+    ("push", "push", "send lineage spooled while a lineage server was unreachable"),
+    ("html", "html", "write a column's lineage graph as one self-contained HTML file"),
+    ("classify", "classify", "labels (classifications) on columns: set, unset, list, load, why"),
+    ("check", "check", "check a policy file over the store (exit 1 on a violation)"),
+    ("diff", "diff", "what changed in the lineage: two runs of an application, two time windows, or two stores"),
+    ("preview", "preview", "lineage of Spark SQL before it runs, analyzed against the store's recorded schemas"),
 )
+
+#: Global options that take no value: what may stand before the command's name.
+_GLOBAL_FLAGS = frozenset({"-v", "--verbose"})
 
 #: Commands that read a store: they first try to write what waits in its spool, and say
 #: on stderr when some still waits (their answer may miss it).
@@ -55,15 +59,28 @@ READ_COMMANDS = frozenset({"sql", "upstream", "downstream", "impact", "provenanc
 EXTRAS = {"openlineage": "openlineage", "jsonschema": "openlineage", "referencing": "openlineage",
           "datahub": "datahub", "fastapi": "server", "uvicorn": "server", "starlette": "server",
           "confluent_kafka": "kafka"}
+#: Top-level modules of the package's own dependencies -> the distribution that installs them.
+DEPENDENCIES = {"yaml": "PyYAML", "duckdb": "duckdb", "sqlglot": "sqlglot", "networkx": "networkx", "rich": "rich",
+                "py4j": "py4j", "pyspark": "pyspark"}
 
 
 def missing_extra(exc: ImportError) -> str | None:
-    """The one-line fix when ``exc`` is a missing module of an optional extra, else None."""
+    """The one-line fix when ``exc`` is a missing module of an optional extra or of a dependency, else None.
+
+    >>> missing_extra(ModuleNotFoundError("no", name="fastapi"))
+    "needs the server extra (module 'fastapi' is missing): pip install 'lineage-listener[server]'"
+    >>> missing_extra(ModuleNotFoundError("no", name="yaml"))
+    "needs PyYAML, a dependency of lineage-listener (module 'yaml' is missing): pip install 'PyYAML'"
+    """
     module = (getattr(exc, "name", None) or "").partition(".")[0]
     extra = EXTRAS.get(module)
-    if extra is None:
-        return None
-    return f"needs the {extra} extra (module {module!r} is missing): pip install 'lineage-listener[{extra}]'"
+    if extra is not None:
+        return f"needs the {extra} extra (module {module!r} is missing): pip install 'lineage-listener[{extra}]'"
+    package = DEPENDENCIES.get(module)
+    if package is not None:
+        return (f"needs {package}, a dependency of lineage-listener (module {module!r} is missing): "
+                f"pip install '{package}'")
+    return None
 
 
 class _Parser(argparse.ArgumentParser):
@@ -81,20 +98,45 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None, every: bool = False) -> argparse.ArgumentParser:
+    """The parser: every command listed, only ``command``'s options (its module imported), or all of
+    them with ``every`` (the reference pages are generated from that)."""
     parser = _Parser(
         prog="lineage-listener",
         description="Column-level lineage for Apache Spark, captured into DuckDB.",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug details to stderr")
+    parser.add_argument("--version", action="version", version=f"lineage-listener {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        importlib.import_module(f"{__name__}.{name}").register(subparsers)
+    for name, module, summary in COMMANDS:
+        p = subparsers.add_parser(name, help=summary)
+        if every or name == command:
+            importlib.import_module(f"{__name__}.{module}").register(p)
     return parser
 
 
+def command_of(argv: list[str]) -> str | None:
+    """The sub-command ``argv`` names (its first word after the global flags), if any.
+
+    >>> command_of(["-v", "upstream", "--store", "s"]), command_of(["--help"])
+    ('upstream', None)
+    """
+    for word in argv:
+        if word not in _GLOBAL_FLAGS:
+            return word if not word.startswith("-") else None
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = command_of(argv)
+    try:
+        parser = build_parser(command)
+    except ImportError as exc:  # the command's module needs what is not installed
+        fix = missing_extra(exc)
+        if fix is None:
+            raise
+        return _fail(f"{command}: {fix}", 2)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
@@ -105,23 +147,32 @@ def main(argv: list[str] | None = None) -> int:
         if args.command in READ_COMMANDS and getattr(args, "store", None):
             _write_waiting_spool(args.store)
         return int(args.func(args) or 0)
-    except (CliError, StoreError) as exc:
+    except CliError as exc:
         return _fail(str(exc), 2)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # the reader went away (`| head`): like any Unix tool, stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
         return 141
-    except duckdb.Error as exc:
-        return _fail(_store_problem(exc, getattr(args, "store", None)), 1)
     except Exception as exc:  # noqa: BLE001 - the one place that turns any failure into one line
+        if _raised(exc, "lineage_listener.store.connection", "StoreError"):
+            return _fail(str(exc), 2)
+        if _raised(exc, "duckdb", "Error"):
+            return _fail(_store_problem(exc, getattr(args, "store", None)), 2)
         fix = missing_extra(exc) if isinstance(exc, ImportError) else None
         if fix:
-            command = " ".join(filter(None, [args.command, getattr(args, "format", None)]))
-            return _fail(f"{command}: {fix}", 2)
+            named = args.command + (f" {args.format}" if args.command in ("export", "ingest") else "")
+            return _fail(f"{named}: {fix}", 2)
         if args.verbose:
             traceback.print_exc()
-        return _fail(f"unexpected {type(exc).__name__}: {_first_line(str(exc))} (-v shows the traceback)", 1)
+        return _fail(f"unexpected {type(exc).__name__}: {_first_line(str(exc))} (-v shows the traceback)", 2)
+
+
+def _raised(exc: BaseException, module: str, name: str) -> bool:
+    """Whether ``exc`` is a ``module.name``, without importing ``module``: a module never imported
+    raised nothing."""
+    loaded = sys.modules.get(module)
+    return loaded is not None and isinstance(exc, getattr(loaded, name))
 
 
 def _write_waiting_spool(store: str) -> None:
@@ -160,6 +211,8 @@ LINEAGE_TABLES = frozenset({"runs", "queries", "datasets", "dataset_columns", "c
 
 def no_lineage_tables(store: str) -> str | None:
     """The one-line reason when ``store`` is a DuckDB file without any lineage table, else None."""
+    import duckdb
+
     try:
         with duckdb.connect(store, read_only=True) as con:
             tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
@@ -170,8 +223,10 @@ def no_lineage_tables(store: str) -> str | None:
     return f"store {store} has no lineage tables yet: capture has not written there (check --store)"
 
 
-def _store_problem(exc: duckdb.Error, store: str | None) -> str:
+def _store_problem(exc: Exception, store: str | None) -> str:
     """What a DuckDB error from a lineage command says about the store."""
+    import duckdb
+
     where = f"store {store}" if store else "the store"
     if isinstance(exc, (duckdb.CatalogException, duckdb.BinderException)) and store:
         return no_lineage_tables(store) or (

@@ -7,8 +7,7 @@ from lineage_listener.jar import BridgeBuildError, bridge_jar
 from lineage_listener.cli import CliError
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("bridge-jar", help="print the path of the JVM bridge jar (built on first use)")
+def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rebuild", action="store_true", help="build it again even if it is cached")
     p.set_defaults(func=run)
 

@@ -11,8 +11,7 @@ from lineage_listener.cli import CliError
 from lineage_listener.cli.lineage_format import name, open_for_cli, to_json, when
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("check", help="check a policy file over the store (exit 1 on a violation)")
+def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", required=True, help="path of the DuckDB store")
     p.add_argument("--policy", required=True, help="the policy file (YAML)")
     p.add_argument("--since", help="only paths whose last hop was captured since: 1d, 24h, 2026-11-01 "

@@ -25,8 +25,7 @@ def _bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"not true or false: {text!r}")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("classify", help="labels (classifications) on columns: set, unset, list, load, why")
+def register(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     s = sub.add_parser("set", help="declare a label on a column (!LABEL or --value false: reviewed, does not carry it)")
     _target(s)

@@ -16,8 +16,7 @@ from lineage_listener.cli import CliError, kafka_options
 from lineage_listener.store.group import GroupWriter, Settings
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("consume", help="write lineage from a Kafka topic into the store (no HTTP)")
+def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", required=True, help="path of the DuckDB store (this process is its writer)")
     kafka_options.add(p)
     p.add_argument("--until-idle", type=float, metavar="SECONDS",

@@ -15,12 +15,10 @@ from lineage_listener.cli.render import table
 from lineage_listener.govern.diff import diff
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "diff", help="what changed in the lineage: two runs of an application, two time windows, or two stores",
-        description="Compare two sides of the lineage: by default the last run of --app against the run "
-                    "before it. Lists datasets, columns and edges added or removed, and edges whose "
-                    "transform, kind, expression or masking changed.")
+def register(p: argparse.ArgumentParser) -> None:
+    p.description = ("Compare two sides of the lineage: by default the last run of --app against the run "
+                     "before it. Lists datasets, columns and edges added or removed, and edges whose "
+                     "transform, kind, expression or masking changed.")
     p.add_argument("--store", required=True, help="path of the DuckDB store (the new side with --against)")
     p.add_argument("--app", help="application name (runs.app_name): its last run against the run before, "
                                  "or the scope of --runs, --windows and --against")

@@ -7,8 +7,7 @@ from lineage_listener.cli import kafka_options
 from lineage_listener.store import doctor
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("doctor", help="check a store, ingest spooled lineage, report what waits and why")
+def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", required=True, help="path of the DuckDB store")
     p.add_argument("--check", action="store_true", help="only report; change nothing")
     p.add_argument("--move-corrupt", action="store_true",

@@ -9,8 +9,7 @@ from lineage_listener.cli.progress import progress_bar
 from lineage_listener.timewindow import parse_time
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("export", help="export lineage as OpenLineage events or DataHub proposals")
+def register(p: argparse.ArgumentParser) -> None:
     formats = p.add_subparsers(dest="format", metavar="FORMAT", required=True)
     ol = formats.add_parser("openlineage", help="one OpenLineage RunEvent per captured query (NDJSON or HTTP)")
     ol.add_argument("--store", required=True, help="path of the DuckDB store")

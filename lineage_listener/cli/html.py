@@ -11,8 +11,7 @@ from lineage_listener.query import payload
 from lineage_listener.timewindow import parse_time
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("html", help="write a column's lineage graph as one self-contained HTML file")
+def register(p: argparse.ArgumentParser) -> None:
     add_common(p)
     p.add_argument("-o", "--out", default="lineage.html", help="file to write (default %(default)s)")
     p.add_argument("--direction", choices=("backward", "forward", "both"), default="backward")

@@ -9,8 +9,7 @@ from lineage_listener.cli.lineage_format import add_common, guard, impact_text, 
 from lineage_listener.query.reports import impact
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("impact", help="reads of a column in a time window, the columns holding a copy of it (masked or not), and those it only influences")
+def register(p: argparse.ArgumentParser) -> None:
     add_common(p)
     p.add_argument("--since", help="window start: 2025-03-01, 2025-03-01T12:00, 7d, 24h, 30m (default: any time)")
     p.add_argument("--until", help="window end, same forms (default: now)")

@@ -7,8 +7,7 @@ import sys
 from lineage_listener.cli import CliError
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("ingest", help="write lineage from OpenLineage events into the store")
+def register(p: argparse.ArgumentParser) -> None:
     formats = p.add_subparsers(dest="format", metavar="FORMAT", required=True)
     ol = formats.add_parser("openlineage", help="OpenLineage RunEvents (NDJSON, a JSON array or one object)")
     ol.add_argument("--store", required=True, help="path of the DuckDB store (created if missing)")

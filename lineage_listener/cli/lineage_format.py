@@ -11,7 +11,7 @@ from typing import Any
 
 import networkx as nx
 
-from lineage_listener.cli import CliError
+from lineage_listener.cli import CliError, no_lineage_tables
 from lineage_listener.cli.render import table
 from lineage_listener.query import graph as lg
 from lineage_listener.query.store import LineageStore, open_store
@@ -29,7 +29,12 @@ def add_common(p: argparse.ArgumentParser) -> None:
 
 
 def open_for_cli(path: str) -> LineageStore:
-    return open_store(path)
+    """The store at ``path`` for a read command; a file that is no lineage store is a one-line error."""
+    store = open_store(path)
+    empty = no_lineage_tables(path)
+    if empty:
+        raise CliError(empty)
+    return store
 
 
 def guard(fn, *args, **kwargs):
@@ -221,9 +226,8 @@ def provenance_text(report: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def register_graph_command(subparsers: argparse._SubParsersAction, direction: str, help_text: str) -> None:
-    """Add ``upstream`` or ``downstream``: same options, one graph method of the store each."""
-    p = subparsers.add_parser(direction, help=help_text)
+def register_graph_command(p: argparse.ArgumentParser, direction: str) -> None:
+    """The options of ``upstream`` or ``downstream``: the same, one graph method of the store each."""
     add_common(p)
     p.add_argument("--depth", type=int, default=None, help="hops to follow (default: all)")
     p.add_argument("--since", help="only edges captured at or after: 2025-03-01, 2025-03-01T12:00, 7d, 24h, 30m")

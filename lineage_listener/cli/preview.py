@@ -25,11 +25,9 @@ from lineage_listener.preview.analyze import Preview, edge_data, preview
 from lineage_listener.preview.session import SessionError
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "preview", help="lineage of Spark SQL before it runs, analyzed against the store's recorded schemas",
-        description="Analyze the statements of FILE with Spark in a throwaway local session (nothing runs "
-                    "against real data) and walk them as capture does: the edges they would write.")
+def register(p: argparse.ArgumentParser) -> None:
+    p.description = ("Analyze the statements of FILE with Spark in a throwaway local session (nothing runs "
+                     "against real data) and walk them as capture does: the edges they would write.")
     p.add_argument("--store", required=True, help="path of the DuckDB store whose recorded schemas define the inputs")
     p.add_argument("file", help="a file of Spark SQL statements separated by ';'")
     p.add_argument("--schema", metavar="DDL.sql",

@@ -8,8 +8,7 @@ from lineage_listener.cli.lineage_format import add_common, guard, open_for_cli,
 from lineage_listener.query.reports import provenance
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("provenance", help="origin columns of a column and the chain of operations")
+def register(p: argparse.ArgumentParser) -> None:
     add_common(p)
     p.add_argument("--include-indirect", action="store_true",
                    help="also follow filter/join/group keys (default: only where values came from)")

@@ -7,9 +7,7 @@ from lineage_listener.cli import CliError
 from lineage_listener.store.prune import parse_keep, prune_store
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("prune", help="drop per-run records older than --keep; edges keep their "
-                                            "first and last capture time")
+def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", required=True, help="path of the DuckDB store")
     p.add_argument("--keep", required=True, help="history to keep, as an age: 400d, 52w, 36h")
     p.add_argument("--dry-run", action="store_true", help="count what would go; change nothing")

@@ -8,8 +8,7 @@ from lineage_listener.cli import CliError
 from lineage_listener.store import remote
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("push", help="send lineage spooled while a lineage server was unreachable")
+def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--url", required=True, help="the lineage server, e.g. http://lineage:8765")
     p.add_argument("--spool", help="a folder of spooled batches (default: those waiting for --url here)")
     p.set_defaults(func=run)

@@ -14,8 +14,7 @@ WEBHOOK_TOKEN_ENV = "LINEAGE_WEBHOOK_TOKEN"
 log = logging.getLogger(__name__)
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("serve", help="serve the store: REST API, collector for remote jobs, web UI")
+def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", required=True, help="path of the DuckDB store (this process is its writer)")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default %(default)s; another needs a token)")
     p.add_argument("--port", type=int, default=8765)

@@ -12,13 +12,9 @@ from lineage_listener.bridge.submit import spark_submit_args
 from lineage_listener.cli import CliError
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "spark-conf",
-        help="print the spark-submit arguments that turn capture on (zero code change)",
-        description="Print, on one line, the spark-submit arguments that capture lineage of any job: "
-                    "spark-submit $(lineage-listener spark-conf --store PATH) job.py",
-    )
+def register(p: argparse.ArgumentParser) -> None:
+    p.description = ("Print, on one line, the spark-submit arguments that capture lineage of any job: "
+                     "spark-submit $(lineage-listener spark-conf --store PATH) job.py")
     p.add_argument("--store", help="path of the DuckDB store to write (required unless --kafka-* is given)")
     p.add_argument("--kafka-bootstrap", metavar="HOST:PORT",
                    help="publish lineage to Kafka through these servers (with --kafka-topic), besides --store "

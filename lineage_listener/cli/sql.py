@@ -11,8 +11,7 @@ from lineage_listener.cli.render import table
 from lineage_listener.store.connection import open_readonly
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("sql", help="run a SQL query against the store and print the result")
+def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", required=True, help="path of the DuckDB store")
     p.add_argument("--format", choices=("table", "json", "csv"), default="table")
     p.add_argument("query", help="SQL text, e.g. \"SELECT * FROM column_lineage LIMIT 5\"")

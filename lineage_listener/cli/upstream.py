@@ -6,5 +6,5 @@ import argparse
 from lineage_listener.cli.lineage_format import register_graph_command
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    register_graph_command(subparsers, "upstream", "columns a column was computed from, across jobs")
+def register(p: argparse.ArgumentParser) -> None:
+    register_graph_command(p, "upstream")
