@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from lineage_listener import redact
+from lineage_listener.store import private
 
 log = logging.getLogger(__name__)
 
@@ -68,9 +69,7 @@ class DeadLetter:
             "value": redact.redact_text(_text(value) or "")})
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as f:
-                f.write(line + "\n")
-                f.flush()
+            private.append(self.path, line + "\n")  # the messages' lineage: their owner's alone
         return str(self.path)
 
 

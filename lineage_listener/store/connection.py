@@ -2,7 +2,8 @@
 
 A new store is built in a temporary file beside its final path and moved into
 place complete (``os.link``: never over a store another process just created),
-so a full disk or a killed process never leaves a partial or 0-byte store.
+so a full disk or a killed process never leaves a partial or 0-byte store. It is
+its owner's alone, as is its write-ahead log (:mod:`~lineage_listener.store.private`).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import duckdb
 
+from lineage_listener.store import private
 from lineage_listener.store.schema import NewerStoreError, ensure_schema
 
 log = logging.getLogger(__name__)
@@ -113,14 +115,22 @@ def open_writable(path: str | os.PathLike, host: duckdb.DuckDBPyConnection | Non
                                    f"or damaged)") from None
         raise
     try:
+        _hold_wal(con, p)
         ensure_schema(con)
     except NewerStoreError as exc:
-        release(con, host)
+        release(con, host, p)
         raise StoreNeedsAction(f"{p}: {exc}") from None
     except Exception:
-        release(con, host)
+        release(con, host, p)
         raise
     return con
+
+
+def _hold_wal(con: duckdb.DuckDBPyConnection, p: Path) -> None:
+    """The store's write-ahead log made by us, with the store's permissions, and kept until the store
+    is let go (:mod:`~lineage_listener.store.private`)."""
+    con.execute(private.NO_AUTO_CHECKPOINT)
+    private.hold_wal(p)
 
 
 #: The name a writer's host connection attaches the store under (:func:`open_writable`).
@@ -160,8 +170,12 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def release(con: duckdb.DuckDBPyConnection, host: duckdb.DuckDBPyConnection | None = None) -> None:
-    """Close what :func:`open_writable` opened: the connection, or the store attached to ``host``."""
+def release(con: duckdb.DuckDBPyConnection, host: duckdb.DuckDBPyConnection | None = None,
+            path: str | os.PathLike | None = None) -> None:
+    """Close what :func:`open_writable` opened: the connection, or the store attached to ``host``
+    (``path``: the store's, whose write-ahead log is removed first when nothing was written to it)."""
+    if path is not None:
+        private.drop_empty_wal(Path(path))
     if con is not host:
         con.close()
         return
@@ -234,6 +248,7 @@ def create_atomically(path: Path, host: duckdb.DuckDBPyConnection | None = None)
             con.execute("CHECKPOINT")
         finally:
             release(con, host)
+        private.close_file(tmp)
         if path.exists() and path.stat().st_size == 0:
             os.replace(tmp, path)
         else:

@@ -37,7 +37,7 @@ from typing import Any
 
 import duckdb
 
-from lineage_listener.store import spool
+from lineage_listener.store import private, spool
 from lineage_listener.store.batch import Batch
 from lineage_listener.store.connection import StoreNeedsAction, connect_writable, open_readonly
 from lineage_listener.store.write import commit_batch, write_batch
@@ -395,6 +395,7 @@ class GroupWriter:
         while self._readers:
             self._cond.wait()
         try:
+            private.drop_empty_wal(Path(self.store))
             for con in (self._reads_root, self._db):
                 with contextlib.suppress(duckdb.Error):
                     con.close()

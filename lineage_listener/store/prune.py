@@ -151,7 +151,7 @@ def prune_store(path: str | Path, keep: timedelta, dry_run: bool = False, wait: 
                 con.execute("CHECKPOINT")  # freed blocks are reused by later writes
             return done
         finally:
-            release(con, host)
+            release(con, host, path)
     finally:
         if host is not None:
             host.close()

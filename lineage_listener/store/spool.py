@@ -2,7 +2,9 @@
 
 Spool files are JSON batches in ``<store>.spool/`` (or a per-store temp folder when
 that cannot be written), written to a hidden temporary file and renamed, so a
-reader never sees half a batch and a failed write leaves nothing behind.
+reader never sees half a batch and a failed write leaves nothing behind. Folders
+and files are their owner's alone, and a folder of another user is never used
+(:mod:`~lineage_listener.store.private`).
 
 A spooled batch that can never be written (a value that cannot be cast, a broken constraint)
 does not hold up the ones behind it: it is written again one query at a time, and what still
@@ -34,6 +36,7 @@ from typing import Any
 import duckdb
 
 from lineage_listener import redact
+from lineage_listener.store import private
 from lineage_listener.store.batch import Batch
 
 log = logging.getLogger(__name__)
@@ -75,7 +78,7 @@ def pending(store: Path) -> list[Path]:
     """Spool files of ``store`` not ingested yet, oldest first."""
     files: list[Path] = []
     for d in dirs(store):
-        if d.is_dir():
+        if d.is_dir() and private.owned(d):
             files += sorted(d.glob("*.json"))
     return files
 
@@ -101,8 +104,8 @@ def write(store: Path, batch: Batch, suffix: str = ".json") -> Path | None:
     for d in dirs(store):
         tmp = d / f".{uuid.uuid4().hex}.tmp"
         try:
-            d.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(text, encoding="utf-8")
+            private.make_dir(d)
+            private.write_new(tmp, text)
             final = d / f"{time.time_ns()}-{uuid.uuid4().hex[:8]}{suffix}"
             tmp.rename(final)
             return final
@@ -138,7 +141,7 @@ def ingest(con: Any, store: Path, write_batch: Callable[[Any, Batch], Any]) -> i
             if failed is not None:
                 bad = f.with_suffix(".bad")
                 tmp = f.with_name(f".{uuid.uuid4().hex}.tmp")
-                tmp.write_text(failed.to_json(), encoding="utf-8")
+                private.write_new(tmp, failed.to_json())
                 tmp.rename(bad)
                 quarantined(con, f"spooled batch {f.name}", failed, exc, str(bad))
             f.unlink(missing_ok=True)
@@ -208,7 +211,7 @@ def turn(store: Path, deadline: Callable[[], float], poll: float = 0.005) -> Ite
     with contextlib.suppress(OSError):
         store.parent.mkdir(parents=True, exist_ok=True)
     try:
-        fd = os.open(str(store.with_name(store.name + ".lock")), os.O_RDWR | os.O_CREAT, 0o644)
+        fd = private.open_lock(store.with_name(store.name + ".lock"))
     except OSError:
         yield True
         return

@@ -177,7 +177,7 @@ class StoreWriter:
                 return False
             finally:
                 try:
-                    release(con, host)
+                    release(con, host, self.path)
                 except duckdb.Error as exc:  # still attached: a new in-memory database for the next batch
                     log.warning("lineage-listener: closing store %s failed: %s", self.path,
                                 (str(exc).splitlines() or [type(exc).__name__])[0][:200])
