@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -21,12 +22,18 @@ def free_port() -> int:
 
 class Server:
     def __init__(self, store: Path, port: int | None = None, token: str | None = TOKEN,
-                 extra_args: list[str] | None = None, output: Path | None = None) -> None:
+                 extra_args: list[str] | None = None, output: Path | None = None,
+                 tls: tuple[Path, Path, Path] | None = None) -> None:
         """``extra_args``: more ``serve`` options; ``output``: a file for the server's log (else a pipe,
-        read when it exits early: keep it short)."""
+        read when it exits early: keep it short); ``tls``: certificate, key and the CA that signed
+        them: served over HTTPS."""
         self.store, self.port, self.token = store, port or free_port(), token
         self.extra_args, self.output = list(extra_args or []), output
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.context = None
+        if tls is not None:
+            self.extra_args += ["--tls-cert", str(tls[0]), "--tls-key", str(tls[1])]
+            self.context = ssl.create_default_context(cafile=str(tls[2]))
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
 
     def start(self, timeout: float = 60) -> "Server":
@@ -43,7 +50,7 @@ class Server:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
-                with urllib.request.urlopen(f"{self.url}/healthz", timeout=1):
+                with urllib.request.urlopen(f"{self.url}/healthz", timeout=1, context=self.context):
                     return self
             except OSError:
                 if self.proc.poll() is not None:

@@ -35,6 +35,8 @@ class WorkerSettings:
     kafka: str | None = field(default=None, repr=False)  # LINEAGE_KAFKA (JSON; may hold secrets)
     worker_id: str = ""  # which of the bridge's workers this is; every heartbeat names it
     heartbeat_ms: int = 1000
+    sql_text: str | None = None  # LINEAGE_SQL_TEXT: spark.lineage.sqlText (full, masked, none)
+    tls_ca: str | None = None  # LINEAGE_TLS_CA: spark.lineage.tls.ca (a CA file)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> "WorkerSettings":
@@ -50,6 +52,7 @@ class WorkerSettings:
                    openlineage_url=env.get("LINEAGE_OPENLINEAGE_URL") or None,
                    url=env.get("LINEAGE_URL") or None, kafka=env.get("LINEAGE_KAFKA") or None,
                    worker_id=env.get("LINEAGE_BRIDGE_WORKER_ID", ""),
+                   sql_text=env.get("LINEAGE_SQL_TEXT") or None, tls_ca=env.get("LINEAGE_TLS_CA") or None,
                    heartbeat_ms=int(beat) if beat.isdigit() and int(beat) > 0 else cls.heartbeat_ms)
 
 
@@ -120,26 +123,28 @@ DEFAULT_STORE = "lineage.duckdb"
 
 
 def _make_capture(store: str | None, openlineage_url: str | None = None, url: str | None = None,
-                  kafka: str | None = None) -> Any:
-    from lineage_listener.capture import sinks
+                  kafka: str | None = None, sql_text: str | None = None, tls_ca: str | None = None) -> Any:
+    from lineage_listener.capture import sinks, textmode
     from lineage_listener.capture.pipeline import Capture
 
-    after_write = sinks.openlineage_after_write(openlineage_url) if openlineage_url else None
+    mode = textmode.from_conf(sql_text)
+    after_write = sinks.openlineage_after_write(openlineage_url, tls_ca) if openlineage_url else None
     if kafka:  # the topic, besides the store or server when one is named
         from lineage_listener.kafka.settings import KafkaSettings
 
-        writer = sinks.kafka_writer(KafkaSettings.from_env({"LINEAGE_KAFKA": kafka}), store, url)
-        return Capture(store or DEFAULT_STORE, after_write=after_write, writer=writer)
+        writer = sinks.kafka_writer(KafkaSettings.from_env({"LINEAGE_KAFKA": kafka}), store, url, tls_ca=tls_ca)
+        return Capture(store or DEFAULT_STORE, after_write=after_write, writer=writer, sql_text=mode)
     if not store and not url:
         log.warning("spark.lineage.store is not set; writing lineage to %s in %s", DEFAULT_STORE, os.getcwd())
-    return Capture(store or DEFAULT_STORE, after_write=after_write, url=url)
+    return Capture(store or DEFAULT_STORE, after_write=after_write, url=url, sql_text=mode, tls_ca=tls_ca)
 
 
 def serve(settings: WorkerSettings, close_timeout: float = 30.0) -> int:
     """Connect to the bridge, serve until told to stop, release everything. Returns an exit code."""
     from py4j.java_gateway import CallbackServerParameters, GatewayParameters, JavaGateway
 
-    capture = _make_capture(settings.store, settings.openlineage_url, settings.url, settings.kafka)
+    capture = _make_capture(settings.store, settings.openlineage_url, settings.url, settings.kafka,
+                            settings.sql_text, settings.tls_ca)
     worker = BridgeWorker(capture)
     gateway = JavaGateway(
         gateway_parameters=GatewayParameters(address="127.0.0.1", port=settings.port,

@@ -7,12 +7,12 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from lineage_listener.capture import planreader, sigterm, sinks
+from lineage_listener.capture import planreader, sigterm, sinks, textmode
 from lineage_listener.capture.jvm import jvm_proxy, scala_map
 from lineage_listener.capture.listener import PlanListener
 from lineage_listener.capture.pipeline import Capture
 from lineage_listener.kafka.settings import KafkaSettings
-from lineage_listener import redact
+from lineage_listener import redact, tls
 
 log = redact.logger(__name__)
 
@@ -110,6 +110,9 @@ def enable(spark: Any, store: str | os.PathLike | None = None, **options: Any) -
     OpenLineage events there as it is captured (token from ``LINEAGE_OPENLINEAGE_TOKEN``).
     ``url`` (or conf ``spark.lineage.url``): send lineage to a lineage server instead of
     ``store``; ``token`` (or conf ``spark.lineage.token``, or env ``LINEAGE_TOKEN``).
+    ``sql_text`` (or conf ``spark.lineage.sqlText``): ``full``, ``masked`` (literal values as ``?``)
+    or ``none`` (no statement text). ``tls_ca`` (or conf ``spark.lineage.tls.ca``): a CA file (PEM)
+    an https server's or endpoint's certificate is checked against.
     Other options go to :class:`~lineage_listener.capture.pipeline.Capture`.
     """
     if not hasattr(spark, "_jsparkSession"):  # a Spark Connect client: no JVM on this side
@@ -119,6 +122,9 @@ def enable(spark: Any, store: str | os.PathLike | None = None, **options: Any) -
             "server instead: start it with the flags of `lineage-listener spark-conf --store PATH` "
             "(start-connect-server.sh $(lineage-listener spark-conf --store PATH))")
     conf = lineage_conf(spark)
+    # a bad sql_text argument raises here, before anything is registered; a bad conf value keeps the least
+    options["sql_text"] = textmode.parse(options["sql_text"]) if options.get("sql_text") is not None \
+        else textmode.from_conf(conf.get(textmode.CONF))
     named_store = store if store is not None else conf.get(STORE_CONF)
     store = named_store or DEFAULT_STORE
     key = _session_key(spark)
@@ -132,17 +138,20 @@ def enable(spark: Any, store: str | os.PathLike | None = None, **options: Any) -
         _ensure_callbacks(spark)
         planreader.install_default()  # the bridge jar's compact plan reader, loaded on the first read
         options.setdefault("defer_reads", True)  # callbacks arrive on Spark's listener bus
+        tls_ca = options.pop("tls_ca", None) or conf.get(tls.CONF) or None
         ol_url = options.pop("openlineage_url", None) or conf.get(OPENLINEAGE_URL_CONF)
         if ol_url:
-            options.setdefault("after_write", sinks.openlineage_after_write(ol_url))
+            options.setdefault("after_write", sinks.openlineage_after_write(ol_url, tls_ca))
         url = options.pop("url", None) or conf.get(SERVER_URL_CONF)
         if url:
             options["url"] = url
             options.setdefault("token", conf.get(SERVER_TOKEN_CONF))
+            options["tls_ca"] = tls_ca
         kafka = options.pop("kafka", None) or KafkaSettings.from_conf(conf)
         if kafka:
             options["writer"] = sinks.kafka_writer(kafka, named_store, options.pop("url", None),
-                                                   options.pop("token", None), options.get("lock_timeout", 10.0))
+                                                   options.pop("token", None), options.get("lock_timeout", 10.0),
+                                                   options.pop("tls_ca", None))
         # Spark hands an action's end event to the listeners registered when the bus delivers it, not
         # when it was posted: deliver what is posted (every action that returned before this call)
         # first, so that only actions after enable() are captured.

@@ -30,7 +30,7 @@ from collections.abc import Callable
 
 from typing import TYPE_CHECKING
 
-from lineage_listener.capture import stages
+from lineage_listener.capture import stages, textmode
 from lineage_listener.capture.jvm import release
 from lineage_listener.capture.writelane import WriteLane
 from lineage_listener import redact
@@ -102,7 +102,8 @@ class Capture:
                  max_batch_rows: int = 20_000, lock_timeout: float = 10.0, defer_reads: bool = False,
                  max_queue: int = 10_000, after_write: Callable[[Batch], Batch | None] | None = None,
                  url: str | None = None, token: str | None = None, writer: Any = None,
-                 warm_up: Callable[[], Any] | None = None) -> None:
+                 warm_up: Callable[[], Any] | None = None, sql_text: str = textmode.FULL,
+                 tls_ca: str | None = None) -> None:
         """``defer_reads``: read the ``QueryExecution`` on the capture thread instead of the
         callback's thread (use it when the callback runs on Spark's listener bus).
         ``max_queue``: at most this many deferred actions wait; more are recorded as lineage_error.
@@ -113,7 +114,10 @@ class Capture:
         ``writer``: where batches go instead (an object with ``StoreWriter``'s ``write``, ``waiting``,
         ``spooled``, ``lock_timeout`` and ``describe()``, e.g. a Kafka topic).
         ``warm_up``: called first on the capture thread (e.g. load the plan reader); what it raises
-        is logged in one line and capture goes on."""
+        is logged in one line and capture goes on.
+        ``sql_text``: what is kept of SQL text, ``full``, ``masked`` or ``none``
+        (:mod:`~lineage_listener.capture.textmode`); applied to every batch before it goes anywhere.
+        ``tls_ca``: a CA file (PEM) the lineage server's certificate is checked against."""
         self.after_write = after_write
         #: The sessions whose streams this capture reads (the reader's, from when it is built).
         self.stream_sessions: list[Any] = []
@@ -121,6 +125,10 @@ class Capture:
         self._reader_built = threading.Event()  # set once the reader is built (or cannot be)
         self._writer: StoreWriter | RemoteWriter | Any = writer
         self._writer_args = (url, token, lock_timeout)
+        self.sql_text = textmode.parse(sql_text)
+        self._tls_ca = tls_ca
+        #: Rows to what ``sql_text`` allows (None: all of it); built on the capture thread.
+        self._mask: Callable[[Batch], Batch] | None = None
         self._recorder: Recorder | None = None
         self._writes: LastWrites | None = None  # each run's last write, for the CTAS/saveAsTable fold
         self._ready = threading.Event()  # the recorder and the writer are built
@@ -196,12 +204,13 @@ class Capture:
             if url:
                 from lineage_listener.store.remote import RemoteWriter
 
-                self._writer = RemoteWriter(url, token, lock_timeout=lock_timeout)
+                self._writer = RemoteWriter(url, token, lock_timeout=lock_timeout, tls_ca=self._tls_ca)
             else:
                 from lineage_listener.store.writer import StoreWriter
 
                 self._writer = StoreWriter(self.store, lock_timeout=lock_timeout)
         self._recorder = Recorder()
+        self._mask = textmode.masker(self.sql_text)
         self._writes = LastWrites()
         self._lane = WriteLane(max_waiting=1)
         self._ready.set()
@@ -405,7 +414,10 @@ class Capture:
         self._add_rows(rows)
 
     def _add_rows(self, rows: Batch) -> None:
-        """Rows into the pending batch; the first rows of a batch set when it is written."""
+        """Rows into the pending batch, with only the SQL text ``sql_text`` allows; the first rows of
+        a batch set when it is written."""
+        if self._mask is not None:
+            rows = self._mask(rows)
         if not len(self._pending):
             self._next_write = self._next_write_at()
         self._pending.extend(rows)

@@ -12,19 +12,20 @@ if TYPE_CHECKING:  # pragma: no cover - the store's row modules load on the capt
 log = redact.logger(__name__)
 
 
-def openlineage_after_write(url: str) -> Callable[[Batch], Batch | None] | None:
-    """Live OpenLineage emission to ``url``; None (one log line) when the extra is not installed."""
+def openlineage_after_write(url: str, tls_ca: str | None = None) -> Callable[[Batch], Batch | None] | None:
+    """Live OpenLineage emission to ``url`` (``tls_ca``: a CA file for an https endpoint); None (one log
+    line) when the extra is not installed."""
     try:
         from lineage_listener.openlineage.live import Emitter
     except ImportError as exc:
         log.error("lineage-listener: spark.lineage.openlineage.url is set but OpenLineage support is not "
                   "installed (%s): pip install 'lineage-listener[openlineage]'; lineage goes to the store only", exc)
         return None
-    return Emitter(url).after_write
+    return Emitter(url, tls_ca=tls_ca).after_write
 
 
 def kafka_writer(kafka: Any, store: str | None = None, url: str | None = None, token: str | None = None,
-                 lock_timeout: float = 10.0) -> Any:
+                 lock_timeout: float = 10.0, tls_ca: str | None = None) -> Any:
     """Capture's writer for Kafka (``kafka``: settings or ``{"bootstrap", "topic", "conf"}``): the topic
     alone, or the topic besides a lineage server (``url``) or a store file (``store``).
     Raises ImportError naming the ``[kafka]`` extra when it is not installed."""
@@ -35,7 +36,7 @@ def kafka_writer(kafka: Any, store: str | None = None, url: str | None = None, t
 
     writer = KafkaWriter(KafkaSettings.from_option(kafka), lock_timeout=lock_timeout)
     if url:
-        return Both(RemoteWriter(url, token, lock_timeout=lock_timeout), writer)
+        return Both(RemoteWriter(url, token, lock_timeout=lock_timeout, tls_ca=tls_ca), writer)
     if store:
         return Both(StoreWriter(store, lock_timeout=lock_timeout), writer)
     return writer

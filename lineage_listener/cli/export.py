@@ -20,6 +20,9 @@ def register(p: argparse.ArgumentParser) -> None:
     where.add_argument("--url", help="POST to this OpenLineage endpoint, e.g. http://marquez:5000/api/v1/lineage")
     ol.add_argument("--token-env", default="LINEAGE_OPENLINEAGE_TOKEN",
                     help="environment variable holding the endpoint's bearer token (default %(default)s)")
+    ol.add_argument("--tls-ca", metavar="FILE",
+                    help="CA certificates (PEM) an https endpoint's certificate is checked against, for a private "
+                         "CA (default: the system's CAs)")
     ol.add_argument("--job-namespace", default="spark", help="OpenLineage job namespace (default %(default)s)")
     ol.add_argument("--table-namespace",
                     help="namespace for catalog tables (default: the catalog name, spark_catalog), "
@@ -77,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         with progress_bar("exporting queries") as tick:
             result = export(args.store, out=args.out, url=args.url, options=options, token_env=args.token_env,
-                            resend=args.resend, progress=tick)
+                            resend=args.resend, progress=tick, tls_ca=args.tls_ca)
     except ValueError as exc:
         raise CliError(str(exc)) from None
     where = args.out if args.out else args.url

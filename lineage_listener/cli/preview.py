@@ -23,6 +23,7 @@ from lineage_listener.govern import checks, policy as policies
 from lineage_listener.govern.diff import against_capture
 from lineage_listener.preview.analyze import Preview, edge_data, preview
 from lineage_listener.preview.session import SessionError
+from lineage_listener.preview.sqltext import keeping
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -39,6 +40,10 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="a Spark SQL setting of the job (e.g. spark.sql.ansi.enabled=false); repeatable")
     p.add_argument("--diff", action="store_true", help="compare with how the store last saw the same targets written")
     p.add_argument("--policy", metavar="FILE", help="check the lineage against the policy in FILE")
+    p.add_argument("--sql-text", choices=("full", "masked", "none"), default="full",
+                   help="what to show of SQL text, as spark.lineage.sqlText keeps it at capture: masked shows "
+                        "literal values as ?, none no statement text (default %(default)s; a job captured "
+                        "masked compares with --diff edge for edge only when previewed masked)")
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.add_argument("--exit-code", action="store_true",
                    help="exit 1 when --diff finds changes or the policy is violated")
@@ -72,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
     except SessionError as exc:  # not the input's fault: no Java, no room for the session...
         print(f"lineage-listener: {exc}", file=sys.stderr)
         return 1
+    result = keeping(result, args.sql_text)
     edges = [edge_data(i, e) for i, e in result.edges()]
     d = against_capture(store, [e for _, e in result.edges()], f"preview of {args.file}", args.app) \
         if args.diff else None

@@ -22,6 +22,8 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="environment variable holding the token that writes (and non-loopback use) require "
                         "(default %(default)s; never on the command line)")
     p.add_argument("--token", dest="token_on_command_line", metavar="TOKEN", help=argparse.SUPPRESS)
+    p.add_argument("--tls-cert", metavar="FILE", help="serve HTTPS with this certificate (PEM, its chain after it)")
+    p.add_argument("--tls-key", metavar="FILE", help="the certificate's private key (PEM)")
     p.add_argument("--keep", metavar="AGE", help="prune per-run records older than AGE (e.g. 400d) at start "
                                                  "and daily; edges keep their first/last time (default: keep all)")
     g = p.add_argument_group("governance", "labels and policies checked on every batch written")
@@ -63,6 +65,26 @@ def _loopback(host: str) -> bool:
         return host == "localhost"
 
 
+def _tls(args: argparse.Namespace) -> dict[str, str]:
+    """uvicorn's TLS settings from ``--tls-cert`` / ``--tls-key``, loaded once now: a bad pair is one
+    line and exit 2 before anything starts."""
+    if not args.tls_cert and not args.tls_key:
+        return {}
+    if not args.tls_cert or not args.tls_key:
+        raise CliError("give both --tls-cert and --tls-key to serve HTTPS")
+    import ssl
+
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(args.tls_cert, args.tls_key)
+    except (OSError, ssl.SSLError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise CliError(f"--tls-cert {args.tls_cert} / --tls-key {args.tls_key}: cannot be used ({reason})") from None
+    if os.stat(args.tls_key).st_mode & 0o077:
+        log.warning("lineage-listener serve: the private key %s can be read by other users (chmod 600 it)",
+                    args.tls_key)
+    return {"ssl_certfile": args.tls_cert, "ssl_keyfile": args.tls_key}
+
+
 def _governance(args: argparse.Namespace):  # noqa: ANN202 - server.governance_api.Governance
     """The governance options, their files read now: a bad one is one line and exit 2."""
     from pathlib import Path
@@ -96,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
                        f"put it in the environment variable {args.token_env}, or name another variable with "
                        f"--token-env NAME")
     governance = _governance(args)  # a bad file is one line before anything starts
+    tls = _tls(args)
     import uvicorn  # a missing server extra is reported by the CLI with its install line
 
     from lineage_listener.server.app import create_app
@@ -128,5 +151,8 @@ def run(args: argparse.Namespace) -> int:
     if keep is not None:
         from lineage_listener.server import retention
         retention.start(app.state.lineage, keep)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    if not tls and not _loopback(args.host):
+        log.warning("lineage-listener serve: %s is served over plain HTTP: tokens and lineage cross the network "
+                    "unencrypted (--tls-cert/--tls-key, or a TLS-terminating proxy in front)", args.host)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", **tls)
     return 0

@@ -27,8 +27,10 @@ class ExportResult:
 
 def export(store: str | Path, out: str | None = None, url: str | None = None,
            options: ol_events.ExportOptions = ol_events.ExportOptions(), token_env: str = send.TOKEN_ENV,
-           resend: bool = False, progress: Callable[[int, int], None] | None = None) -> ExportResult:
-    """Export the store's queries as OpenLineage events to the file ``out`` or the endpoint ``url``.
+           resend: bool = False, progress: Callable[[int, int], None] | None = None,
+           tls_ca: str | None = None) -> ExportResult:
+    """Export the store's queries as OpenLineage events to the file ``out`` or the endpoint ``url``
+    (over HTTPS its certificate checked against the system's CAs, or ``tls_ca``).
 
     To an endpoint, queries it already received (``openlineage_sent``) are skipped unless
     ``resend``; what got through is recorded there.
@@ -57,7 +59,7 @@ def export(store: str | Path, out: str | None = None, url: str | None = None,
         if out is not None:
             result.events = send.to_file((ev for _, ev in counted()), out)
         else:
-            transport = send.http_transport(url, token_env)
+            transport = send.http_transport(url, token_env, tls_ca=tls_ca)
             for qid, ev in counted():
                 reason = send.post(transport, ev)  # the transport already retried (bounded)
                 if reason is None:

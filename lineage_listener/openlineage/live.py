@@ -29,10 +29,11 @@ class Emitter:
     """``after_write(batch)`` for :class:`~lineage_listener.capture.pipeline.Capture`."""
 
     def __init__(self, url: str, token_env: str = send.TOKEN_ENV, timeout: float = 2.0,
-                 options: ol_events.ExportOptions = ol_events.ExportOptions()) -> None:
+                 options: ol_events.ExportOptions = ol_events.ExportOptions(), tls_ca: str | None = None) -> None:
+        """``tls_ca``: a CA file (PEM) an https endpoint's certificate is checked against."""
         self.url = url
         self.endpoint = send.endpoint_id(url)
-        self.transport = send.http_transport(url, token_env, timeout=timeout, retries=1)
+        self.transport = send.http_transport(url, token_env, timeout=timeout, retries=1, tls_ca=tls_ca)
         self.options = options
         self._mem = duckdb.connect()
         ensure_schema(self._mem)

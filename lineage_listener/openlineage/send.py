@@ -16,6 +16,7 @@ from openlineage.client.event_v2 import RunEvent
 from openlineage.client.serde import Serde
 from openlineage.client.transport.http import ApiKeyTokenProvider, HttpConfig, HttpTransport, TokenProvider
 
+from lineage_listener import tls
 from lineage_listener.redact import redact_text
 from lineage_listener.store.rows import SentRow
 
@@ -40,14 +41,16 @@ def endpoint_id(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
-def http_transport(url: str, token_env: str = TOKEN_ENV, timeout: float = 5.0, retries: int = 3) -> HttpTransport:
-    """An HTTP transport to ``url`` (path included, e.g. ``/api/v1/lineage``), bounded retries."""
+def http_transport(url: str, token_env: str = TOKEN_ENV, timeout: float = 5.0, retries: int = 3,
+                   tls_ca: str | None = None) -> HttpTransport:
+    """An HTTP transport to ``url`` (path included, e.g. ``/api/v1/lineage``), bounded retries; over
+    HTTPS the certificate is checked against the system's CAs, or ``tls_ca`` (a PEM file)."""
     parts = urlsplit(url)
     base = urlunsplit((parts.scheme, parts.netloc, "/", "", ""))
     endpoint = parts.path.lstrip("/") or DEFAULT_ENDPOINT
     token = os.environ.get(token_env)
     auth = ApiKeyTokenProvider({"apiKey": token}) if token else TokenProvider({})
-    return HttpTransport(HttpConfig(url=base, endpoint=endpoint, timeout=timeout, auth=auth, retry={
+    return HttpTransport(HttpConfig(url=base, endpoint=endpoint, timeout=timeout, auth=auth, verify=tls_ca or True, retry={
         "total": retries, "read": retries, "connect": retries, "backoff_factor": 0.3,
         "status_forcelist": [429, 500, 502, 503, 504], "allowed_methods": ["POST"]}))
 
@@ -74,6 +77,9 @@ def post(transport: HttpTransport, event: RunEvent) -> str | None:
         transport.emit(event)
         return None
     except Exception as exc:  # noqa: BLE001 - requests/urllib3 raise many types
+        refusal = tls.failure(exc)
+        if refusal is not None:
+            return f"{refusal} (a private CA: {tls.CONF} or --tls-ca FILE)"
         return redact_text(str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__)
 
 

@@ -10,18 +10,22 @@ for itself (400 malformed, 413 too large, 422 cannot be written) is never resent
 a ``.bad`` spool file for a person, and the batches behind it go on. Refusals that are not about
 the batch (401/403: the token; 429/5xx, timeouts, a dead server) keep it spooled, in order.
 The token goes in the ``Authorization`` header only; it is never logged, spooled or stored.
+Over HTTPS the server's certificate is checked (:mod:`~lineage_listener.tls`: the system's CAs, or
+``tls_ca``); a certificate that is not trusted is a failed send like a dead server: one line says
+why, and the batch is spooled until the certificate is trusted.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import ssl
 import tempfile
 import urllib.error
 import urllib.request
 from pathlib import Path
 
-from lineage_listener import redact
+from lineage_listener import redact, tls
 from lineage_listener.store import spool
 from lineage_listener.store.batch import Batch
 
@@ -48,12 +52,27 @@ def spool_anchor(url: str) -> Path:
 class RemoteWriter:
     """Writes batches to a lineage server; never raises to its caller."""
 
-    def __init__(self, url: str, token: str | None = None, lock_timeout: float = 10.0) -> None:
+    def __init__(self, url: str, token: str | None = None, lock_timeout: float = 10.0,
+                 tls_ca: str | None = None) -> None:
+        """``tls_ca``: a CA file (PEM) the server's certificate is checked against instead of the
+        system's CAs (a private CA)."""
         self.url = url.rstrip("/")
         self.path = spool_anchor(self.url)  # where spooled batches wait (and what logs name)
         self._token = token or os.environ.get(TOKEN_ENV) or None
         self.lock_timeout = lock_timeout
+        self.tls_ca = tls_ca
+        self._tls: ssl.SSLContext | None = None  # built on the first HTTPS send (a bad CA file: a failed send)
         self._warned = False
+
+    def _context(self) -> ssl.SSLContext | None:
+        if not self.url.lower().startswith("https:"):
+            return None
+        if self._tls is None:
+            try:
+                self._tls = tls.context(self.tls_ca)
+            except OSError as exc:
+                raise OSError(f"CA file {self.tls_ca} cannot be read ({exc.strerror or exc})") from None
+        return self._tls
 
     def spooled(self) -> list[Path]:
         return spool.pending(self.path)
@@ -68,7 +87,7 @@ class RemoteWriter:
                                          headers={"Content-Type": "application/json"})
         if self._token:
             request.add_header("Authorization", f"Bearer {self._token}")
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - the user's URL
+        with urllib.request.urlopen(request, timeout=timeout, context=self._context()) as response:  # noqa: S310
             response.read()
 
     def write(self, batch: Batch, wait: float | None = None) -> bool:
@@ -93,9 +112,16 @@ class RemoteWriter:
                 spool.write(self.path, batch)
             if not self._warned:
                 self._warned = True
-                log.warning("lineage-listener: lineage server %s not reachable (%s); captured lineage is spooled "
-                            "to %s and sent when it is back (or `lineage-listener push`)", redact.redact_url(self.url),
-                            reason, spool.dirs(self.path)[0].parent)
+                refusal = tls.failure(exc)
+                if refusal is not None:
+                    log.warning("lineage-listener: lineage server %s: %s; captured lineage is spooled to %s and sent "
+                                "once its certificate is trusted (a private CA: %s; `lineage-listener push "
+                                "--tls-ca FILE` sends the spool)", redact.redact_url(self.url), refusal,
+                                spool.dirs(self.path)[0].parent, tls.CONF)
+                else:
+                    log.warning("lineage-listener: lineage server %s not reachable (%s); captured lineage is spooled "
+                                "to %s and sent when it is back (or `lineage-listener push`)",
+                                redact.redact_url(self.url), reason, spool.dirs(self.path)[0].parent)
             return False
         if self._warned:
             log.warning("lineage-listener: lineage server %s reachable again; sent %d spooled batches",
@@ -128,16 +154,20 @@ class RemoteWriter:
 
 
 def _reason(exc: BaseException) -> str:
+    refusal = tls.failure(exc)
+    if refusal is not None:
+        return refusal
     if isinstance(exc, urllib.error.HTTPError):
         detail = exc.read().decode(errors="replace")[:200]
         return f"HTTP {exc.code}: {detail}"
     return redact.redact_text(str(getattr(exc, "reason", exc)))[:200]
 
 
-def push(url: str, spool_dir: str | Path | None = None, token: str | None = None) -> tuple[int, int, int]:
+def push(url: str, spool_dir: str | Path | None = None, token: str | None = None,
+         tls_ca: str | None = None) -> tuple[int, int, int]:
     """Send spooled batches (of ``url``, or the files in ``spool_dir``): (sent, refused and kept as
-    ``.bad``, left)."""
-    writer = RemoteWriter(url, token)
+    ``.bad``, left). ``tls_ca``: as for :class:`RemoteWriter`."""
+    writer = RemoteWriter(url, token, tls_ca=tls_ca)
     files = writer.spooled() if spool_dir is None else sorted(Path(spool_dir).glob("*.json"))
     sent, bad = writer.send_files(files)
     left = len(writer.spooled()) if spool_dir is None else len(sorted(Path(spool_dir).glob("*.json")))

@@ -18,6 +18,8 @@ final class BridgeConfig {
     final String openlineageUrl;      // may be empty: no live OpenLineage emission
     final String serverUrl;           // may be empty: write the store file, not a lineage server
     final String serverToken;         // passed to the worker's environment only, never logged
+    final String sqlText;             // spark.lineage.sqlText (full, masked, none); may be empty: full
+    final String tlsCa;               // spark.lineage.tls.ca: a CA file for https; may be empty
     final Map<String, String> kafka;  // spark.lineage.kafka.* without the prefix; may hold secrets, never logged
 
     private BridgeConfig(SparkConf conf, Map<String, String> env) {
@@ -39,6 +41,8 @@ final class BridgeConfig {
         this.openlineageUrl = conf.get("spark.lineage.openlineage.url", "");
         this.serverUrl = conf.get("spark.lineage.url", "");
         this.serverToken = conf.get("spark.lineage.token", "");
+        this.sqlText = conf.get("spark.lineage.sqlText", "");
+        this.tlsCa = conf.get("spark.lineage.tls.ca", "");
         Map<String, String> kafkaKeys = new TreeMap<>();
         for (scala.Tuple2<String, String> kv : conf.getAllWithPrefix("spark.lineage.kafka.")) {
             kafkaKeys.put(kv._1(), kv._2());

@@ -66,6 +66,12 @@ final class WorkerProcess {
         if (!cfg.serverToken.isEmpty()) {
             env.put("LINEAGE_TOKEN", cfg.serverToken);
         }
+        if (!cfg.sqlText.isEmpty()) {  // what the worker keeps of SQL text (lineage_listener/capture/textmode.py)
+            env.put("LINEAGE_SQL_TEXT", cfg.sqlText);
+        }
+        if (!cfg.tlsCa.isEmpty()) {
+            env.put("LINEAGE_TLS_CA", cfg.tlsCa);
+        }
         if (!cfg.openlineageUrl.isEmpty()) {
             env.put("LINEAGE_OPENLINEAGE_URL", cfg.openlineageUrl);
         }
