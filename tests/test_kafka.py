@@ -1,7 +1,8 @@
 """Kafka between capture and the store, on a real KRaft broker: publish, consume, dead letters, outages.
 
 Capture publishes to a topic and to a store at once; the topic consumed into a second store gives
-the same rows, edge for edge. Every message is an OpenLineage RunEvent valid against the spec.
+the same rows, edge for edge. Every message is an OpenLineage RunEvent valid against the spec. The
+broker also listens for SASL_SSL (SCRAM-SHA-512, a certificate of a private CA made at test time).
 """
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ TABLES = {
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
-    b = Broker(tmp_path_factory.mktemp("kafka"), partitions=3).start()
+    b = Broker(tmp_path_factory.mktemp("kafka"), partitions=3, secure=True).start()
     yield b
     b.stop()
 
@@ -83,8 +84,8 @@ def read_topic(settings: KafkaSettings) -> list[Any]:
     """Every message of the topic, read by a plain consumer of its own group."""
     from confluent_kafka import Consumer, TopicPartition
 
-    c = Consumer({"bootstrap.servers": settings.bootstrap, "group.id": uuid.uuid4().hex,
-                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    c = Consumer(settings.client({"group.id": uuid.uuid4().hex, "auto.offset.reset": "earliest",
+                                  "enable.auto.commit": False}))
     try:
         meta = c.list_topics(settings.topic, timeout=10).topics[settings.topic]
         parts = [TopicPartition(settings.topic, p) for p in meta.partitions]
@@ -270,6 +271,48 @@ def test_a_broker_that_is_down_spools_then_replays_in_order(broker, tmp_path, ca
     lines = [line for line in report.splitlines() if f"Kafka {settings.topic}[" in line]
     assert len(lines) == 3 and all("lag 0" in line for line in lines)
     assert sum(int(line.split("committed ")[1].split(",")[0].replace("None", "0")) for line in lines) == 5
+
+
+def test_sasl_ssl_with_scram_through_the_conf_pass_through(spark, people, broker, tmp_path, caplog):
+    """Capture publishes over SASL_SSL with only ``spark.lineage.kafka.conf.*`` keys (SCRAM-SHA-512, the
+    broker's certificate checked against a private CA), masked SQL text and all; a consumer with the
+    same settings reads it into a store. A wrong CA or password fails closed: one line, batch spooled."""
+    name = topic()
+    keys = {"spark.lineage.kafka.bootstrap": broker.secure_servers, "spark.lineage.kafka.topic": name,
+            "spark.lineage.sqlText": "masked",
+            **{f"spark.lineage.kafka.conf.{k}": v for k, v in broker.client_conf().items()}}
+    for key, value in keys.items():
+        spark.conf.set(key, value)
+    try:
+        handle = lineage_listener.enable(spark)  # the session's conf only: no store, the topic alone
+        try:
+            spark.sql("SELECT name FROM people WHERE email = 'kafka-secret@example.com'").collect()
+            assert handle.flush(60)
+        finally:
+            lineage_listener.disable(spark)
+    finally:
+        for key in keys:
+            spark.conf.unset(key)
+    settings = KafkaSettings(broker.secure_servers, name, broker.client_conf())
+    sent = read_topic(settings)
+    assert sent and not any(b"kafka-secret" in m.value() for m in sent)
+    stats = consume(settings, tmp_path / "s.duckdb")
+    assert stats["messages"] == len(sent) and stats["dead_letters"] == 0
+    with duckdb.connect(str(tmp_path / "s.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT sql_text FROM queries").fetchall() == [
+            ("SELECT name FROM people WHERE email = ?",)]
+
+    caplog.set_level(logging.WARNING, logger="lineage_listener")
+    for conf, why in ((broker.client_conf(ca=broker.certs.other), "SSL handshake failed"),
+                      (broker.client_conf(password="not-the-password"), "SASL authentication error")):
+        caplog.clear()
+        writer = KafkaWriter(KafkaSettings(broker.secure_servers, topic(), conf), lock_timeout=3.0)
+        assert writer.write(batch_of(1)) is False and writer.write(batch_of(2)) is False
+        lines = [r.getMessage() for r in caplog.records if r.name.startswith("lineage_listener")]
+        assert len(lines) == 1 and why in lines[0] and "spooled" in lines[0], lines
+        assert "not-the-password" not in caplog.text and len(writer.spooled()) == 2
+        for f in writer.spooled():  # not sent anywhere: the next writer of this topic would send them
+            f.unlink()
 
 
 class NeverCommits(TopicIngest):

@@ -19,6 +19,7 @@ pytest.importorskip("uvicorn")
 import lineage_listener  # noqa: E402
 from lineage_listener.query.store import open_store  # noqa: E402
 from lineage_listener.store.remote import RemoteWriter  # noqa: E402
+from tests.certs import Certs  # noqa: E402
 from tests.server_helpers import ROOT, TOKEN, Server, free_port  # noqa: E402
 
 
@@ -153,21 +154,25 @@ def edge_counts(store: Path) -> tuple[int, int]:
 
 
 def test_many_drivers_one_server_across_a_restart(spark, people, demo_store, tmp_path):
-    """A zero-code spark-submit job and an in-process job post to one server, stopped and restarted
-    mid-run: every edge arrives exactly once."""
+    """A zero-code spark-submit job and an in-process job post to one server over HTTPS (a private CA),
+    stopped and restarted mid-run: every edge arrives exactly once. The zero-code job keeps SQL text
+    masked (``spark.lineage.sqlText``): its literal values never reach the server."""
     store = tmp_path / "central.duckdb"
-    srv = Server(store).start()
+    certs = Certs(tmp_path)
+    srv = Server(store, tls=certs.server).start()
     out = tmp_path / "job"
     conf = subprocess.run([sys.executable, "-m", "lineage_listener", "spark-conf", "--store", str(tmp_path / "unused")],
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True)
     submit = Path(sys.executable).with_name("spark-submit")
     job = subprocess.Popen([str(submit), "--master", "local[1]", "--conf", "spark.ui.enabled=false",
                             *conf.stdout.split(), "--conf", f"spark.lineage.url={srv.url}",
-                            "--conf", f"spark.lineage.token={TOKEN}", str(ROOT / "examples" / "sample_job.py"),
+                            "--conf", f"spark.lineage.token={TOKEN}", "--conf", f"spark.lineage.tls.ca={certs.ca}",
+                            "--conf", "spark.lineage.sqlText=masked", str(ROOT / "examples" / "sample_job.py"),
                             str(out)],
                            env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True)
-    handle = lineage_listener.enable(spark, store=str(tmp_path / "unused-local.duckdb"), url=srv.url, token=TOKEN)
+    handle = lineage_listener.enable(spark, store=str(tmp_path / "unused-local.duckdb"), url=srv.url, token=TOKEN,
+                                     tls_ca=str(certs.ca))
     assert isinstance(handle.capture.writer, RemoteWriter)
     try:
         spark.sql("SELECT upper(name) AS u FROM people").write.mode("overwrite").parquet(str(tmp_path / "a"))
@@ -182,7 +187,7 @@ def test_many_drivers_one_server_across_a_restart(spark, people, demo_store, tmp
         lineage_listener.disable(spark)
     log, _ = job.communicate(timeout=300)
     assert job.returncode == 0, log[-3000:]
-    RemoteWriter(srv.url, TOKEN).push_spool()  # whatever the zero-code job spooled while the server was down
+    RemoteWriter(srv.url, TOKEN, tls_ca=str(certs.ca)).push_spool()  # what the job spooled while the server was down
     srv.stop()
     with duckdb.connect(str(demo_store), read_only=True) as con:
         sample_edges = con.execute("SELECT count(*) FROM column_lineage").fetchone()[0]
@@ -190,6 +195,13 @@ def test_many_drivers_one_server_across_a_restart(spark, people, demo_store, tmp
     in_process = 1 + 1 + 2  # u <- name; d <- amount; id <- id, email <- email
     assert total == distinct == sample_edges + in_process
     assert b"test-token" not in store.read_bytes()
+    with duckdb.connect(str(store), read_only=True) as con:
+        expressions = dict(con.execute("SELECT r.app_name = 'sample_job', list(DISTINCT e.expression) FROM "
+                                       "column_lineage e JOIN runs r USING (run_id) GROUP BY 1").fetchall())
+    masked, full = " | ".join(filter(None, expressions[True])), " | ".join(filter(None, expressions[False]))
+    assert "status = ?" in masked and "sha2(email, ?)" in masked, masked  # 'paid', 256: values, masked
+    assert not any(value in masked for value in ("paid", "USD", "0.9")), masked
+    assert "amount * 2" in full  # the in-process job keeps SQL text in full (the default)
 
 
 def test_remote_writer_spools_when_the_server_is_down(tmp_path):

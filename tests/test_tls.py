@@ -3,7 +3,7 @@ the certificate (capture's writer, ``push``, live OpenLineage emission) against 
 private CA file. A certificate that is not trusted (another CA, another host) fails closed in one
 line, and what was captured waits in the spool until it is trusted.
 
-The CA and the certificates are made for each run with ``trustme``.
+The CA and the certificates are made for each run with ``trustme`` (:mod:`tests.certs`).
 """
 from __future__ import annotations
 
@@ -14,27 +14,14 @@ from pathlib import Path
 import duckdb
 import pytest
 
-trustme = pytest.importorskip("trustme")
+pytest.importorskip("trustme")
 
 from lineage_listener.cli import main  # noqa: E402
 from lineage_listener.store.batch import Batch  # noqa: E402
 from lineage_listener.store.remote import RemoteWriter  # noqa: E402
 from lineage_listener.store.rows import row_of  # noqa: E402
+from tests.certs import Certs  # noqa: E402
 from tests.server_helpers import TOKEN, Server  # noqa: E402
-
-
-class Certs:
-    """A private CA, a server certificate for 127.0.0.1 only, and a CA that signed nothing here."""
-
-    def __init__(self, folder: Path) -> None:
-        ca, self.other = trustme.CA(), folder / "other-ca.pem"
-        self.ca, self.cert, self.key = folder / "ca.pem", folder / "server.pem", folder / "server.key"
-        ca.cert_pem.write_to_path(str(self.ca))
-        trustme.CA().cert_pem.write_to_path(str(self.other))
-        leaf = ca.issue_cert("127.0.0.1")
-        leaf.private_key_pem.write_to_path(str(self.key))
-        self.cert.write_bytes(b"".join(blob.bytes() for blob in leaf.cert_chain_pems))
-        self.key.chmod(0o600)
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +31,7 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> Certs:
 
 @pytest.fixture(scope="module")
 def server(certs: Certs, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    srv = Server(tmp_path_factory.mktemp("tls") / "lineage.duckdb", tls=(certs.cert, certs.key, certs.ca)).start()
+    srv = Server(tmp_path_factory.mktemp("tls") / "lineage.duckdb", tls=certs.server).start()
     yield srv
     srv.stop()
 

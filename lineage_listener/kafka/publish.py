@@ -51,6 +51,9 @@ PRODUCER_DEFAULTS: dict[str, Any] = {
 #: Seconds at least that a replay of the spool waits for acknowledgements (a broker just back).
 REPLAY_WAIT = 2.0
 #: Errors about the message itself: sending it again is refused again.
+#: Client errors that say why no broker takes the messages: a certificate, a password. The line that says
+#: lineage is spooled names them rather than the timeout they end in.
+_CONNECTION_REFUSED = frozenset({"_SSL", "_AUTHENTICATION"})
 _REFUSED = frozenset({"MSG_SIZE_TOO_LARGE", "INVALID_MSG", "INVALID_RECORD", "RECORD_LIST_TOO_LARGE",
                       "INVALID_MSG_SIZE"})
 
@@ -91,6 +94,7 @@ class KafkaWriter:
         self._lock = threading.Lock()
         self._conf = {**PRODUCER_DEFAULTS, **(producer_conf or {})}
         self._fatal = False
+        self._refusal: str | None = None  # why the brokers refused the last connection (TLS, SASL)
         self._producer = self._new_producer()
 
     def _new_producer(self) -> Any:
@@ -132,7 +136,10 @@ class KafkaWriter:
                 batch, self._notes = _joined(self._notes, batch), Batch()
             if not len(batch):
                 return True
+            self._refusal = None
             failed, refused, reason = self._send(batch, deadline)
+            if failed is not None and self._refusal is not None:
+                reason = self._refusal
             if refused is not None and len(refused):
                 kept = spool.write(self.path, refused, suffix=".bad")
                 log.error("lineage-listener: Kafka %s refused captured lineage (%s); kept as %s, not sent again",
@@ -245,6 +252,9 @@ class KafkaWriter:
 
     def _client_error(self, err: Any) -> None:
         log.debug("lineage-listener: Kafka client: %s", err)
+        name = getattr(err, "name", None)
+        if callable(name) and name() in _CONNECTION_REFUSED:
+            self._refusal = redact.redact_text(str(err.str() if hasattr(err, "str") else err)).split(" (after ")[0][:300]
         if getattr(err, "fatal", lambda: False)():
             self._fatal = True
 
