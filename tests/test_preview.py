@@ -195,3 +195,16 @@ def test_a_policy_checks_the_previewed_lineage_before_it_runs(shop, tmp_path):
         ("no-clear-pii-in-exports", f"spark_catalog.{DB}.export_clear", "email")}
     with_text = cli("preview", "--store", str(store), path, "--policy", policy)
     assert with_text.returncode == 0 and "FAIL no-clear-pii-in-exports (forbid pii): 1 violation" in with_text.stdout
+
+
+def test_sql_text_masked_shows_no_literal_value(shop, tmp_path):
+    path = sql_file(tmp_path, f"INSERT OVERWRITE TABLE {DB}.report SELECT customer, sum(amount) * 4242 AS total "
+                              f"FROM {DB}.orders WHERE email <> 'secret@example.com' GROUP BY customer")
+    proc = cli("preview", "--store", str(shop["store"]), path, "--sql-text", "masked", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert "secret@example.com" not in proc.stdout and "4242" not in proc.stdout
+    body = json.loads(proc.stdout)
+    [statement] = body["statements"]
+    assert statement["sql"].endswith("WHERE email <> ? GROUP BY customer")
+    expressions = {e["expression"] for e in body["edges"]}
+    assert "NOT email = ?" in expressions and any("* ?" in (x or "") for x in expressions), expressions

@@ -37,6 +37,7 @@ from lineage_listener.kafka.chunk import Chunk
 from lineage_listener.kafka.deadletter import DeadLetter
 from lineage_listener.kafka.publish import quiet_logger
 from lineage_listener.kafka.settings import KafkaSettings, client_class
+from lineage_listener.store import private
 from lineage_listener.store.group import GroupWriter, QueueFull
 
 log = logging.getLogger(__name__)
@@ -216,7 +217,7 @@ class TopicIngest:
 
         path = Path(str(self.writer.store) + ".kafka-active")
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(str(path), os.O_RDWR | os.O_CREAT, 0o644)
+        fd = private.open_lock(path)
         said = False
         while not self._stop.is_set():
             try:
