@@ -3,6 +3,7 @@ server's certificate is always checked, against the system's CAs or a CA file (P
 CA (``spark.lineage.tls.ca``, ``--tls-ca``); there is no switch to turn the check off. A failed
 check is one line naming why (:func:`failure`), never a traceback.
 
+>>> import ssl
 >>> context(None).verify_mode == ssl.CERT_REQUIRED and context(None).check_hostname
 True
 >>> failure(ssl.SSLCertVerificationError(1, "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed"))
@@ -12,8 +13,11 @@ True
 """
 from __future__ import annotations
 
-import ssl
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover - ssl is imported when a client first needs it (0.1 s)
+    import ssl
 
 #: The conf key (and the bridge worker's environment variable) naming a CA file.
 CONF = "spark.lineage.tls.ca"
@@ -24,12 +28,17 @@ def context(ca: str | None = None) -> ssl.SSLContext:
     """A client context that checks the server's certificate and host name: against ``ca`` (a PEM
     file of one or more CA certificates: those alone are trusted) or else the system's CAs.
     Raises OSError (``ssl.SSLError`` or ``FileNotFoundError``) when ``ca`` cannot be read."""
+    import ssl
+
     return ssl.create_default_context(cafile=ca) if ca else ssl.create_default_context()
 
 
 def failure(exc: BaseException) -> str | None:
     """One line when ``exc`` (or what it wraps: urllib's ``reason``, requests' chain) is a failed
     TLS handshake; None for any other error."""
+    ssl = sys.modules.get("ssl")
+    if ssl is None:  # nothing made a TLS connection in this process
+        return None
     seen: set[int] = set()
     todo: list[Any] = [exc]
     while todo:
