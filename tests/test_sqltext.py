@@ -39,7 +39,9 @@ def test_same_text_as_sqlglot_on_odd_names_and_literals():
     names = ["id", "s.x", "order count ", "select", "Order", "a`b", "é", "_1", "1a", "from", "x y"]
     literals = [sqltext.literal(v, t) for v, t in [("it's", "string"), ("a\\b", "string"), ("-1", "int"),
                                                     ("1.5E10", "double"), (None, None), ("true", "boolean"),
-                                                    ("", "string"), ("ü\n", "string")]]
+                                                    ("", "string"), ("ü\n", "string"), ("2024-01-31", "date"),
+                                                    ("2024-01-31 10:00:00", "timestamp"),
+                                                    ("2024-01-31 10:00:00", "timestamp_ntz")]]
     trees: list[exp.Expression] = []
     for i, name in enumerate(names):
         col = sqltext.column(name)

@@ -62,9 +62,21 @@ def column(name: str) -> exp.Expression:
     return exp.Column(this=exp.to_identifier(name))  # not exp.column: it deep-copies the identifier
 
 
+#: Literal types Spark prints as bare text (``2024-01-01``): written as a cast of a string, as Spark
+#: SQL reads them back (``DATE '2024-01-01'`` is ``CAST('2024-01-01' AS DATE)``).
+_TEXT_TYPED = frozenset({"date", "timestamp", "timestamp_ntz", "timestamp_ltz"})
+
+
 def literal(value: object, data_type: str | None) -> exp.Expression:
+    """A literal of Spark's ``data_type``.
+
+    >>> render(literal("2024-01-31", "date")), render(literal("x", "string")), render(literal(7, "int"))
+    ("CAST('2024-01-31' AS DATE)", "'x'", '7')
+    """
     if value is None:
         return exp.null()
+    if data_type in _TEXT_TYPED:
+        return cast(exp.Literal.string(str(value)), data_type)
     if data_type in ("string",) or (data_type is None and not _is_number(str(value))):
         return exp.Literal.string(str(value))
     if data_type == "boolean":
