@@ -64,7 +64,7 @@ def column(name: str) -> exp.Expression:
 
 #: Literal types Spark prints as bare text (``2024-01-01``): written as a cast of a string, as Spark
 #: SQL reads them back (``DATE '2024-01-01'`` is ``CAST('2024-01-01' AS DATE)``).
-_TEXT_TYPED = frozenset({"date", "timestamp", "timestamp_ntz", "timestamp_ltz"})
+_TEXT_TYPED = frozenset({"date", "timestamp", "timestamp_ntz"})
 
 
 def literal(value: object, data_type: str | None) -> exp.Expression:
@@ -72,16 +72,30 @@ def literal(value: object, data_type: str | None) -> exp.Expression:
 
     >>> render(literal("2024-01-31", "date")), render(literal("x", "string")), render(literal(7, "int"))
     ("CAST('2024-01-31' AS DATE)", "'x'", '7')
+    >>> render(literal("1706695200000000", "timestamp_ntz"))  # toJSON writes an NTZ value as micros
+    "CAST('2024-01-31 10:00:00' AS TIMESTAMP_NTZ)"
     """
     if value is None:
         return exp.null()
     if data_type in _TEXT_TYPED:
-        return cast(exp.Literal.string(str(value)), data_type)
+        return cast(exp.Literal.string(_datetime_text(str(value), data_type)), data_type)
     if data_type in ("string",) or (data_type is None and not _is_number(str(value))):
         return exp.Literal.string(str(value))
     if data_type == "boolean":
         return exp.Boolean(this=str(value).lower() == "true")
     return exp.Literal.number(str(value))
+
+
+def _datetime_text(value: str, data_type: str) -> str:
+    """A date or timestamp as text: Spark's JSON holds an NTZ timestamp as microseconds (the others formatted)."""
+    if not value.lstrip("-").isdigit():
+        return value
+    from datetime import datetime, timedelta
+
+    epoch = datetime(1970, 1, 1)
+    if data_type == "date":
+        return (epoch + timedelta(days=int(value))).date().isoformat()
+    return (epoch + timedelta(microseconds=int(value))).isoformat(sep=" ")
 
 
 def _is_number(text: str) -> bool:
