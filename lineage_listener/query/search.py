@@ -2,8 +2,10 @@
 
 Case-insensitive. A name matches ``q`` *exactly* when it, or its last part (a table's name, a file's
 name), is ``q``; by *prefix* when it or its last part starts with ``q``; as a *substring* when it holds
-``q``; *fuzzily* when one of its words (runs of letters), or the start of one, is within :func:`typos`
-edits of ``q`` (DuckDB's ``damerau_levenshtein``: a swap of two neighbouring letters counts one).
+``q``; *fuzzily* when each word of ``q`` (runs of letters: ``custmer_id`` is ``custmer`` and ``id``) is,
+or starts, one of its words within :func:`typos` edits of that word, and all of ``q``'s edits together
+are within :func:`typos` of ``q`` (DuckDB's ``damerau_levenshtein``: a swap of two neighbouring letters
+counts one).
 
 >>> import duckdb
 >>> from lineage_listener.store.schema import ensure_schema
@@ -14,9 +16,12 @@ edits of ``q`` (DuckDB's ``damerau_levenshtein``: a swap of two neighbouring let
 [('spark_catalog.shop.customers', 'fuzzy')]
 >>> [(d["dataset"], d["match"]) for d in search(con, "custom")["datasets"]]
 [('file:/data/custom.csv', 'prefix'), ('spark_catalog.shop.customers', 'prefix')]
+>>> [(d["dataset"], d["match"]) for d in search(con, "shop_custmers")["datasets"]]
+[('spark_catalog.shop.customers', 'fuzzy')]
 """
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any
 
@@ -31,8 +36,8 @@ DATASET_NAMES = "SELECT dataset AS key, lower(dataset) AS n FROM datasets"
 DATASET_SHORT = "CASE WHEN contains(n, '/') THEN regexp_extract(n, '[^/]*$') ELSE regexp_extract(n, '[^.]*$') END"
 COLUMN_NAMES = "SELECT key, lower(key) AS n FROM (SELECT DISTINCT column_name AS key FROM dataset_columns)"
 COLUMN_SHORT = "regexp_extract(n, '[^.]*$')"
-#: The words to try fuzzily: of the column names not holding ``$q`` (few distinct ones), or given
-#: (``$words``, from :func:`dataset_words`) for dataset names.
+#: The words to try fuzzily against ``q``'s words: of the column names not holding ``$q`` (few distinct
+#: ones), or given (``$words``, from :func:`dataset_words`) for dataset names.
 COLUMN_WORDS = "SELECT DISTINCT unnest(regexp_extract_all(n, '[a-z]+')) AS word FROM names WHERE NOT contains(n, $q)"
 GIVEN_WORDS = "SELECT unnest($words) AS word"
 
@@ -53,8 +58,9 @@ def _matches(names: str, short: str, words: str | None) -> str:
     """SQL (CTEs) ranking the rows of ``names`` against ``$q``: ``hits`` holds ``key``, ``rank`` (the index
     in MATCHES) and, for fuzzy hits, ``distance`` (edits). Every exact, prefix or substring match holds
     ``$q``, so only those rows are ranked further; ``short``: a row's last part. ``words``: the distinct
-    words to try against ``$q`` for the other rows (None: no fuzzy matching, ``typos`` is 0; else the names
-    are read once for the three uses)."""
+    words to try against each of ``q``'s words (``$qwords``, each with its own budget ``$qk``; all of them
+    ``$k`` together) for the other rows (None: no fuzzy matching, ``typos`` is 0; else the names are read
+    once for the three uses)."""
     ranked = f"""names AS {"" if words is None else "MATERIALIZED "}({names}),
         holding AS (SELECT key, n, {short} AS short FROM names WHERE contains(n, $q)),
         ranked AS (SELECT key, CASE WHEN n = $q OR short = $q THEN 0
@@ -64,12 +70,17 @@ def _matches(names: str, short: str, words: str | None) -> str:
         return f"{ranked}, hits AS (SELECT * FROM ranked)"
     return f"""{ranked},
         words AS ({words}),
-        near AS (SELECT word, distance FROM (
-                     SELECT word, least(damerau_levenshtein(word, $q), damerau_levenshtein(left(word, $len), $q)) AS distance
-                     FROM words WHERE length(word) >= $len - $k)
-                 WHERE distance <= $k),
-        fuzzy AS (SELECT r.key, 3 AS rank, min(x.distance) AS distance FROM names r JOIN near x ON contains(r.n, x.word)
-                  WHERE NOT contains(r.n, $q) AND list_contains(regexp_extract_all(r.n, '[a-z]+'), x.word) GROUP BY r.key),
+        asked AS (SELECT unnest($qwords) AS qword, unnest($qk) AS k, unnest(range(len($qwords))) AS i),
+        near AS (SELECT i, word, distance FROM (
+                     SELECT a.i, a.k, w.word, least(damerau_levenshtein(w.word, a.qword),
+                                                    damerau_levenshtein(left(w.word, length(a.qword)), a.qword)) AS distance
+                     FROM words w, asked a WHERE length(w.word) >= length(a.qword) - a.k)
+                 WHERE distance <= k),
+        each AS (SELECT r.key, x.i, min(x.distance) AS distance FROM names r JOIN near x ON contains(r.n, x.word)
+                 WHERE NOT contains(r.n, $q) AND list_contains(regexp_extract_all(r.n, '[a-z]+'), x.word)
+                 GROUP BY r.key, x.i),
+        fuzzy AS (SELECT key, 3 AS rank, sum(distance) AS distance FROM each GROUP BY key
+                  HAVING count(*) = len($qwords) AND sum(distance) <= $k),
         hits AS (SELECT * FROM ranked UNION ALL SELECT * FROM fuzzy)"""
 
 
@@ -103,7 +114,7 @@ def _hits(con: duckdb.DuckDBPyConnection, sql: str, count_sql: str, p: dict[str,
     if rows:
         total = rows[0]["total"]
     else:
-        total = 0 if p["offset"] == 0 else con.execute(count_sql, {k: p[k] for k in ("q", "k", "len", "words")
+        total = 0 if p["offset"] == 0 else con.execute(count_sql, {k: p[k] for k in ("q", "k", "qwords", "qk", "words")
                                                                  if k in p}).fetchone()[0]
     for r in rows:
         r["match"] = MATCHES[r.pop("rank")]
@@ -117,7 +128,11 @@ def search(con: duckdb.DuckDBPyConnection, q: str, what: str = "all", offset: in
     by name then dataset; an empty ``q`` lists everything."""
     text = q.strip().lower()
     k = typos(text)
-    p: dict[str, Any] = {"q": text, "limit": limit, "offset": offset, **({"k": k, "len": len(text)} if k else {})}
+    qwords = re.findall("[a-z]+", text)
+    if not qwords:
+        k = 0
+    p: dict[str, Any] = {"q": text, "limit": limit, "offset": offset,
+                         **({"k": k, "qwords": qwords, "qk": [min(k, typos(w)) for w in qwords]} if k else {})}
     out: dict[str, Any] = {"q": q, "offset": offset, "limit": limit}
     if what in ("all", "datasets"):
         dp = {**p, "words": dataset_words(con)} if k else p
