@@ -7,6 +7,7 @@ that (``ready``) instead of for elements that an earlier page may also have draw
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import os
@@ -22,7 +23,8 @@ import pytest
 pytest.importorskip("fastapi")
 playwright = pytest.importorskip("playwright.sync_api")
 
-from tests.server_helpers import ROOT, Server  # noqa: E402
+from tests.server_helpers import ROOT, TOKEN, Server  # noqa: E402
+from bench.ui_bench import GRAPH_STATS  # noqa: E402
 from tests.retail import JOBS  # noqa: E402
 from tests.ui_pipeline import WIDE, pipeline  # noqa: E402
 
@@ -118,9 +120,9 @@ GEOMETRY = """(() => {
   const px = el => parseFloat(el.style('font-size')) * z;
   return {
     zoom: z, frame: {w: cy.width(), h: cy.height()},
-    boxes: cy.nodes(':parent').map(b => ({id: b.id(), label: b.data('label'), title: label(b), box: body(b), px: px(b)})),
-    columns: cy.nodes(':childless').map(n => ({id: n.id(), column: n.data('column'), parent: n.isChild() ? n.parent().id() : null,
-                                               extra: n.hasClass('extra'), box: body(n), px: px(n)})),
+    boxes: cy.nodes('.box').map(b => ({id: b.id(), label: b.data('label'), title: label(b), box: body(b), px: px(b)})),
+    columns: cy.nodes('[column]').map(n => ({id: n.id(), column: n.data('column'), parent: n.data('box') || null,
+                                             extra: n.hasClass('extra'), box: body(n), px: px(n)})),
     labels: cy.edges('[show = 1]').map(e => ({id: e.id(), label: e.data('label'), box: label(e), px: px(e)})),
     edges: cy.edges().length,
   };
@@ -224,9 +226,9 @@ def test_column_graph_equals_the_api_highlights_paths_and_recentres_separately(s
     assert any(e[3] == "email_sha" and e[5] == 1 for e in edges)  # the masked edge
     assert page.evaluate("window.lineageGraph.edges('[kind = \"indirect\"]')[0].style('line-style')") == "dashed"
     # datasets are compound nodes with distinct names: raw/customers and clean/customers both hold "email"
-    labels = page.evaluate("window.lineageGraph.nodes(':parent').map(n => n.data('label'))")
+    labels = page.evaluate("window.lineageGraph.nodes('.box').map(n => n.data('label'))")
     assert "…/raw/customers" in labels and "…/clean/customers" in labels
-    assert page.evaluate("window.lineageGraph.nodes('[column]').every(n => n.isChild())")
+    assert page.evaluate("window.lineageGraph.nodes('[column]').every(n => n.data('box') === 'ds:' + n.data('dataset'))")
     page.screenshot(path=str(ARTIFACTS / "column.png"), full_page=True)
 
     # click a column: its upstream and downstream paths light up, the rest is dimmed; no navigation
@@ -546,17 +548,17 @@ def test_hover_shows_paths_and_a_dataset_box_expands_to_its_schema(served, page)
 
     raw = ds(served, "raw/customers")
     box = f"window.lineageGraph.getElementById({json.dumps('ds:' + raw)})"
-    shown = set(page.evaluate(f"{box}.children().map(n => n.data('column'))"))
+    shown = set(page.evaluate(f"columnsOf({box}).map(n => n.data('column'))"))
     schema = [c["name"] for c in api(served, "/api/schema", dataset=raw)["columns"]]
     assert shown < set(schema), (shown, schema)
     page.evaluate(f"void {box}.emit('tap')")
-    page.wait_for_function(f"{box}.children('.extra').length > 0")
-    extra = page.evaluate(f"{box}.children('.extra').map(n => n.data('column'))")
+    page.wait_for_function(f"columnsOf({box}).filter('.extra').length > 0")
+    extra = page.evaluate(f"columnsOf({box}).filter('.extra').map(n => n.data('column'))")
     assert extra == [c for c in schema if c not in shown]  # the rest, in schema order
     page.screenshot(path=str(ARTIFACTS / "column-expanded.png"), full_page=True)
     page.evaluate(f"void {box}.emit('tap')")
-    page.wait_for_function(f"{box}.children('.extra').length === 0")
-    assert set(page.evaluate(f"{box}.children().map(n => n.data('column'))")) == shown
+    page.wait_for_function(f"columnsOf({box}).filter('.extra').length === 0")
+    assert set(page.evaluate(f"columnsOf({box}).map(n => n.data('column'))")) == shown
 
 
 # ---------------------------------------------------------------- the retail pipeline (four applications)
@@ -593,7 +595,7 @@ def test_expanding_a_box_makes_room_below_it_and_keeps_it_in_view(retail, page):
         box = f"window.lineageGraph.getElementById({json.dumps('ds:' + WH + name)})"
         schema = [c["name"] for c in api(retail, "/api/schema", dataset=WH + name)["columns"]]
         page.evaluate(f"void {box}.emit('tap')")
-        page.wait_for_function(f"{box}.children('.extra').length > 0")
+        page.wait_for_function(f"columnsOf({box}).filter('.extra').length > 0")
         geo = page.evaluate(GEOMETRY)
         assert clashes(geo) == [], name
         mine = [c for c in geo["columns"] if c["parent"] == "ds:" + WH + name]
@@ -607,18 +609,18 @@ def test_expanding_a_box_makes_room_below_it_and_keeps_it_in_view(retail, page):
         assert min(c["px"] for c in mine) >= READABLE_PX - 0.01
         page.screenshot(path=str(ARTIFACTS / f"retail-expanded-{name}.png"))
         page.evaluate(f"void {box}.emit('tap')")
-        page.wait_for_function(f"{box}.children('.extra').length === 0")
+        page.wait_for_function(f"columnsOf({box}).filter('.extra').length === 0")
     # collapsed again, every column is back where the layout put it
-    model = "window.lineageGraph.nodes(':childless').map(n => [n.id(), Math.round(n.position('x')), Math.round(n.position('y'))])"
+    model = "window.lineageGraph.nodes('[column]').map(n => [n.id(), Math.round(n.position('x')), Math.round(n.position('y'))])"
     page.goto(retail_col(retail, WH + "customer_ltv", "ltv_eur", "direction=backward&directOnly=false"))
     ready(page)
-    assert len(before["columns"]) == page.evaluate("window.lineageGraph.nodes(':childless').length")
+    assert len(before["columns"]) == page.evaluate("window.lineageGraph.nodes('[column]').length")
     first = page.evaluate(model)
     box = f"window.lineageGraph.getElementById({json.dumps('ds:' + WH + 'orders_clean')})"
     page.evaluate(f"void {box}.emit('tap')")
-    page.wait_for_function(f"{box}.children('.extra').length > 0")
+    page.wait_for_function(f"columnsOf({box}).filter('.extra').length > 0")
     page.evaluate(f"void {box}.emit('tap')")
-    page.wait_for_function(f"{box}.children('.extra').length === 0")
+    page.wait_for_function(f"columnsOf({box}).filter('.extra').length === 0")
     assert page.evaluate(model) == first
 
 
@@ -718,6 +720,11 @@ def test_a_spark_sql_write_shows_its_sql_on_the_run_page(retail, page):
     assert all(q["sql_text"] is None for q in api(retail, f"/api/runs/{ingest['run_id']}")["queries"])
 
 
+def typos(q: str) -> int:
+    """Edits a fuzzy match may make in ``q``, by the search's own rule (docs/reference/rest.md)."""
+    return 0 if len(q) < 4 or any(c.isdigit() for c in q) else 1 if len(q) < 7 else 2
+
+
 def match_kind(name: str, q: str) -> str | None:
     """How ``name`` should match ``q`` by the search's own definition, computed here independently."""
     n, q = name.lower(), q.lower()
@@ -728,13 +735,20 @@ def match_kind(name: str, q: str) -> str | None:
         return "prefix"
     if q in n:
         return "substring"
-    k = 0 if len(q) < 4 or any(c.isdigit() for c in q) else 1 if len(q) < 7 else 2
-    words = [w for w in re.split(r"[^a-z]+", n) if w and len(w) >= len(q) - k]
-    if k and any(min(damerau(w, q), damerau(w[:len(q)], q)) <= k for w in words):
-        return "fuzzy"
-    return None
+    k, asked, words = typos(q), re.findall("[a-z]+", q), re.findall("[a-z]+", n)
+    if not k or not asked:
+        return None
+    edits = 0
+    for word in asked:  # every word asked is (or starts) a word of the name, within its own typos
+        budget = min(k, typos(word))
+        near = [min(damerau(w, word), damerau(w[:len(word)], word)) for w in words if len(w) >= len(word) - budget]
+        if not near or min(near) > budget:
+            return None
+        edits += min(near)
+    return "fuzzy" if edits <= k else None
 
 
+@functools.lru_cache(maxsize=None)
 def damerau(a: str, b: str) -> int:
     """Edits between ``a`` and ``b``, a swap of two neighbours counting one (DuckDB's own measure)."""
     import duckdb
@@ -746,7 +760,8 @@ def test_search_ranks_exact_prefix_substring_then_fuzzy(retail, page):
     every = api(retail, "/api/search", what="datasets", limit=500)["datasets"]
     columns = {(c["dataset"], c["column"]) for c in api(retail, "/api/search", what="columns", limit=500)["columns"]}
     order = ["exact", "prefix", "substring", "fuzzy"]
-    for q in ("email", "cust", "custmer", "emial", "ltv", "fact_order_lines", "orders"):
+    for q in ("email", "cust", "custmer", "emial", "ltv", "fact_order_lines", "orders", "custmer_id", "net_revnue",
+              "fact_ordr_lines"):
         body = api(retail, "/api/search", q=q, limit=500)
         for kind, rows, key in (("datasets", body["datasets"], "dataset"), ("columns", body["columns"], "column")):
             got = [(r[key], r["match"]) for r in rows]
@@ -759,6 +774,9 @@ def test_search_ranks_exact_prefix_substring_then_fuzzy(retail, page):
     found = api(retail, "/api/search", q="custmer", limit=500)
     assert {d["dataset"] for d in found["datasets"]} >= {WH + "customers_clean", WH + "customer_ltv"}
     assert {c["column"] for c in found["columns"]} == {"customer_id"}
+    # one typo in a name of several words still finds it
+    assert {c["column"] for c in api(retail, "/api/search", q="custmer_id", limit=500)["columns"]} == {"customer_id"}
+    assert {c["column"] for c in api(retail, "/api/search", q="net_revnue", limit=500)["columns"]} == {"net_revenue_eur"}
     # in the search box: the typo still finds them, marked as similar names
     page.goto(retail.url + "/")
     ready(page)
@@ -770,6 +788,8 @@ def test_search_ranks_exact_prefix_substring_then_fuzzy(retail, page):
     page.press("#search", "Enter")
     ready(page)
     assert page.inner_text("#columns-count") == f"{found['columns_total']} columns"
+    page.fill("#search", "net_revnue")
+    page.wait_for_function("[...document.querySelectorAll('#suggestions a')].some(a => a.innerText.includes('net_revenue_eur'))")
 
 
 def test_the_graph_pages_take_their_time_window_from_the_url(retail, page):
@@ -832,7 +852,12 @@ def test_a_window_that_leaves_nothing_says_what_lies_outside_it(retail, page, tm
     ready(page)
     assert page.inner_text("#window-note") == message
     assert page.inner_text("#n-copies") == "0 copies" and page.locator("#alarm").count() == 0
-    assert page.locator("#impact-table tbody tr, #influenced-table tbody tr").count() == 0
+    assert page.locator("#impact-table tbody tr:not(.empty), #influenced-table tbody tr:not(.empty)").count() == 0
+    # empty tables say so, and "0 unmasked" is no alarm
+    assert page.inner_text("#impact-table tbody tr.empty") == "no column holds a copy of it"
+    assert page.inner_text("#influenced-table tbody tr.empty") == "no column is only influenced by it"
+    assert page.get_attribute("#n-unmasked", "class") == "" and page.evaluate(
+        "getComputedStyle(document.getElementById('n-unmasked')).color") != "rgb(192, 57, 43)"
     # the html export says it too
     open_html(page, retail.store, start, tmp_path / "empty.html", "--direction", "forward", "--until", until)
     assert page.inner_text("#window-note") == message
@@ -1045,3 +1070,322 @@ def test_html_export_draws_copies_and_the_window_as_the_server_does(retail, page
     assert served[1] == {(f"file:{retail.out / 'exports' / 'partner_top_customers.csv'}", "email")}
     assert page.is_visible("#legend-before")
     page.screenshot(path=str(ARTIFACTS / "retail-html-export.png"))
+
+
+# ---------------------------------------------------------------- nothing hidden: side panel, marks, overlays
+POLICY = """rules:
+  - name: no-clear-pii-in-exports
+    kind: forbid
+    label: pii
+    datasets: ["file:/**/exports/**"]
+"""
+
+
+def post(srv, path: str, body: dict) -> int:
+    req = urllib.request.Request(f"{srv.url}{path}", json.dumps(body).encode(), method="POST",
+                                 headers={"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"})
+    with urllib.request.urlopen(req) as r:
+        return r.status
+
+
+@pytest.fixture(scope="module")
+def governed(retail, tmp_path_factory):
+    """The retail store with the raw customers' email and phone labelled PII, served with a policy that forbids
+    clear PII in exports (the partner CSV's email breaks it)."""
+    from conftest import wait_for
+
+    tmp = tmp_path_factory.mktemp("governed")
+    store = tmp / "lineage.duckdb"
+    shutil.copy(retail.store, store)
+    (tmp / "policy.yml").write_text(POLICY)
+    srv = Server(store, extra_args=["--policy", str(tmp / "policy.yml")], output=tmp / "serve.log").start()
+    srv.out, srv.times = retail.out, retail.times
+    raw = f"file:{retail.out / 'raw' / 'customers.csv'}"
+    for column, label in (("email", "pii.email"), ("phone", "pii.phone")):
+        assert post(srv, "/api/labels", {"dataset": raw, "column": column, "label": label}) == 200
+
+    def settled() -> bool:
+        v = api(srv, "/api/violations")
+        return bool(v["violations"]) and not v["watch"]["waiting"]
+    assert wait_for(settled, 120)
+    yield srv
+    srv.stop()
+
+
+def nid(dataset: str, column: str) -> str:
+    """A column node's id as graph.js makes it (JSON, no spaces), as a JavaScript string literal."""
+    return json.dumps(json.dumps([dataset, column], separators=(",", ":")))
+
+
+def page_rect(pg, selector: str) -> dict:
+    b = pg.locator(selector).bounding_box()
+    return {"x1": b["x"], "y1": b["y"], "x2": b["x"] + b["width"], "y2": b["y"] + b["height"]}
+
+
+#: Every drawn node's box in page pixels (the canvas's offset added to its rendered box).
+NODES_ON_PAGE = """(() => { const cy = window.lineageGraph, c = cy.container().getBoundingClientRect();
+  return cy.nodes().filter(n => n.visible()).map(n => { const b = n.renderedBoundingBox({includeLabels: true});
+    return {id: n.id(), x1: b.x1 + c.left, x2: b.x2 + c.left, y1: b.y1 + c.top, y2: b.y2 + c.top}; }); })()"""
+
+
+def test_nothing_covers_the_graph_and_the_side_panel_names_labels_rules_and_why(governed, page):
+    """The issue's view: nothing drawn over a node; the column's labels, the rules it breaks and why, in a side
+    panel beside the graph on the first screen; the marks explained by the legend, the copy border kept."""
+    fact = (WH + "fact_order_lines", "email")
+    partner = (f"file:{governed.out / 'exports' / 'partner_top_customers.csv'}", "email")
+    for start, query in ((fact, "direction=both&directOnly=false"),
+                         ((f"file:{governed.out / 'raw' / 'customers.csv'}", "email"), "direction=forward&directOnly=false")):
+        page.goto(col_url(governed, *start, query))
+        ready(page)
+        page.wait_for_function("document.querySelector('#labels-panel[data-ready]')")
+        # the canvas clips what lies beyond its edge, and nothing is laid over it: no node can be covered
+        chrome = {s: page_rect(page, s) for s in ("#minimap", ".graph-tools", "#graph-side", "#zoom-fit", "#show-jobs", "header")}
+        frame = page_rect(page, "#graph")
+        assert [s for s, r in chrome.items() if overlap(r, frame)] == []
+        assert any(overlap(n, frame) for n in page.evaluate(NODES_ON_PAGE))
+        # the side panel is beside the graph, on the first screen, and shows the page's column
+        side = page_rect(page, "#graph-side")
+        assert side["x1"] >= frame["x2"] and side["y1"] < 900 and page.inner_text("#picked") == start[1]
+    # the start (fact email) carries pii.email, and the panel says why, hop by hop; it breaks no rule
+    page.goto(col_url(governed, *fact, "direction=both&directOnly=false"))
+    ready(page)
+    page.wait_for_function("document.querySelector('#labels-panel[data-ready]')")
+    assert "why is this pii.email?" in page.inner_text("#labels-panel") and page.locator("#column-violations").count() == 0
+    # the partner's email on the raw email's graph: a clear copy (red border), labelled, breaking the rule (red halo)
+    page.goto(col_url(governed, f"file:{governed.out / 'raw' / 'customers.csv'}", "email", "direction=forward&directOnly=false"))
+    ready(page)
+    node = page.evaluate("""([d, c]) => { const n = window.lineageGraph.nodes('[column]').filter(n => n.data('dataset') === d && n.data('column') === c)[0];
+        return {label: n.data('label'), labels: n.data('labels'), border: n.style('border-color'), outline: n.style('outline-color'),
+                style: n.style('outline-style')}; }""", list(partner))
+    assert node["labels"] == "pii.email" and node["label"] == "⚠ email [pii.email]"
+    assert node["border"] == RED and node["outline"] == RED and node["style"] == "dashed"
+    # a click on it: the rule it breaks, by name, with its path, and why it is PII
+    violation = next(v for v in api(governed, "/api/violations")["violations"] if (v["dataset"], v["column"]) == partner)
+    page.evaluate("([d, c]) => void window.lineageGraph.nodes('[column]').filter(n => n.data('dataset') === d && n.data('column') === c)[0].emit('tap')",
+                  list(partner))
+    page.wait_for_function(f"document.querySelector('#labels-panel[data-ready]') && "
+                           f"document.querySelector('#labels-panel').dataset.ready === {nid(*partner)}")
+    rules = page.locator("#violations-list li").all_inner_texts()
+    assert len(rules) == 1 and violation["rule"] in rules[0] and violation["message"] in rules[0]
+    assert "why is this pii.email?" in page.inner_text("#labels-panel")
+    page.screenshot(path=str(ARTIFACTS / "governed-panel.png"))
+    page.goto(col_url(governed, *fact, "direction=both&directOnly=false"))
+    ready(page)
+    clean = page.evaluate("""(d) => { const n = window.lineageGraph.nodes('[column]').filter(n => n.data('dataset') === d && n.data('column') === 'email')[0];
+        return [n.style('border-color'), n.style('outline-color')]; }""", WH + "customers_clean")
+    assert clean == ["rgb(44,111,173)", "rgb(142,68,173)"]  # blue: a copy (the legend's promise); purple: labelled
+    legend = page.inner_text("#legend")
+    assert "purple halo" in legend and "carries a label" in legend and "red dashed halo" in legend and "breaks a policy rule" in legend
+    # a box opened to its schema: its other columns keep their label marks
+    box = f"window.lineageGraph.getElementById({json.dumps('ds:' + WH + 'customers_clean')})"
+    page.evaluate(f"void {box}.emit('tap')")
+    page.wait_for_function(f"columnsOf({box}).filter('.extra').length > 0")
+    phone = page.evaluate(f"columnsOf({box}).filter(n => n.data('column') === 'phone').map(n => [n.data('labels'), n.data('label')])")
+    assert phone == [["pii.phone", "phone [pii.phone]"]]
+
+
+def test_the_dataset_graph_marks_pii_and_violations(governed, page):
+    raw, partner = f"file:{governed.out / 'raw' / 'customers.csv'}", f"file:{governed.out / 'exports' / 'partner_top_customers.csv'}"
+    page.goto(f"{governed.url}/#/overview/{urllib.parse.quote(WH + 'customers_clean', safe='')}")
+    ready(page)
+    marks = dict(page.evaluate("window.lineageGraph.nodes().map(n => [n.id(), [n.data('labels') || '', n.data('violations'), n.data('label')]])"))
+    assert marks[raw][:2] == ["pii.email,pii.phone", 0] and marks[partner][0] == "pii.email" and marks[partner][1] == 1
+    assert marks[partner][2].startswith("⚠ ") and marks[partner][2].endswith("[pii.email]")
+    assert marks[WH + "customers_masked"][:2] == ["", 0]  # the phone is masked there: no label travels
+    assert page.inner_text("#violating-count") == "1 dataset breaking a policy rule"
+    page.evaluate(f"void window.lineageGraph.getElementById({json.dumps(partner)}).emit('tap')")
+    assert "no-clear-pii-in-exports" in page.inner_text("#selection")
+    page.screenshot(path=str(ARTIFACTS / "overview-marks.png"))
+
+
+# ---------------------------------------------------------------- reading big graphs
+def test_edge_labels_where_they_fit_the_rest_on_hover_and_crossings_cut(retail, page):
+    status = (f"file:{retail.out / 'raw' / 'orders.csv'}", "status")
+    page.goto(retail_col(retail, *status, "direction=both&directOnly=false"))
+    ready(page)
+    geo = page.evaluate(GEOMETRY)
+    assert geo["edges"] > 40 and len(geo["labels"]) >= geo["edges"] / 2 and clashes(geo) == []
+    stats = page.evaluate(GRAPH_STATS)
+    assert stats["through"] == 0 and stats["labels"] == len(geo["labels"])
+    # the layout's own count: its order crosses less than the payload's order would
+    unordered = page.evaluate("""(() => { const els = window.lineageGraph.elements().map(el => ({data: {...el.data()}, classes: el.classes().join(' ')}));
+        const saved = LAYOUT.sweeps; LAYOUT.sweeps = 0;
+        try { const d = arrange(els); return d.crossings; } finally { LAYOUT.sweeps = saved; } })()""")
+    assert page.evaluate("window.lineageGraph.scratch('drawing').crossings") < unordered
+    # an edge without room for its label shows it while hovered
+    hidden = "window.lineageGraph.edges('[show = 0]')[0]"
+    assert page.evaluate(f"{hidden}.style('label')") == ""
+    page.evaluate(f"void {hidden}.emit('mouseover')")
+    assert page.evaluate(f"{hidden}.style('label')") == page.evaluate(f"{hidden}.data('label')") != ""
+    page.evaluate(f"void {hidden}.emit('mouseout')")
+    # after a box opens, no edge runs through its columns
+    page.goto(retail_col(retail, WH + "customer_ltv", "ltv_eur", "direction=backward&directOnly=false"))
+    ready(page)
+    box = f"window.lineageGraph.getElementById({json.dumps('ds:' + WH + 'fact_order_lines')})"
+    page.evaluate(f"void {box}.emit('tap')")
+    page.wait_for_function(f"columnsOf({box}).filter('.extra').length > 0")
+    assert page.evaluate(GRAPH_STATS)["through"] == 0
+
+
+def test_jobs_are_drawn_between_datasets_and_link_to_their_runs(retail, page):
+    start = (WH + "customer_ltv", "ltv_eur")
+    body = lineage_api(retail, *start, direction="backward", directOnly="false")
+    page.goto(retail_col(retail, *start, "direction=backward&directOnly=false"))
+    ready(page)
+    page.check("#show-jobs")
+    page.wait_for_function("location.hash.includes('jobs=1') && window.lineageGraph.nodes('.job').length > 0")
+    ready(page)
+    apps = {(body["queries"][e["query_id"]]["app_name"], e["target"]["dataset"]) for e in body["edges"]}
+    jobs = page.evaluate("window.lineageGraph.nodes('.job').map(n => [n.data('label'), n.data('run')])")
+    assert sorted(label for label, _ in jobs) == sorted(f"⚙ {app}" for app, _ in apps) and {"⚙ retail_fact", "⚙ retail_marts"} <= {j[0] for j in jobs}
+    # every step now runs source -> job -> target, and the steps themselves are hidden
+    links = set(map(tuple, page.evaluate("""window.lineageGraph.edges('.job-edge').map(e => [e.source().data('column') ? 'column' : 'job',
+                                                                                         e.target().data('column') ? 'column' : 'job'])""")))
+    assert links == {("column", "job"), ("job", "column")}
+    assert page.evaluate("window.lineageGraph.edges().not('.job-edge').every(e => !e.visible())")
+    # a reload keeps them; a click on one opens its run
+    page.reload()
+    ready(page)
+    assert page.is_checked("#show-jobs") and page.evaluate("window.lineageGraph.nodes('.job').length") == len(jobs)
+    run = next(r for label, r in jobs if label == "⚙ retail_marts")
+    page.evaluate("void window.lineageGraph.nodes('.job').filter(n => n.data('label') === '⚙ retail_marts')[0].emit('tap')")
+    page.wait_for_function(f"location.hash === {json.dumps('#/run/' + urllib.parse.quote(run, safe=''))}")
+    ready(page)
+    assert "retail_marts" in page.inner_text("h2")
+    page.go_back()
+    ready(page)
+    page.uncheck("#show-jobs")
+    page.wait_for_function("!location.hash.includes('jobs=1') && window.lineageGraph.nodes('.job').length === 0")
+    assert page.evaluate("window.lineageGraph.edges().every(e => e.visible())")
+
+
+def test_one_more_hop_up_or_downstream_from_any_column(retail, page):
+    start = (WH + "fact_order_lines", "email")
+    page.goto(retail_col(retail, *start))  # backward, direct edges: customers_clean and raw email
+    ready(page)
+    assert "depth" not in page.inner_text("#controls")  # no depth to guess: hops instead
+    clean = (WH + "customers_clean", "email")
+    before = graph(page)[0]
+    at = page.evaluate(f"window.lineageGraph.getElementById({nid(*clean)}).renderedPosition()")
+    # hovering a column shows its + handles; the right one adds one hop downstream
+    page.evaluate(f"void window.lineageGraph.getElementById({nid(*clean)}).emit('mouseover')")
+    assert page.evaluate("window.lineageGraph.nodes('.handle').map(n => n.data('way')).sort()") == ["down", "up"]
+    page.evaluate("void window.lineageGraph.getElementById('hop:down').emit('tap')")
+    page.wait_for_function(f"window.lineageGraph.nodes('[column]').length > {len(before)}")
+    one = lineage_api(retail, *clean, direction="forward", maxLevels="1", directOnly="true")
+    nodes = graph(page)[0]
+    assert nodes == before | {(n["dataset"], n["column"]) for n in one["nodes"]}
+    added = set(map(tuple, page.evaluate("window.lineageGraph.nodes('.explored').map(n => [n.data('dataset'), n.data('column')])")))
+    assert added == nodes - before and added
+    assert all(page.evaluate("window.lineageGraph.nodes('.explored').map(n => n.data('status') === '' && n.style('border-style') === 'dashed')"))
+    after = page.evaluate(f"window.lineageGraph.getElementById({nid(*clean)}).renderedPosition()")
+    assert abs(after["x"] - at["x"]) < 1 and abs(after["y"] - at["y"]) < 1  # the column stayed where the reader looked
+    assert "added downstream of email" in page.inner_text("#graph-note")
+    # the side panel's buttons do the same, upstream
+    raw = (f"file:{retail.out / 'raw' / 'customers.csv'}", "email")
+    page.evaluate(f"void window.lineageGraph.getElementById({nid(*raw)}).emit('tap')")
+    page.click("#hop-up")
+    page.wait_for_function("document.getElementById('graph-note').innerText.includes('upstream of email')")
+    assert "nothing more upstream" in page.inner_text("#graph-note")  # a raw file: nothing wrote it
+
+
+def test_time_presets_and_a_date_picker_keep_the_url_form(retail, page):
+    start = (WH + "customers_clean", "email")
+    page.goto(retail_col(retail, *start, "direction=forward&directOnly=false"))
+    ready(page)
+    assert page.input_value("#window-preset") == "" and not page.is_visible("#from")
+    page.select_option("#window-preset", "7d")
+    page.wait_for_function("location.hash.includes('from=7d')")
+    ready(page)
+    assert page.input_value("#window-preset") == "7d" and graph(page) == api_graph(
+        lineage_api(retail, *start, direction="forward", directOnly="false", start="7d"))
+    # a custom range: typed, or picked in a calendar (UTC), into the same URL form
+    page.select_option("#window-preset", "custom")
+    assert page.is_visible("#from") and page.is_visible("#from-pick") and page.input_value("#from") == "7d"
+    since = retail.times["retail_exports"].started.isoformat(timespec="seconds")
+    page.fill("#from-pick", since)
+    assert page.input_value("#from") == since
+    page.click("#apply")
+    page.wait_for_function(f"decodeURIComponent(location.hash).includes('from={since}')")
+    ready(page)
+    assert page.input_value("#window-preset") == "custom" and page.input_value("#from-pick") == since
+    assert graph(page) == api_graph(lineage_api(retail, *start, direction="forward", directOnly="false", start=since))
+    page.select_option("#window-preset", "")
+    page.wait_for_function("!location.hash.includes('from=')")
+    ready(page)
+    # the impact page has them too
+    page.goto(f"{retail.url}/#/impact/{urllib.parse.quote(start[0], safe='')}/email?from=24h")
+    ready(page)
+    assert page.input_value("#window-preset") == "24h"
+
+
+def test_influence_not_followed_is_not_counted_as_none(retail, page):
+    start = (WH + "customer_ltv", "ltv_eur")
+    page.goto(retail_col(retail, *start))  # backward: direct edges only
+    ready(page)
+    assert page.inner_text("#influencers-count") == "influence upstream not computed (direct edges only)"
+    page.goto(retail_col(retail, *start, "direction=backward&directOnly=false"))
+    ready(page)
+    influencers = sum(n.get("reach") == "influenced" for n in lineage_api(retail, *start, directOnly="false")["nodes"])
+    assert page.inner_text("#influencers-count") == f"influenced by {influencers} columns" and influencers > 0
+
+
+def test_back_returns_to_where_the_reader_was(retail, page):
+    page.goto(f"{retail.url}/#/search?q=e&limit=500")
+    ready(page)
+    page.evaluate("window.scrollTo(0, 700)")
+    page.wait_for_function("window.scrollY === 700")
+    link = page.evaluate("""(() => { const a = [...document.querySelectorAll('#column-results a.column')]
+        .find(a => a.getBoundingClientRect().top > 100 && a.getBoundingClientRect().bottom < 800); a.click(); return a.getAttribute('href'); })()""")
+    page.wait_for_function(f"location.hash === {json.dumps(link)}")
+    ready(page)
+    assert page.evaluate("window.scrollY") == 0  # a new page starts at its top
+    page.go_back()
+    ready(page)
+    assert page.evaluate("window.scrollY") == 700
+    page.go_forward()
+    ready(page)
+    assert page.evaluate("window.scrollY") == 0
+    # an empty table says so
+    page.goto(f"{retail.url}/#/streams")
+    ready(page)
+    assert page.inner_text("#streams tbody") == "no stream captured yet"
+
+
+def test_layout_examples_hold(served, page):
+    """The examples in layout.js's comments (``>>> expression   // result``), evaluated in the browser."""
+    page.goto(served.url + "/")
+    ready(page)
+    text = (ROOT / "lineage_listener" / "server" / "static" / "layout.js").read_text()
+    examples = re.findall(r"^ \* >>> (.*?)\s+// (.*)$", text, re.M)
+    assert len(examples) >= 4
+    for expr, result in examples:
+        assert page.evaluate(f"JSON.stringify({expr})") == page.evaluate(f"JSON.stringify({result})"), expr
+
+
+def test_every_page_works_under_a_strict_content_security_policy(governed, page):
+    """No inline script or style anywhere: each page drawn with a CSP allowing only the server's own files
+    reports no violation and no console error."""
+    policy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'"
+
+    def with_csp(route):
+        response = route.fetch()
+        route.fulfill(response=response, headers={**response.headers, "content-security-policy": policy})
+    page.route(f"{governed.url}/", with_csp)
+    problems = []
+    page.on("console", lambda m: m.type == "error" and problems.append(m.text))
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    page.add_init_script("document.addEventListener('securitypolicyviolation', e => console.error('CSP ' + e.violatedDirective + ' ' + e.blockedURI))")
+    def drawn() -> None:  # ready(), by polling: a CSP without 'unsafe-eval' refuses wait_for_function's strings
+        from conftest import wait_for
+        assert wait_for(lambda: page.evaluate("document.body.dataset.view === (location.hash || '#/')"), 60)
+    page.goto(governed.url + "/")
+    drawn()
+    raw = urllib.parse.quote(f"file:{governed.out / 'raw' / 'customers.csv'}", safe="")
+    for h in (f"#/column/{raw}/email?direction=forward&directOnly=false&jobs=1", f"#/impact/{raw}/email",
+              f"#/overview/{urllib.parse.quote(WH + 'customers_clean', safe='')}", f"#/dataset/{raw}", "#/violations",
+              "#/changes", "#/runs", "#/search?q=custmer_id"):
+        page.evaluate(f"location.hash = {json.dumps(h)}")
+        drawn()
+    page.evaluate("void window.lineageGraph && window.lineageGraph.nodes()[0].emit('tap')")
+    assert problems == []

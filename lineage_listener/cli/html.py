@@ -22,8 +22,10 @@ def register(p: argparse.ArgumentParser) -> None:
     p.set_defaults(func=run)
 
 
-#: The UI's scripts that draw a graph without a server, in their order (server/static/core.js names the rest).
-SCRIPTS = ("core.js", "controls.js", "graph.js", "standalone.js")
+#: The graph library and the UI's scripts that draw a graph without a server, in their order
+#: (server/static/core.js names the rest).
+LIBRARIES = ("vendor/cytoscape.min.js",)
+SCRIPTS = ("core.js", "controls.js", "layout.js", "arrange.js", "graph.js", "explore.js", "standalone.js")
 
 
 def _static(name: str) -> str:
@@ -32,8 +34,7 @@ def _static(name: str) -> str:
 
 def page(data: dict) -> str:
     """One HTML page: the UI's style, graph library and drawing code inline, the graph as data."""
-    scripts = "".join(f"<script>{_static('vendor/' + v)}</script>\n"
-                      for v in ("cytoscape.min.js", "dagre.min.js", "cytoscape-dagre.js"))
+    scripts = "".join(f"<script>{_static(name)}</script>\n" for name in LIBRARIES)
     blob = to_json(data).replace("</", "<\\/")  # no </script> inside names or expressions
     return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>lineage of "
             f"{data['start']['dataset']} [{data['start']['column']}]</title><style>{_static('app.css')}</style>\n"

@@ -16,11 +16,13 @@ def column_lineage(store: LineageStore, dataset: str, column: str, direction: Di
                    depth: int | None = None, since: datetime | None = None, until: datetime | None = None,
                    direct_only: bool = False, include_failed: bool = False) -> dict[str, Any]:
     """``{"start", "direction", "window", "nodes": [{dataset, column, depth, reach, ...}], "edges":
-    [{source, target, transform, kind, expression, masking, query_id, captured_at, ...}]}``.
+    [{source, target, transform, kind, expression, masking, query_id, captured_at, ...}], "queries"}``.
 
     Each node's ``reach`` (``start``, ``copy``, ``influenced``) is relative to the start in the
     direction of the walk that found it; ``both`` merges the two walks (a column found by both
-    keeps what the backward walk says) and their windows' ``outside`` captures.
+    keeps what the backward walk says) and their windows' ``outside`` captures. ``queries``: for
+    each edge's ``query_id``, the job that wrote it (``app_name``, ``run_id``, ``action``,
+    ``captured_at``), which the UI draws between datasets.
     """
     out: dict[str, Any] = {"dataset": dataset, "column": column, "direction": direction, "nodes": [], "edges": []}
     nodes: dict[tuple, dict] = {}
@@ -40,4 +42,16 @@ def column_lineage(store: LineageStore, dataset: str, column: str, direction: Di
                 out["edges"].append(e)
     out["nodes"] = list(nodes.values())
     out["window"] = merge_windows(windows, empty=not out["edges"])
+    out["queries"] = queries(store, {e["query_id"] for e in out["edges"] if e.get("query_id")})
     return out
+
+
+def queries(store: LineageStore, ids: set[str]) -> dict[str, dict[str, Any]]:
+    """The job behind each query of ``ids``: ``{query_id: {app_name, run_id, action, captured_at}}``."""
+    if not ids:
+        return {}
+    with store.connect() as con:
+        rows = con.execute("""SELECT q.query_id, r.app_name, q.run_id, q.action, q.captured_at
+                              FROM queries q LEFT JOIN runs r USING (run_id)
+                              WHERE q.query_id IN (SELECT unnest($ids))""", {"ids": sorted(ids)}).fetchall()
+    return {r[0]: dict(zip(("app_name", "run_id", "action", "captured_at"), r[1:])) for r in rows}

@@ -1,11 +1,12 @@
 // lineage-listener UI, the core every page shares: helpers, navigations and requests, the page registry.
 //
-// The UI is plain scripts sharing one global scope, loaded in index.html's order: core.js, controls.js,
-// graph.js, then one file per view under views/ (each adds its pages to PAGES), then router.js, which
-// reads the URL and calls the page. Every navigation starts a Nav: its AbortController cancels the
-// previous page's requests, and a response that arrives for an older Nav is dropped (a slow earlier
-// answer never draws over a later page). The old page's cytoscape instances are destroyed before the
-// next page draws.
+// The UI is plain scripts sharing one global scope, loaded in index.html's order: core.js, controls.js (the
+// window form, errors, the legend), layout.js (the graph's layered layout), graph.js (drawing), explore.js
+// (clicks, hops, boxes, jobs), governance.js (labels and violations), one file per view under views/ (each
+// adds its pages to PAGES), changes.js, then router.js, which reads the URL and calls the page. Every
+// navigation starts a Nav: its AbortController cancels the previous page's requests, and a response that
+// arrives for an older Nav is dropped (a slow earlier answer never draws over a later page). The old page's
+// cytoscape instances are destroyed before the next page draws.
 "use strict";
 const view = document.getElementById("view");
 const tip = document.getElementById("tooltip");
@@ -51,6 +52,8 @@ function datasetLink(d) { return `<a href="#/dataset/${enc(d)}" title="${esc(d)}
 function columnHref(ds, col, query) { return `#/column/${enc(ds)}/${enc(col)}${query ? "?" + query : ""}`; }
 function impactHref(ds, col, query) { return `#/impact/${enc(ds)}/${enc(col)}${query ? "?" + query : ""}`; }
 function setTitle(...parts) { document.title = [...parts.filter(Boolean), "lineage-listener"].join(" · "); }
+/** A table row saying a table is empty, across its ``cols`` columns: "no run", "none recorded". */
+function emptyRow(cols, words) { return `<tr class="empty"><td colspan="${cols}" class="none">${esc(words)}</td></tr>`; }
 
 // ---------------------------------------------------------------- navigation and requests
 class Stale extends Error {}
@@ -95,23 +98,39 @@ async function getJSON(n, url) {
 }
 function done(n) { if (n.live()) document.body.dataset.view = n.hash; }  // tests wait for this
 
+/**
+ * Set (or, with ``value`` null, drop) ``key`` in the URL's query without drawing the page again: a choice made
+ * on the page (the jobs toggle) that a reload or a shared link keeps.
+ */
+function keepInUrl(key, value) {
+  const [path, query] = location.hash.split("?");
+  const q = new URLSearchParams(query || "");
+  if (value === null) q.delete(key); else q.set(key, value);
+  const hash = `${path}${q.toString() ? "?" + q : ""}`;
+  history.replaceState(history.state, "", hash);
+  if (nav) {
+    const drawn = document.body.dataset.view === nav.hash;
+    nav.hash = hash;
+    if (drawn) document.body.dataset.view = hash;
+  }
+}
+
 // ---------------------------------------------------------------- graph libraries, loaded on graph pages only
 let libsLoading = null;
 function loadGraphLibs() {
-  if (window.cytoscape && window.dagre) return Promise.resolve();
+  if (window.cytoscape) return Promise.resolve();
   if (!libsLoading) {
     const load = src => new Promise((ok, fail) => {
       const s = document.createElement("script");
       s.src = src; s.onload = ok; s.onerror = () => fail(new Error(`could not load ${src}`));
       document.head.appendChild(s);
     });
-    libsLoading = load("/static/vendor/cytoscape.min.js").then(() => load("/static/vendor/dagre.min.js"))
-      .then(() => load("/static/vendor/cytoscape-dagre.js"));
+    libsLoading = load("/static/vendor/cytoscape.min.js");
   }
   return libsLoading;
 }
 
-let graphs = [];  // cytoscape instances of the current page (graph and minimap)
+let graphs = [];  // cytoscape instances of the current page
 function destroyGraphs() {
   for (const g of graphs) g.destroy();
   graphs = [];

@@ -1,6 +1,6 @@
-// lineage-listener UI, governance: labels on columns (in the dataset list, the impact tables, search results, the
-// graph and its table, on a column's page with "why is this PII?"), the Violations page, setting and reviewing
-// labels. It adds the Violations page to PAGES and decorates the other pages once they are drawn (body[data-view]).
+// lineage-listener UI, governance: labels on columns and datasets (marks on the graphs drawn before they are
+// drawn, badges in the tables), a column's labels, violations and "why is this PII?" in the graph's side
+// panel with a form to set or review a label, and the Violations page (#/violations).
 "use strict";
 
 const GOV = {
@@ -26,17 +26,38 @@ const GOV = {
       ...s.carried.map(l => `<span class="gov-badge gov-carried" title="carries ${esc(l)}">${esc(l)}</span>`),
       ...s.reviewed.map(l => `<span class="gov-badge gov-reviewed" title="reviewed: not ${esc(l)}">not ${esc(l)}</span>`),
       ...s.masked.filter(l => !s.carried.includes(l)).map(l => `<span class="gov-badge gov-masked" title="a masked copy of ${esc(l)}">${esc(l)} masked</span>`),
-      ...(violations ? [`<span class="gov-badge gov-violation" title="${esc(violations.join("; "))}">⚠ ${violations.length} violation${violations.length === 1 ? "" : "s"}</span>`] : []),
+      ...(violations ? [`<span class="gov-badge gov-violation" title="${esc(violations.map(v => `${v.rule}: ${v.message}`).join("; "))}">⚠ ${plural(violations.length, "violation")}</span>`] : []),
     ].join(" ");
   },
+  /** The open violations by column key (GOV.key); {} without a policy or when it cannot be read. */
   async violationsByColumn() {
     try {
       const v = await GOV.get("/api/violations");
       const out = {};
-      for (const x of v.violations) (out[GOV.key(x.dataset, x.column)] ||= []).push(`${x.rule}: ${x.message}`);
+      for (const x of v.violations) if (!x.resolved_at) (out[GOV.key(x.dataset, x.column)] ||= []).push(x);
       return out;
     } catch (err) { return {}; }
   },
+  /** The labels of the columns of ``datasets`` (at most 100 a request), by column key. */
+  async labelRows(datasets) {
+    const rows = {};
+    for (let i = 0; i < datasets.length; i += 100) {
+      const part = datasets.slice(i, i + 100);
+      const answer = await GOV.get(`/api/labels?influence=false&${part.map(d => "datasets=" + enc(d)).join("&")}`);
+      for (const r of answer.columns) rows[GOV.key(r.dataset, r.column)] = r;
+    }
+    return rows;
+  },
+};
+
+/** GRAPH_HOOKS.marks: the labels each column of ``datasets`` carries and the rules it breaks, by node id. */
+GRAPH_HOOKS.marks = async function marks(n, datasets) {
+  const [rows, violations] = await Promise.all([GOV.labelRows(datasets), GOV.violationsByColumn()]);
+  if (!n.live()) throw new Stale();
+  const out = {};
+  for (const [key, row] of Object.entries(rows)) out[key] = {labels: GOV.summary(row).carried, violations: []};
+  for (const [key, v] of Object.entries(violations)) (out[key] ||= {labels: [], violations: []}).violations = v;
+  return out;
 };
 
 function govPath(item) {
@@ -45,21 +66,30 @@ function govPath(item) {
     <span class="gov-hop">by ${esc(h.application || h.run_id || "?")}, query ${esc(h.query_id || "?")}, captured ${esc(when(h.captured_at))}</span></li>`).join("");
 }
 
-/** The Labels section of a column page: what it carries and why, masked copies, influence, and a form. */
-async function govColumnPanel(hash, ds, col) {
-  const box = document.createElement("section");
-  box.id = "labels-panel";
-  box.className = "gov-panel";
-  box.innerHTML = "<h3>Labels</h3><p>…</p>";
-  // below the graph: the graph's frame and minimap stay on the first screen
-  const wrap = document.querySelector(".graph-wrap");
-  if (!wrap) return;
-  wrap.after(box);
-  let row;
+/** A violation as the side panel lists it: the rule, what it says, the path that breaks it. */
+function govViolation(x) {
+  const path = x.path.map(([d, c, t]) => `${esc(d)} [${esc(c ?? "*")}]${t ? ` <i>(${esc(t)})</i>` : ""}`).join(" → ");
+  return `<li class="gov-violation-item" data-rule="${esc(x.rule)}"><span class="gov-badge gov-violation">⚠ ${esc(x.rule)}</span>
+    ${esc(x.message)}<div class="gov-path">${path}</div></li>`;
+}
+
+/**
+ * GRAPH_HOOKS.panel: a column's labels (what it carries and why, masked copies, influence), the rules it
+ * breaks, and a form to set a label or review one (a review, "does NOT carry it", stops it here).
+ */
+async function govPanel(parts, d, current) {
+  parts.insertAdjacentHTML("beforeend", `<section id="labels-panel" class="gov-panel"><h4>Labels</h4><p>…</p></section>`);
+  const box = $("labels-panel");
+  let row, violations;
   try {
-    row = (await GOV.get(`/api/labels?dataset=${enc(ds)}&column=${enc(col)}`)).columns[0];
-  } catch (err) { box.innerHTML = `<h3>Labels</h3><div class="error">${esc(err.message)}</div>`; return; }
-  if (location.hash !== hash) return;
+    [row, violations] = await Promise.all([
+      GOV.get(`/api/labels?dataset=${enc(d.dataset)}&column=${enc(d.column)}`).then(a => a.columns[0]), GOV.violationsByColumn()]);
+  } catch (err) {
+    if (current()) box.innerHTML = `<h4>Labels</h4><div class="error">${esc(err.message)}</div>`;
+    return;
+  }
+  if (!current()) return;
+  const mine = violations[GOV.key(row.dataset, row.column)] || [];
   const items = [
     ...row.labels.map(x => x.source === "propagated"
       ? `<li class="gov-why"><details><summary><span class="gov-badge gov-carried">${esc(x.label)}</span> a copy of
@@ -71,8 +101,10 @@ async function govColumnPanel(hash, ds, col) {
     ...(row.influenced_by || []).map(x => `<li class="gov-why"><details><summary>influenced by ${esc(x.label)} of
           <span class="mono">${esc(x.from[0])} [${esc(x.from[1])}]</span> via ${esc(x.via.join(", "))} (not a copy)</summary><ol class="gov-path">${govPath(x)}</ol></details></li>`),
   ];
-  box.innerHTML = `<h3>Labels</h3><ul id="labels-list">${items.join("") || "<li>no label reaches this column</li>"}</ul>
-    <form id="label-form" class="controls"><label>label <input id="label-name" size="14" placeholder="pii.email"></label>
+  box.innerHTML = `${mine.length ? `<div class="alarm-box" id="column-violations" role="alert"><b>Breaks ${plural(mine.length, "policy rule")}</b>
+      <ul id="violations-list">${mine.map(govViolation).join("")}</ul><a href="#/violations">all violations</a></div>` : ""}
+    <h4>Labels</h4><ul id="labels-list">${items.join("") || "<li>no label reaches this column</li>"}</ul>
+    <form id="label-form" class="label-form"><label>label <input id="label-name" size="14" placeholder="pii.email"></label>
       <label title="a review: this column does not carry the label (stops it here)"><input id="label-not" type="checkbox"> does NOT carry it</label>
       <label>token <input id="label-token" type="password" size="12" value="${esc(GOV.token())}"></label>
       <button id="label-set" type="submit">set</button><button id="label-unset" type="button">remove</button>
@@ -89,7 +121,9 @@ async function govColumnPanel(hash, ds, col) {
   };
   $("label-form").onsubmit = ev => { ev.preventDefault(); send("POST"); };
   $("label-unset").onclick = () => send("DELETE");
+  box.dataset.ready = d.id;  // tests wait for this
 }
+GRAPH_HOOKS.panel.push(govPanel);
 
 /** Badges beside each column of a dataset page. */
 async function govDatasetBadges(hash, ds) {
@@ -106,32 +140,6 @@ async function govDatasetBadges(hash, ds) {
   }
 }
 
-/** Labels on the columns of the graph drawn on this page (node names and their border). */
-async function govGraphLabels(hash) {
-  const cy = window.lineageGraph;
-  if (!cy || cy.destroyed()) return;
-  const datasets = [...new Set(cy.nodes("[column]").map(n => n.data("dataset")))].slice(0, 100);
-  if (!datasets.length) return;
-  const [labels, violations] = await Promise.all([
-    GOV.get(`/api/labels?influence=false&${datasets.map(d => "datasets=" + enc(d)).join("&")}`), GOV.violationsByColumn()]);
-  if (location.hash !== hash || cy.destroyed()) return;
-  cy.style().selector("node.gov-carried").style({"border-color": "#8e44ad", "border-width": 3})
-    .selector("node.gov-violation").style({"border-color": "#c0392b", "border-width": 4, "border-style": "double"}).update();
-  const found = [];
-  for (const row of labels.columns) {
-    const node = cy.getElementById(nodeId(row));
-    const carried = GOV.summary(row).carried;
-    if (!node.length || !carried.length) continue;
-    const text = `${node.data("label")} [${carried.join(", ")}]`;
-    node.data({label: text, w: Math.max(node.data("w"), 7.4 * text.length + 18), labels: carried.join(",")});
-    node.addClass("gov-carried");
-    if (violations[GOV.key(row.dataset, row.column)]) node.addClass("gov-violation");
-    found.push(`${row.dataset} [${row.column}]: ${carried.join(", ")}`);
-  }
-  const summary = $("summary");
-  if (summary && found.length) summary.insertAdjacentHTML("beforeend", ` · <span id="graph-labels" class="gov-note" title="${esc(found.join("\n"))}">${found.length} labelled column${found.length === 1 ? "" : "s"}</span>`);
-}
-
 /** Badges beside the column links of a page's tables (the impact tables, search results, the graph as a table). */
 async function govTableLabels(hash) {
   const links = [...document.querySelectorAll("#view table:not(#columns) a[href^='#/column/']")]
@@ -139,11 +147,8 @@ async function govTableLabels(hash) {
   const at = a => a.getAttribute("href").slice("#/column/".length).split("?")[0].split("/").map(decodeURIComponent);
   const datasets = [...new Set(links.map(a => at(a)[0]))].slice(0, 100);
   if (!datasets.length) return;
-  const [labels, violations] = await Promise.all([
-    GOV.get(`/api/labels?influence=false&${datasets.map(d => "datasets=" + enc(d)).join("&")}`), GOV.violationsByColumn()]);
-  if (location.hash !== hash || !labels.columns.length) return;
-  const rows = {};
-  for (const r of labels.columns) rows[GOV.key(r.dataset, r.column)] = r;
+  const [rows, violations] = await Promise.all([GOV.labelRows(datasets), GOV.violationsByColumn()]);
+  if (location.hash !== hash || !Object.keys(rows).length) return;
   for (const a of links) {
     const [ds, col] = at(a);
     const row = rows[GOV.key(ds, col)];
@@ -179,19 +184,20 @@ PAGES.violations = async function violations(n, parts, q) {
       <td>${x.column ? `<a href="${columnHref(x.dataset, x.column)}">${esc(x.dataset)} [${esc(x.column)}]</a>` : datasetLink(x.dataset)}</td>
       <td class="gov-pathcell">${pathText(x.path)}<br><small>${esc(x.message)}</small></td><td>${esc((x.applications || []).join(", "))}</td>
       <td>${esc(when(x.last_seen))}</td><td>${x.notified_at ? "sent " + esc(when(x.notified_at)) : x.gave_up_at ? `<span class="alarm">given up</span> after ${x.attempts}: ${esc(x.last_error || "")}` : hook ? `waiting (${x.attempts} tried)` : ""}</td></tr>`).join("")
-      || `<tr><td colspan="8">no violation</td></tr>`}</tbody></table>`;
+      || emptyRow(8, "no violation")}</tbody></table>`;
 };
 
-// Decorate the pages once each is drawn (core.js's done() sets body[data-view] to the page's hash).
+// Decorate each page once it is drawn (core.js's done() sets body[data-view] to the page's hash), once per page.
+let govDecorated = null;
 new MutationObserver(() => {
   const hash = document.body.dataset.view;
   if (!hash) { delete document.body.dataset.labels; return; }  // a page is being drawn
   if (hash !== location.hash && !(hash === "#/" && !location.hash)) return;
+  if (govDecorated === nav) { document.body.dataset.labels = hash; return; }  // the URL changed in place (keepInUrl)
+  govDecorated = nav;
   const parts = hash.slice(1).split("?")[0].split("/").slice(1).map(decodeURIComponent);
   const jobs = [];
   if (parts[0] === "dataset") jobs.push(govDatasetBadges(hash, parts.slice(1).join("/")));
-  if (parts[0] === "column") jobs.push(govColumnPanel(hash, parts[1], parts[2]));
-  if (["column", "impact", "overview"].includes(parts[0])) jobs.push(govGraphLabels(hash));
   if (!["dataset", "violations"].includes(parts[0])) jobs.push(govTableLabels(hash));
   Promise.all(jobs).catch(err => console.warn("labels:", err.message)).finally(() => {
     if (location.hash === hash) document.body.dataset.labels = hash;  // tests wait for this

@@ -6,8 +6,10 @@ function showStatic(data) {
   setTitle(data.start.column, data.start.dataset);
   view.innerHTML = `<h2 class="mono">${esc(data.start.dataset)} [${esc(data.start.column)}]</h2>
     <p>${esc(data.direction)} lineage, written ${esc(data.written_at)} by lineage-listener html</p>
-    ${legend(data.direction)}${windowNote(data)}<p id="summary"></p>${graphFrame()}`;
-  draw(data);
+    ${windowNote(data)}<p id="summary"></p>${graphFrame("lineage graph", {jobs: true, legend: legend(data.direction)})}`;
+  const opts = {};
+  const cy = draw(data, opts);
+  showSelection(cy, cy.nodes("[start = 1]")[0] || null, opts);
 }
 
 showStatic(window.LINEAGE_STATIC);

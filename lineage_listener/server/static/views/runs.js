@@ -9,7 +9,7 @@ async function runs(n, offset, size) {
     <table id="runs"><thead><tr><th>run</th><th>app</th><th>Spark</th><th>started</th><th>duration</th><th>queries</th><th>failed</th><th>status</th></tr></thead><tbody>
     ${r.rows.map(x => `<tr class="${x.failed ? "failed" : ""}"><td><a href="#/run/${enc(x.run_id)}">${esc(x.run_id)}</a></td><td>${esc(x.app_name)}</td>
       <td>${esc(x.spark_version)}</td><td>${esc(when(x.started_at))}</td><td>${x.ended_at ? duration(x.duration_ms) : "running"}</td>
-      <td>${x.queries}</td><td>${x.failed || ""}</td><td>${esc(x.status)}</td></tr>`).join("")}</tbody></table>
+      <td>${x.queries}</td><td>${x.failed || ""}</td><td>${esc(x.status)}</td></tr>`).join("") || emptyRow(8, "no run captured yet")}</tbody></table>
     ${r.total > size ? `<p class="pager">${offset > 0 ? `<a id="prev-runs" href="${href(Math.max(0, offset - size))}">← previous</a>` : ""}
       showing ${Math.min(r.total, offset + 1)}–${Math.min(r.total, offset + size)} of ${r.total}
       ${offset + size < r.total ? `<a id="next-runs" href="${href(offset + size)}">next →</a>` : ""}</p>` : ""}`;
@@ -26,7 +26,7 @@ async function streams(n) {
       <td class="sinks">${(x.targets || []).map(datasetLink).join("<br>") || `<span class="none">console / foreach (no dataset)</span>`}</td>
       <td class="batches">${x.batch_count}</td><td>${x.first_batch_id}–${x.last_batch_id}</td>
       <td>${esc(when(x.first_batch_at))}</td><td class="last-batch">${esc(when(x.last_batch_at))}</td>
-      <td>${(x.plans || []).length}</td><td><a href="#/run/${enc(x.run_id)}">${esc(x.run_id)}</a></td></tr>`).join("")}</tbody></table>`;
+      <td>${(x.plans || []).length}</td><td><a href="#/run/${enc(x.run_id)}">${esc(x.run_id)}</a></td></tr>`).join("") || emptyRow(9, "no stream captured yet")}</tbody></table>`;
 }
 
 async function run(n, id) {
@@ -41,7 +41,7 @@ async function run(n, id) {
     ${r.queries.map(q => `<tr class="${q.status === "succeeded" ? "" : "failed"}"><td>${esc(when(q.captured_at))}</td><td>${esc(q.action)}<br><small>${esc(q.command || "")}</small></td>
       <td class="status">${esc(q.status)}${q.error ? `<br><small>${esc(q.error)}</small>` : ""}</td><td>${duration(q.duration_ms)}</td>
       <td>${q.target_dataset ? datasetLink(q.target_dataset) : "(driver)"}</td><td>${q.edges}</td>
-      <td>${q.sql_text ? `<pre>${esc(q.sql_text)}</pre>` : `<span class="none">not from SQL</span>`}</td></tr>`).join("")}</tbody></table>`;
+      <td>${q.sql_text ? `<pre>${esc(q.sql_text)}</pre>` : `<span class="none">not from SQL</span>`}</td></tr>`).join("") || emptyRow(7, "no query captured in this run")}</tbody></table>`;
 }
 
 PAGES.runs = (n, parts, q) => runs(n, offsetOf(q), sizeOf(q));

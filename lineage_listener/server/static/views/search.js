@@ -16,12 +16,12 @@ async function home(n, q, offset, size) {
     <p class="count" id="datasets-count">${plural(r.datasets_total, "dataset")}</p>
     <table id="datasets"><thead><tr><th>dataset</th><th>kind</th><th>format</th><th>columns</th><th>last seen</th></tr></thead><tbody>
     ${r.datasets.map(d => `<tr><td>${datasetLink(d.dataset)}${similar(d)}</td><td>${esc(d.kind)}</td><td>${esc(d.format)}</td>
-      <td>${d.columns}</td><td>${esc(when(d.last_seen))}</td></tr>`).join("")}</tbody></table>${pager(r.datasets_total, "datasets")}`;
+      <td>${d.columns}</td><td>${esc(when(d.last_seen))}</td></tr>`).join("") || emptyRow(5, q ? "no dataset matches" : "no dataset captured yet")}</tbody></table>${pager(r.datasets_total, "datasets")}`;
   if (q) {
     html += `<h3 id="columns-count">${plural(r.columns_total, "column")}</h3>
       <table id="column-results"><thead><tr><th>column</th><th>type</th><th>dataset</th><th></th></tr></thead><tbody>
       ${r.columns.map(c => `<tr><td><a class="column" href="${columnHref(c.dataset, c.column)}">${esc(c.column)}</a>${similar(c)}</td><td>${esc(c.type)}</td>
-        <td>${datasetLink(c.dataset)}</td><td><a href="${impactHref(c.dataset, c.column)}">impact</a></td></tr>`).join("")}</tbody></table>
+        <td>${datasetLink(c.dataset)}</td><td><a href="${impactHref(c.dataset, c.column)}">impact</a></td></tr>`).join("") || emptyRow(4, "no column matches")}</tbody></table>
       ${pager(r.columns_total, "columns")}`;
   }
   view.innerHTML = html;
