@@ -21,7 +21,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.server_helpers import ROOT, Server
+from tests.server_helpers import ROOT, TOKEN, Server
 from tests.test_bridge_jobs import capture_args, run_job
 
 APP = "orders_daily"
@@ -226,7 +226,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 @pytest.mark.skipif(not CHROMIUM, reason="no chromium (make install adds Debian's chromium)")
-def test_what_changed_pages(runs, served):
+def test_what_changed_pages(runs, served, tmp_path):
     playwright = pytest.importorskip("playwright.sync_api")
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
@@ -255,6 +255,38 @@ def test_what_changed_pages(runs, served):
             assert pg.locator("section.change").count() == 1
             assert APP in pg.inner_text("#changes-summary")
             assert pg.locator("section.change tr.added").filter(has_text="amount_eur").count() >= 1
+            # a new source is listed as a source, not under the target
+            fx = pg.locator("section.change tr.added").filter(has=pg.locator(f"a[title='file:{runs['tmp'] / 'fx.csv'}']"))
+            assert fx.count() == 1 and fx.locator("td").nth(1).inner_text() == "source dataset"
+            assert fx.locator("td").nth(2).inner_text() == "" and "fx.csv" in fx.locator("td").nth(3).inner_text()
+            # a mistyped application: "did you mean" leads to its changes
+            pg.goto(f"{served.url}/#/changes/app/orders_dayly")
+            ready()
+            pg.click(f".error a:text-is('{APP}')")
+            ready()
+            assert pg.evaluate("location.hash") == f"#/changes/app/{APP}" and pg.locator("section.change").count() == 1
+            # a label the change newly brings to a column is an alarm, with its column and the rule it breaks
+            store = tmp_path / "labelled.duckdb"
+            shutil.copy(runs["store"], store)
+            (tmp_path / "policy.yml").write_text('rules:\n  - {name: no-pii-in-out, kind: forbid, label: pii, datasets: ["file:/**/out"]}\n')
+            srv = Server(store, extra_args=["--policy", str(tmp_path / "policy.yml")], output=tmp_path / "serve.log").start()
+            try:
+                orders = f"file:{runs['tmp'] / 'orders.csv'}"
+                req = urllib.request.Request(f"{srv.url}/api/labels", json.dumps({"dataset": orders, "column": "amount", "label": "pii"}).encode(),
+                                             method="POST", headers={"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"})
+                urllib.request.urlopen(req).close()
+                from conftest import wait_for
+                assert wait_for(lambda: any(v["column"] == "amount_eur" for v in api(srv, "/api/violations")["violations"]), 120)
+                pg.goto(f"{srv.url}/#/changes/app/{APP}")
+                ready()
+                leak = pg.locator(".new-leaks li.new-leak[data-column='amount_eur']")
+                assert leak.count() == 1 and pg.locator(".new-leaks").get_attribute("role") == "alert"
+                assert "pii" in leak.inner_text() and "⚠ breaks no-pii-in-out" in leak.inner_text()
+                assert leak.locator("a").first.get_attribute("href") == f"#/column/{urllib.parse.quote(out, safe='')}/amount_eur"
+                (ROOT / "test-artifacts").mkdir(exist_ok=True)
+                pg.screenshot(path=str(ROOT / "test-artifacts" / "changes-leak.png"))
+            finally:
+                srv.stop()
         finally:
             browser.close()
 

@@ -613,8 +613,9 @@ def ready(pg) -> None:
 
 
 def labelled(pg) -> None:
-    """governance.js has decorated the current page."""
-    pg.wait_for_function("document.body.dataset.labels === location.hash")
+    """governance.js has decorated the current page (and, on a graph, filled the side panel's labels)."""
+    pg.wait_for_function("document.body.dataset.labels === location.hash && (!window.lineageGraph || "
+                         "!document.getElementById('labels-panel') || !!document.querySelector('#labels-panel[data-ready]'))")
 
 
 def test_the_ui_shows_labels_why_and_violations_and_takes_a_review(retail, store, policy_file, tmp_path, page):

@@ -1247,6 +1247,7 @@ def test_jobs_are_drawn_between_datasets_and_link_to_their_runs(retail, page):
     page.reload()
     ready(page)
     assert page.is_checked("#show-jobs") and page.evaluate("window.lineageGraph.nodes('.job').length") == len(jobs)
+    page.screenshot(path=str(ARTIFACTS / "retail-jobs.png"))
     run = next(r for label, r in jobs if label == "⚙ retail_marts")
     page.evaluate("void window.lineageGraph.nodes('.job').filter(n => n.data('label') === '⚙ retail_marts')[0].emit('tap')")
     page.wait_for_function(f"location.hash === {json.dumps('#/run/' + urllib.parse.quote(run, safe=''))}")
@@ -1281,6 +1282,7 @@ def test_one_more_hop_up_or_downstream_from_any_column(retail, page):
     after = page.evaluate(f"window.lineageGraph.getElementById({nid(*clean)}).renderedPosition()")
     assert abs(after["x"] - at["x"]) < 1 and abs(after["y"] - at["y"]) < 1  # the column stayed where the reader looked
     assert "added downstream of email" in page.inner_text("#graph-note")
+    page.screenshot(path=str(ARTIFACTS / "retail-hop.png"))
     # the side panel's buttons do the same, upstream
     raw = (f"file:{retail.out / 'raw' / 'customers.csv'}", "email")
     page.evaluate(f"void window.lineageGraph.getElementById({nid(*raw)}).emit('tap')")

@@ -36,10 +36,10 @@ def search(q: str = "", what: Literal["all", "datasets", "columns"] = "all",
            offset: int = Query(0, ge=0), limit: int = Query(20, ge=1, le=500),
            st: ServerState = Depends(state)) -> dict:
     """Datasets and columns whose name matches ``q`` (case-insensitive), best matches first: exact (the
-    name, or a dataset's table or file name), prefix, substring, then fuzzy (a word of the name within a
-    typo or two of ``q``, for ``q`` of 4 characters or more without digits); each hit's ``match`` says
-    which. Each list is paged by ``offset``/``limit`` with its
-    ``total``; an empty ``q`` lists everything."""
+    name, or a dataset's table or file name), prefix, substring, then fuzzy (each word of ``q`` a word
+    of the name within a typo or two, for ``q`` of 4 characters or more without digits); each hit's
+    ``match`` says which. Each list is paged by ``offset``/``limit`` with its ``total``; an empty ``q``
+    lists everything."""
     with st.read() as con:
         return name_search(con, q, what, offset, limit)
 

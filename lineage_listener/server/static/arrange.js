@@ -120,24 +120,44 @@ const overlap = (a, b, gap = 0) => a.x1 < b.x2 + gap && b.x1 < a.x2 + gap && a.y
 /** Rectangles in a grid of cells, to find those near a rectangle without looking at all of them. */
 class Grid {
   constructor(cell = 64) { this.cell = cell; this.cells = new Map(); }
-  keys(b) {
-    const c = this.cell, out = [];
+  add(b) {
+    const c = this.cell;
     for (let i = Math.floor(b.x1 / c); i <= Math.floor(b.x2 / c); i++) {
-      for (let j = Math.floor(b.y1 / c); j <= Math.floor(b.y2 / c); j++) out.push(`${i},${j}`);
+      for (let j = Math.floor(b.y1 / c); j <= Math.floor(b.y2 / c); j++) {
+        const k = i * 65536 + j, list = this.cells.get(k);
+        if (list) list.push(b); else this.cells.set(k, [b]);
+      }
     }
-    return out;
   }
-  add(b) { for (const k of this.keys(b)) (this.cells.get(k) || this.cells.set(k, []).get(k)).push(b); }
-  hits(b, gap) { return this.keys(b).some(k => (this.cells.get(k) || []).some(o => overlap(o, b, gap))); }
+  hits(b, gap) {
+    const c = this.cell;
+    for (let i = Math.floor((b.x1 - gap) / c); i <= Math.floor((b.x2 + gap) / c); i++) {
+      for (let j = Math.floor((b.y1 - gap) / c); j <= Math.floor((b.y2 + gap) / c); j++) {
+        const list = this.cells.get(i * 65536 + j);
+        if (list) for (const o of list) if (overlap(o, b, gap)) return true;
+      }
+    }
+    return false;
+  }
 }
 
-/** The point ``f`` (0 to 1) of the way along ``path`` (start, control points, end): quadratic pieces through the
- * middle of each two control points, as cytoscape draws an unbundled bezier. */
-function pathPoint(path, f) {
-  const a = path[0], b = path[path.length - 1], c = path.slice(1, -1);
-  const ends = [a, ...c.slice(0, -1).map((p, i) => ({x: (p.x + c[i + 1].x) / 2, y: (p.y + c[i + 1].y) / 2})), b];
-  const at = Math.min(c.length - 1e-9, f * c.length), i = Math.floor(at), t = at - i;
-  const p0 = ends[i], p1 = c[i], p2 = ends[i + 1];
+/** ``path`` (start, control points, end) as the quadratic pieces cytoscape draws an unbundled bezier with: each
+ * from the middle of two control points to the next middle, bent by the control point between. */
+function pieces(path) {
+  const c = path.slice(1, -1), out = [];
+  let from = path[0];
+  c.forEach((p, i) => {
+    const to = i + 1 < c.length ? {x: (p.x + c[i + 1].x) / 2, y: (p.y + c[i + 1].y) / 2} : path[path.length - 1];
+    out.push([from, p, to]);
+    from = to;
+  });
+  return out;
+}
+
+/** The point ``f`` (0 to 1) of the way along ``parts`` (pieces()). */
+function piecePoint(parts, f) {
+  const at = Math.min(parts.length - 1e-9, f * parts.length), i = Math.floor(at), t = at - i;
+  const [p0, p1, p2] = parts[i];
   return {x: (1 - t) * (1 - t) * p0.x + 2 * t * (1 - t) * p1.x + t * t * p2.x,
           y: (1 - t) * (1 - t) * p0.y + 2 * t * (1 - t) * p1.y + t * t * p2.y};
 }
@@ -164,22 +184,21 @@ function placeEdgeLabels(edges, rects, boxRects) {
   const rank = e => e.data.alarm ? 0 : e.data.kind === "direct" ? 1 : 2;
   const h = (EDGE_LABEL_PX * 1.25 + 4) / 2;  // as cytoscape draws a line of text with its background
   for (const e of [...edges].sort((a, b) => rank(a) - rank(b))) {
-    const path = e.data.path, w = textWidth(e.data.label || "", EDGE_LABEL_PX) / 2 + 3;
-    const bend = 2 / (path.length - 2);  // the share of the path each bend takes (its corridors make more bends)
-    const spots = function* () {
-      for (const dy of [0, -h - 1, h + 1]) {  // on the curve, else just above or below it
-        for (const f of SPOTS) yield {...pathPoint(path, f * bend), dy};
-        if (bend < 1) for (const f of SPOTS) yield {...pathPoint(path, 1 - bend + f * bend), dy};
-      }
-    };
+    const parts = pieces(e.data.path), w = textWidth(e.data.label || "", EDGE_LABEL_PX) / 2 + 3;
+    const bend = 2 / parts.length;  // the share of the path each bend takes (its corridors make more bends)
+    const along = [...SPOTS.map(f => piecePoint(parts, f * bend)),
+                   ...(bend < 1 ? SPOTS.map(f => piecePoint(parts, 1 - bend + f * bend)) : [])];
     let spot = null;
-    for (const p of e.data.label ? spots() : []) {
-      const y = p.y + p.dy, b = {x1: p.x - w, x2: p.x + w, y1: y - h, y2: y + h};
-      if (!taken.hits(b, 2)) { spot = {p: {x: p.x, y}, b}; break; }
+    for (const dy of e.data.label ? [0, -h - 1, h + 1] : []) {  // on the curve, else just above or below it
+      for (const p of along) {
+        const y = p.y + dy, b = {x1: p.x - w, x2: p.x + w, y1: y - h, y2: y + h};
+        if (!taken.hits(b, 2)) { spot = {p: {x: p.x, y}, b}; break; }
+      }
+      if (spot) break;
     }
     if (!spot) { Object.assign(e.data, {show: 0, mx: 0, my: 0}); continue; }
     taken.add(spot.b);
-    const m = labelAnchor(path);
+    const m = labelAnchor(e.data.path);
     Object.assign(e.data, {show: 1, mx: spot.p.x - m.x, my: spot.p.y - m.y});
   }
 }
