@@ -23,10 +23,11 @@ const has = (el, name) => (el.classes || "").split(" ").includes(name);
 
 /**
  * Arrange ``els`` (cytoscape element objects; changed in place): widths, positions, edge curves and label
- * places. Returns the drawing: its bounding box, each node's rectangle and each box's, and the crossings the
+ * places; ``opts``: layout.js's LAYOUT values to change (``rankGap``). Returns the drawing: its bounding box, each node's rectangle and each box's, and the crossings the
  * layout counted (for the minimap, the first view and the bench).
  */
-function arrange(els) {
+function arrange(els, opts = {}) {
+  const L = {...LAYOUT, ...opts};
   const nodes = [], edges = [], kids = new Map(), byId = new Map();
   for (const el of els) {
     if (has(el, "hidden") || has(el, "handle")) continue;
@@ -41,28 +42,29 @@ function arrange(els) {
   for (const [id, list] of kids) {
     const box = byId.get(id);
     const path = list.filter(n => !has(n, "extra")), extra = list.filter(n => has(n, "extra"));
-    const widest = Math.max(48, textWidth(box.data.title || box.data.label || "", LABEL_PX, "bold") + 4 - 2 * LAYOUT.pad,
+    const widest = Math.max(48, textWidth(box.data.title || box.data.label || "", LABEL_PX, "bold") + 4 - 2 * L.pad,
                             ...path.map(n => textWidth(n.data.label) + 18));
     for (const n of list) { n.data.w = widest; n.data.tw = widest - 8; }
     boxes.push({id, rows: path.sort(ord).map(n => n.data.id), tail: extra.sort(ord).map(n => n.data.id), w: widest, titled: true});
   }
   for (const n of nodes) {
     if (n.data.box || has(n, "box")) continue;
-    n.data.w = Math.max(48, textWidth(n.data.label, has(n, "job") ? LABEL_PX - 1 : LABEL_PX) + 18);
+    const lines = String(n.data.label).split("\n");
+    n.data.w = Math.max(48, ...lines.map(t => textWidth(t, has(n, "job") ? LABEL_PX - 1 : LABEL_PX) + 18));
     boxes.push({id: n.data.id, rows: [n.data.id], tail: [], w: n.data.w, titled: false});
   }
   const links = edges.filter(e => e.data.source !== e.data.target && byId.has(e.data.source) && byId.has(e.data.target));
-  const out = layoutLineage(boxes, links.map(e => ({source: e.data.source, target: e.data.target})));
+  const out = layoutLineage(boxes, links.map(e => ({source: e.data.source, target: e.data.target})), opts);
   for (const [id, p] of out.pos) byId.get(id).position = {x: p.x, y: p.y};
   links.forEach((e, i) => Object.assign(e.data, edgeCurve(e.data, byId, out.pos, out.routes[i], out.back[i], out.inner[i])));
   // what the drawing covers: columns, boxes with their titles
-  const rects = nodes.filter(n => n.position && !has(n, "box")).map(n => ({id: n.data.id, ...rectOf(n.position, n.data.w, LAYOUT.node)}));
+  const rects = nodes.filter(n => n.position && !has(n, "box")).map(n => ({id: n.data.id, ...rectOf(n.position, n.data.w, L.node)}));
   const boxRects = [...kids].map(([id, list]) => {
     const ys = list.map(n => n.position.y), x = list[0].position.x, w = list[0].data.w;
-    const r = {id, x1: x - w / 2 - LAYOUT.pad, x2: x + w / 2 + LAYOUT.pad, y1: Math.min(...ys) - LAYOUT.node / 2 - LAYOUT.pad,
-               y2: Math.max(...ys) + LAYOUT.node / 2 + LAYOUT.pad};
+    const r = {id, x1: x - w / 2 - L.pad, x2: x + w / 2 + L.pad, y1: Math.min(...ys) - L.node / 2 - L.pad,
+               y2: Math.max(...ys) + L.node / 2 + L.pad};
     const tw = textWidth(byId.get(id).data.label || "", LABEL_PX, "bold") / 2 + 2;
-    r.title = {x1: x - tw, x2: x + tw, y1: r.y1 - LAYOUT.title, y2: r.y1};
+    r.title = {x1: x - tw, x2: x + tw, y1: r.y1 - L.title, y2: r.y1};
     const box = byId.get(id);  // the box is a node of its own, under its columns
     box.position = {x, y: (r.y1 + r.y2) / 2};
     Object.assign(box.data, {bw: r.x2 - r.x1, bh: r.y2 - r.y1});

@@ -79,7 +79,7 @@ function handles(cy, node) {
 /**
  * One more hop from column ``id`` (``way``: up or down) in the page's window: its lineage one hop that way,
  * merged into the graph. New columns are drawn dashed, with no copy or masking colour (those are the start's);
- * the column stays where it was on screen.
+ * the column stays where it was on screen, unless the view must move (the least) to show what was added.
  */
 async function hop(cy, id, way, opts) {
   const node = cy.getElementById(id), n = nav;
@@ -103,6 +103,9 @@ async function hop(cy, id, way, opts) {
   relayout(cy);
   const after = node.renderedPosition();
   cy.panBy({x: before.x - after.x, y: before.y - after.y});
+  // then the least move that shows what the hop added beside it
+  const near = cy.nodes("[column]").filter(x => data.nodes.some(y => nodeId(y) === x.id()));
+  if (near.nonempty()) reveal(cy, near.union(node));
   if (cy.scratch("minimap") || added) minimap(cy);
   say(added ? `${plural(added, "column")} added ${way === "up" ? "upstream" : "downstream"} of ${column}`
             : `nothing more ${way === "up" ? "upstream" : "downstream"} of ${column} in this window`);

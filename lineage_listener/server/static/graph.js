@@ -39,9 +39,10 @@ function shortNames(datasets) {
   return out;
 }
 
-/** A column's words on the graph: a violation's ⚠, its name, the labels it carries. */
-function nodeText(d) {
-  return `${d.violations ? "⚠ " : ""}${d.name}${d.labels ? ` [${d.labels.split(",").join(", ")}]` : ""}`;
+/** A column's words on the graph: a violation's ⚠, its name, the labels it carries (on a line of their own:
+ * ``lines``). */
+function nodeText(d, lines = false) {
+  return `${d.violations ? "⚠ " : ""}${d.name}${d.labels ? `${lines ? "\n" : " "}[${d.labels.split(",").join(", ")}]` : ""}`;
 }
 
 const GRAPH_STYLE = [
@@ -67,6 +68,7 @@ const GRAPH_STYLE = [
   {selector: "node[labels]", style: {"outline-width": 3, "outline-color": "#8e44ad", "outline-offset": 1, "outline-opacity": 0.9}},
   {selector: "node[violations > 0]", style: {"outline-width": 4, "outline-color": "#c0392b", "outline-style": "dashed",
     "outline-offset": 1, "font-weight": "bold"}},
+  {selector: "node.dataset", style: {"height": 38, "text-wrap": "wrap"}},  // the dataset graph: its name, its marks below
   {selector: "node.job", style: {"shape": "cut-rectangle", "background-color": "#eef0f5", "border-color": "#6c7a89",
     "border-width": 1, "color": "#2c3e50", "font-size": LABEL_PX - 1}},
   {selector: "edge", style: {"curve-style": "unbundled-bezier", "edge-distances": "node-position",
@@ -267,7 +269,7 @@ function edgeData(id, e, alarm) {
 function relayout(cy) {
   const els = cy.elements().map(el => ({data: {...el.data()}, classes: el.classes().join(" ")}));
   const t0 = performance.now();
-  const drawing = arrange(els);
+  const drawing = arrange(els, cy.scratch("layout") || {});
   drawing.ms = performance.now() - t0;
   cy.scratch("drawing", drawing);
   cy.batch(() => {
@@ -284,18 +286,20 @@ function relayout(cy) {
 }
 
 /**
- * Arrange ``elements`` (arrange.js), draw them in #graph (sized to the window first) and open a readable view
- * around the node ``startId``; zoom buttons, wheel, tooltips and (when needed) the minimap.
+ * Arrange ``elements`` (arrange.js; ``layout``: LAYOUT values to change), draw them in #graph (sized to the window
+ * first) and open a readable view around the node ``startId``; zoom buttons, wheel, tooltips and (when needed)
+ * the minimap.
  */
-function mountGraph(elements, startId, nodeCount) {
+function mountGraph(elements, startId, nodeCount, layout = {}) {
   const container = $("graph");
   sizeFrame(container);
   const t0 = performance.now();
-  const drawing = arrange(elements);
+  const drawing = arrange(elements, layout);
   drawing.ms = performance.now() - t0;
   const cy = cytoscape({container, elements, style: GRAPH_STYLE, userZoomingEnabled: false, boxSelectionEnabled: false,
                         minZoom: 0.05, maxZoom: 4, layout: {name: "preset"}});
   cy.scratch("drawing", drawing);
+  cy.scratch("layout", layout);
   graphs.push(cy);
   window.lineageGraph = cy;  // for tests and the console
   const focus = cy.getElementById(startId);
