@@ -26,6 +26,7 @@ from lineage_listener.govern.diff import compare
 from lineage_listener.govern.sides import Side
 from lineage_listener.query.names import Aliases, closest
 from lineage_listener.query.store import LineageStore, UnknownNameError
+from lineage_listener.query.within import runs_sql
 
 
 @dataclass(frozen=True)
@@ -136,13 +137,16 @@ def _known_dataset(con: duckdb.DuckDBPyConnection, dataset: str, names: list[str
                            + (f"; closest known: {', '.join(hint)}" if hint else "; the store has none like it"))
 
 
-def applications(store: LineageStore) -> list[dict[str, Any]]:
-    """Every application that captured lineage: ``app_name``, ``runs``, ``first_run_at``, ``last_run_at``."""
+def applications(store: LineageStore, within: str | None = None) -> list[dict[str, Any]]:
+    """Every application that captured lineage: ``app_name``, ``runs``, ``first_run_at``, ``last_run_at``;
+    ``within``: of the runs that wrote or read a dataset a reader may read (:mod:`lineage_listener.query.within`)."""
+    readable = f"r.run_id IN ({runs_sql()})" if within is not None else "TRUE"
     with store.connect() as con:
-        rows = con.execute("""
+        rows = con.execute(f"""
             SELECT r.app_name, count(*) AS runs, min(coalesce(r.started_at, c.t)) AS first_run_at,
                    max(coalesce(r.started_at, c.t)) AS last_run_at
             FROM runs r JOIN (SELECT run_id, min(captured_at) AS t FROM edge_captures GROUP BY run_id) c
                  ON c.run_id = r.run_id
-            WHERE r.app_name IS NOT NULL GROUP BY r.app_name ORDER BY last_run_at DESC, r.app_name""").fetchall()
+            WHERE r.app_name IS NOT NULL AND {readable} GROUP BY r.app_name ORDER BY last_run_at DESC, r.app_name""",
+                           {"within": within} if within is not None else {}).fetchall()
     return [{"app_name": r[0], "runs": r[1], "first_run_at": r[2], "last_run_at": r[3]} for r in rows]

@@ -25,6 +25,7 @@ from datetime import datetime
 import duckdb
 
 from lineage_listener.query.names import Aliases
+from lineage_listener.query.within import dataset_sql
 from lineage_listener.timewindow import utcnow
 from lineage_listener.store.batch import Batch
 from lineage_listener.store.rows import LabelFile, LabelRow, LabelUnset, MaskingFunctionRow
@@ -136,13 +137,17 @@ def masking_functions(con: duckdb.DuckDBPyConnection) -> frozenset[str]:
 
 
 def history(con: duckdb.DuckDBPyConnection, dataset: str | None = None, column: str | None = None,
-            limit: int = 200) -> list[dict]:
-    """The latest changes of declared labels (of one column when given), newest first."""
+            limit: int = 200, within: str | None = None) -> list[dict]:
+    """The latest changes of declared labels (of one column when given), newest first; ``within``: of the
+    datasets a reader may read only (:mod:`lineage_listener.query.within`)."""
     if not _table_exists(con, "label_changes"):
         return []
+    readable = dataset_sql("dataset") if within is not None else "TRUE"
     rows = con.execute(
-        """SELECT changed_at, action, dataset, column_name, label, value, source, origin, changed_by
-           FROM label_changes WHERE ($d IS NULL OR dataset = $d) AND ($c IS NULL OR column_name = $c)
-           ORDER BY changed_at DESC LIMIT $l""", {"d": dataset, "c": column, "l": limit}).fetchall()
+        f"""SELECT changed_at, action, dataset, column_name, label, value, source, origin, changed_by
+            FROM label_changes WHERE ($d IS NULL OR dataset = $d) AND ($c IS NULL OR column_name = $c)
+              AND {readable}
+            ORDER BY changed_at DESC LIMIT $l""",
+        {"d": dataset, "c": column, "l": limit, **({"within": within} if within is not None else {})}).fetchall()
     keys = ("changed_at", "action", "dataset", "column", "label", "value", "source", "origin", "changed_by")
     return [dict(zip(keys, r)) for r in rows]

@@ -22,7 +22,7 @@ Labels are dotted names; ``pii.email`` is a kind of ``pii``:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 _LABEL = re.compile(r"^[a-z0-9_][a-z0-9_-]*(\.[a-z0-9_][a-z0-9_-]*)*$")
@@ -32,29 +32,48 @@ class PatternError(ValueError):
     """A label or glob that cannot be used; the message says why."""
 
 
-@lru_cache(maxsize=4096)
-def glob_regex(glob: str) -> re.Pattern[str]:
-    """The compiled regular expression of ``glob`` (a whole-name match)."""
+#: A glob's wildcards as regular expressions (the same in Python's ``re`` and in RE2, DuckDB's).
+_WILDCARDS = (("/**/", "/(?:.*/)?"), ("**", ".*"), ("*", "[^/.]*"), ("?", "[^/.]"))
+
+
+def _glob_parts(glob: str, literal) -> str:  # noqa: ANN001 - str -> str
+    """``glob`` as one regular expression (no anchors), each literal character through ``literal``."""
     if not glob:
         raise PatternError("an empty dataset pattern")
     out, i = [], 0
     while i < len(glob):
-        if glob.startswith("/**/", i):
-            out.append("/(?:.*/)?")
-            i += 4
-        elif glob.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif glob[i] == "*":
-            out.append("[^/.]*")
-            i += 1
-        elif glob[i] == "?":
-            out.append("[^/.]")
-            i += 1
+        for wildcard, regex in _WILDCARDS:
+            if glob.startswith(wildcard, i):
+                out.append(regex)
+                i += len(wildcard)
+                break
         else:
-            out.append(re.escape(glob[i]))
+            out.append(literal(glob[i]))
             i += 1
-    return re.compile("".join(out) + r"/?\Z")
+    return "".join(out)
+
+
+@lru_cache(maxsize=4096)
+def glob_regex(glob: str) -> re.Pattern[str]:
+    """The compiled regular expression of ``glob`` (a whole-name match)."""
+    return re.compile(_glob_parts(glob, re.escape) + r"/?\Z")
+
+
+def globs_sql_regex(globs: Sequence[str]) -> str:
+    """One RE2 expression (DuckDB's ``regexp_full_match``) matching a name that one of ``globs`` matches,
+    as :func:`glob_matches` decides (every literal character written ``\\x{..}``, so no name needs
+    escaping rules of its own).
+
+    >>> import duckdb
+    >>> duckdb.connect().execute("SELECT regexp_full_match('file:/d/ex ports/a.csv', ?)",
+    ...                          [globs_sql_regex(["x", "file:/**/ex ports/**"])]).fetchall()
+    [(True,)]
+    """
+    if not globs:
+        raise PatternError("no dataset patterns")
+    def literal(ch: str) -> str:
+        return ch if ch.isascii() and (ch.isalnum() or ch == "_") else "\\x{%x}" % ord(ch)
+    return "|".join(f"(?:{_glob_parts(g, literal)}/?)" for g in globs)
 
 
 def glob_matches(glob: str, name: str) -> bool:

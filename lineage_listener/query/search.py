@@ -27,6 +27,8 @@ from typing import Any
 
 import duckdb
 
+from lineage_listener.query.within import dataset_sql
+
 #: How a name matched, best first (``match`` in each hit).
 MATCHES = ("exact", "prefix", "substring", "fuzzy")
 
@@ -114,18 +116,20 @@ def _hits(con: duckdb.DuckDBPyConnection, sql: str, count_sql: str, p: dict[str,
     if rows:
         total = rows[0]["total"]
     else:
-        total = 0 if p["offset"] == 0 else con.execute(count_sql, {k: p[k] for k in ("q", "k", "qwords", "qk", "words")
-                                                                 if k in p}).fetchone()[0]
+        total = 0 if p["offset"] == 0 else con.execute(count_sql, {k: p[k] for k in ("q", "k", "qwords", "qk", "words",
+                                                                                  "within") if k in p}).fetchone()[0]
     for r in rows:
         r["match"] = MATCHES[r.pop("rank")]
         del r["total"]
     return rows, total
 
 
-def search(con: duckdb.DuckDBPyConnection, q: str, what: str = "all", offset: int = 0, limit: int = 20) -> dict:
+def search(con: duckdb.DuckDBPyConnection, q: str, what: str = "all", offset: int = 0, limit: int = 20,
+           within: str | None = None) -> dict:
     """Datasets and columns matching ``q``, each list paged by ``offset``/``limit`` with its total and each
     hit's ``match``. Among equal matches (and fewer typos), datasets most recently seen come first, columns
-    by name then dataset; an empty ``q`` lists everything."""
+    by name then dataset; an empty ``q`` lists everything. ``within``: among the datasets a reader may
+    read only (:mod:`lineage_listener.query.within`)."""
     text = q.strip().lower()
     k = typos(text)
     qwords = re.findall("[a-z]+", text)
@@ -133,11 +137,18 @@ def search(con: duckdb.DuckDBPyConnection, q: str, what: str = "all", offset: in
         k = 0
     p: dict[str, Any] = {"q": text, "limit": limit, "offset": offset,
                          **({"k": k, "qwords": qwords, "qk": [min(k, typos(w)) for w in qwords]} if k else {})}
+    if within is not None:
+        p["within"] = within
     out: dict[str, Any] = {"q": q, "offset": offset, "limit": limit}
+    dataset_names, column_names = DATASET_NAMES, COLUMN_NAMES
+    if within is not None:
+        dataset_names = f"{DATASET_NAMES} WHERE {dataset_sql('dataset')}"
+        column_names = (f"SELECT key, lower(key) AS n FROM (SELECT DISTINCT column_name AS key FROM dataset_columns "
+                        f"WHERE {dataset_sql('dataset')})")
     if what in ("all", "datasets"):
         dp = {**p, "words": dataset_words(con)} if k else p
         order = "h.rank, h.distance, d.last_seen DESC NULLS LAST, d.dataset"
-        matches = _matches(DATASET_NAMES, DATASET_SHORT, GIVEN_WORDS if k else None)
+        matches = _matches(dataset_names, DATASET_SHORT, GIVEN_WORDS if k else None)
         out["datasets"], out["datasets_total"] = _hits(con, f"""WITH {matches},
             page AS (SELECT h.key, h.rank, h.distance, count(*) OVER () AS total
                      FROM hits h JOIN datasets d ON d.dataset = h.key ORDER BY {order} LIMIT $limit OFFSET $offset)
@@ -146,10 +157,11 @@ def search(con: duckdb.DuckDBPyConnection, q: str, what: str = "all", offset: in
             FROM page h JOIN datasets d ON d.dataset = h.key ORDER BY {order}""",
             f"WITH {matches} SELECT count(*) FROM hits", dp)
     if what in ("all", "columns"):
-        matches = _matches(COLUMN_NAMES, COLUMN_SHORT, COLUMN_WORDS if k else None)
+        matches = _matches(column_names, COLUMN_SHORT, COLUMN_WORDS if k else None)
+        readable = f"WHERE {dataset_sql('c.dataset')}" if within is not None else ""
         out["columns"], out["columns_total"] = _hits(con, f"""WITH {matches}
             SELECT c.dataset, c.column_name AS column, c.data_type AS type, h.rank, count(*) OVER () AS total
-            FROM hits h JOIN dataset_columns c ON c.column_name = h.key
+            FROM hits h JOIN dataset_columns c ON c.column_name = h.key {readable}
             ORDER BY h.rank, h.distance, lower(c.column_name), c.column_name, c.dataset LIMIT $limit OFFSET $offset""",
-            f"WITH {matches} SELECT count(*) FROM hits h JOIN dataset_columns c ON c.column_name = h.key", p)
+            f"WITH {matches} SELECT count(*) FROM hits h JOIN dataset_columns c ON c.column_name = h.key {readable}", p)
     return out

@@ -11,6 +11,8 @@ from typing import Any
 
 import duckdb
 
+from lineage_listener.query.within import dataset_sql
+
 #: One row per stream id: its plans (a restart with new code adds one), batches, sinks, and the
 #: sources its plans' edges read.
 STREAMS_SQL = """
@@ -35,17 +37,24 @@ SELECT stream_id,
        list(query_id ORDER BY first_batch_id) AS plans,
        coalesce(any_value(src.sources), [])   AS sources
 FROM streams LEFT JOIN sources src USING (stream_id)
-GROUP BY stream_id ORDER BY last_batch_at DESC NULLS LAST LIMIT ?
+WHERE {readable}
+GROUP BY stream_id ORDER BY last_batch_at DESC NULLS LAST LIMIT $limit
 """
+#: A stream a reader may see: one of its sinks or sources may be read.
+READABLE = f"""stream_id IN (SELECT stream_id FROM streams WHERE {dataset_sql('target_dataset')}
+                              UNION SELECT stream_id FROM sources, unnest(sources) AS s(name)
+                              WHERE {dataset_sql('s.name')})"""
 
 KEYS = ("stream_id", "name", "stream_run_id", "run_id", "targets", "batch_count", "first_batch_id",
         "last_batch_id", "first_batch_at", "last_batch_at", "plans", "sources")
 
 
-def streams(con: duckdb.DuckDBPyConnection, limit: int = 100) -> list[dict[str, Any]]:
+def streams(con: duckdb.DuckDBPyConnection, limit: int = 100, within: str | None = None) -> list[dict[str, Any]]:
     """Each stream as one job: name, sinks (``targets``), ``sources`` (datasets its plans read), batch
-    count, first/last batch, its plans' query ids."""
+    count, first/last batch, its plans' query ids; ``within``: only the streams that read or write a
+    dataset a reader may read (:mod:`lineage_listener.query.within`)."""
     if not con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'streams'").fetchone()[0]:
         return []  # written before schema version 3
-    rows = con.execute(STREAMS_SQL, [limit]).fetchall()
+    sql = STREAMS_SQL.format(readable="TRUE" if within is None else READABLE)
+    rows = con.execute(sql, {"limit": limit, **({"within": within} if within is not None else {})}).fetchall()
     return [dict(zip(KEYS, r)) for r in rows]

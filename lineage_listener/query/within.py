@@ -1,0 +1,42 @@
+"""Questions limited to the datasets one reader may read (docs/security.md, "What a reader sees").
+
+``within`` is an RE2 expression (DuckDB's ``regexp_full_match``) of the dataset names the reader may
+read, bound as the parameter ``$within``; None asks about every dataset. A catalog table and its
+storage location are one dataset (docs/reference/datasets.md): either name matching makes both
+readable.
+
+>>> import duckdb
+>>> from lineage_listener.store.schema import ensure_schema
+>>> con = duckdb.connect(); _ = ensure_schema(con)
+>>> _ = con.execute("INSERT INTO datasets (dataset, kind, location) VALUES ('spark_catalog.marts.t', 'table', "
+...                 "'file:/wh/marts.db/t'), ('spark_catalog.raw.u', 'table', 'file:/wh/raw.db/u')")
+>>> names = "SELECT unnest(['spark_catalog.marts.t', 'file:/wh/marts.db/t/', 'spark_catalog.raw.u']) AS n"
+>>> con.execute(f"SELECT n FROM ({names}) WHERE {dataset_sql('n')}", {"within": r"spark_catalog\\x{2e}marts\\x{2e}.*"}).fetchall()
+[('spark_catalog.marts.t',), ('file:/wh/marts.db/t/',)]
+"""
+from __future__ import annotations
+
+#: Every name (canonical, location, location with a trailing slash) of the tables either of whose
+#: names matches ``$within``.
+_TABLE_NAMES = """SELECT unnest([d.dataset, rtrim(d.location, '/'), rtrim(d.location, '/') || '/'])
+    FROM datasets d WHERE d.kind = 'table' AND d.location IS NOT NULL
+      AND (regexp_full_match(d.dataset, $within) OR regexp_full_match(rtrim(d.location, '/'), $within))"""
+
+
+def dataset_sql(name: str) -> str:
+    """SQL that is true when the dataset named by the SQL expression ``name`` may be read."""
+    return f"(regexp_full_match({name}, $within) OR {name} IN ({_TABLE_NAMES}))"
+
+
+def queries_sql() -> str:
+    """SQL selecting the ids of the queries that wrote or read a dataset that may be read: a query that
+    touched none does not exist for the reader."""
+    return f"""SELECT query_id FROM queries WHERE {dataset_sql('target_dataset')}
+        UNION SELECT c.query_id FROM edges e JOIN edge_sets s ON s.edge_id = e.edge_id
+              JOIN edge_captures c ON c.set_id = s.set_id
+        WHERE c.query_id IS NOT NULL AND {dataset_sql('e.source_dataset')}"""
+
+
+def runs_sql() -> str:
+    """SQL selecting the ids of the runs with a query that may be seen (:func:`queries_sql`)."""
+    return f"SELECT run_id FROM queries WHERE query_id IN ({queries_sql()})"
