@@ -44,6 +44,8 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("check", "check", "check a policy file over the store (exit 1 on a violation)"),
     ("diff", "diff", "what changed in the lineage: two runs of an application, two time windows, or two stores"),
     ("preview", "preview", "lineage of Spark SQL before it runs, analyzed against the store's recorded schemas"),
+    ("audit", "audit", "who read what from a lineage server (serve --access), or was refused, and who changed "
+                       "which label"),
 )
 
 #: Global options that take no value: what may stand before the command's name.
@@ -52,7 +54,7 @@ _GLOBAL_FLAGS = frozenset({"-v", "--verbose"})
 #: Commands that read a store: they first try to write what waits in its spool, and say
 #: on stderr when some still waits (their answer may miss it).
 READ_COMMANDS = frozenset({"sql", "upstream", "downstream", "impact", "provenance", "html", "classify", "check",
-                           "diff", "preview"})
+                           "diff", "preview", "audit"})
 
 
 #: Top-level modules of the optional extras -> the extra that installs them.

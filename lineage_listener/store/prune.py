@@ -11,10 +11,13 @@ they stand for). So ``lineage_edge_history`` still says when each edge was first
 last seen and how often, and a walk without a window still finds it; a question about
 runs before the cut-off has no answer any more.
 
+The audit of a lineage server (``audit_log``) has a cut-off of its own (``--keep-audit``, default
+:data:`KEEP_AUDIT`); ``keep`` None prunes the audit only.
+
 >>> import duckdb; from lineage_listener.store.schema import ensure_schema
 >>> con = duckdb.connect(); _ = ensure_schema(con)
 >>> prune(con, datetime(2025, 1, 1))
-Pruned(queries=0, captures=0, runs=0, capture_errors=0, orphan_sets=0, orphan_edges=0)
+Pruned(queries=0, captures=0, runs=0, capture_errors=0, orphan_sets=0, orphan_edges=0, audit=0)
 """
 from __future__ import annotations
 
@@ -30,6 +33,8 @@ from lineage_listener.timewindow import parse_time, utcnow
 from lineage_listener.store.connection import ATTACH_SAFE, StoreError, connect_writable, release
 
 _AGE = re.compile(r"^\s*\d+(\.\d+)?\s*[smhdw]\s*$", re.IGNORECASE)
+#: How long the audit is kept unless said otherwise (``--keep-audit``).
+KEEP_AUDIT = timedelta(days=400)
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,7 @@ class Pruned:
     capture_errors: int
     orphan_sets: int
     orphan_edges: int
+    audit: int = 0
 
 
 _OLD_QUERIES = """
@@ -50,10 +56,21 @@ _OLD_QUERIES = """
       AND NOT EXISTS (SELECT 1 FROM streams s WHERE s.query_id = q.query_id AND s.last_batch_at >= $cutoff)"""
 
 
-def prune(con: duckdb.DuckDBPyConnection, cutoff: datetime, dry_run: bool = False) -> Pruned:
-    """Drop what is older than ``cutoff`` (naive UTC) in one transaction; what was (or would be) removed."""
+def prune(con: duckdb.DuckDBPyConnection, cutoff: datetime | None, dry_run: bool = False,
+          audit_cutoff: datetime | None = None) -> Pruned:
+    """Drop what is older than ``cutoff`` (naive UTC; None: no lineage record) and audit rows older than
+    ``audit_cutoff`` (None: none) in one transaction; what was (or would be) removed."""
     con.execute("BEGIN TRANSACTION")
     try:
+        audit = 0
+        if audit_cutoff is not None:
+            audit = con.execute("SELECT count(*) FROM audit_log WHERE requested_at < $c",
+                                {"c": audit_cutoff}).fetchone()[0]
+            if audit and not dry_run:
+                con.execute("DELETE FROM audit_log WHERE requested_at < $c", {"c": audit_cutoff})
+        if cutoff is None:
+            con.execute("ROLLBACK" if dry_run else "COMMIT")
+            return Pruned(0, 0, 0, 0, 0, 0, audit)
         con.execute(f"CREATE OR REPLACE TEMP TABLE _old_queries AS {_OLD_QUERIES}", {"cutoff": cutoff})
         # Capture rows of old queries, and summary rows already before the cut-off, become summaries.
         con.execute("""CREATE OR REPLACE TEMP TABLE _old_captures AS
@@ -86,7 +103,7 @@ def prune(con: duckdb.DuckDBPyConnection, cutoff: datetime, dry_run: bool = Fals
     except Exception:
         con.execute("ROLLBACK")
         raise
-    return Pruned(**counts)
+    return Pruned(**counts, audit=audit)
 
 
 def _summarise(con: duckdb.DuckDBPyConnection) -> None:
@@ -132,8 +149,10 @@ def parse_keep(text: str) -> timedelta:
     return now - then
 
 
-def prune_store(path: str | Path, keep: timedelta, dry_run: bool = False, wait: float = 30.0) -> Pruned:
-    """:func:`prune` the store at ``path``, keeping ``keep`` of history; waits up to ``wait`` s for a busy store.
+def prune_store(path: str | Path, keep: timedelta | None, dry_run: bool = False, wait: float = 30.0,
+                keep_audit: timedelta | None = KEEP_AUDIT) -> Pruned:
+    """:func:`prune` the store at ``path``, keeping ``keep`` of history (None: all of it) and ``keep_audit``
+    of its audit (None: all of it); waits up to ``wait`` s for a busy store.
 
     The store is attached to an in-memory database of its own, as the capture writer attaches it
     (:func:`~lineage_listener.store.connection.open_writable`), so its headers are read under its lock.
@@ -146,7 +165,9 @@ def prune_store(path: str | Path, keep: timedelta, dry_run: bool = False, wait: 
         except duckdb.Error as exc:
             raise StoreError(f"cannot prune {path}: {str(exc).splitlines()[0]}") from None
         try:
-            done = prune(con, utcnow() - keep, dry_run)
+            now = utcnow()
+            done = prune(con, None if keep is None else now - keep, dry_run,
+                         None if keep_audit is None else now - keep_audit)
             if not dry_run:
                 con.execute("CHECKPOINT")  # freed blocks are reused by later writes
             return done

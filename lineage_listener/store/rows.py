@@ -318,6 +318,26 @@ class ViolationRow(NamedTuple):
 
 
 @_spec
+class AuditRow(NamedTuple):
+    """A request to the lineage server that carried an identity or was refused (docs/security.md)."""
+
+    requested_at: Any
+    identity: str | None
+    groups: list[str] | None
+    via: str | None
+    client: str | None
+    method: str | None
+    route: str | None
+    path: str | None
+    datasets: list[str] | None
+    status: int | None
+    withheld: int | None
+    detail: str | None
+
+    TABLE = "audit_log"
+
+
+@_spec
 class Retarget(NamedTuple):
     """Instruction: edges of ``query_id`` written to the path of a table (a CTAS/saveAsTable's nested
     write) now name the table; the path dataset goes if nothing else uses it
@@ -355,7 +375,7 @@ class RunReopened(NamedTuple):
 #: Every row type, in the order the writer writes tables.
 ROWS: tuple[type, ...] = (RunRow, QueryRow, DatasetRow, DatasetColumnRow, EdgeRow, CaptureErrorRow, SentRow,
                           StreamRow, Retarget, QueryStarted, LabelRow, LabelUnset, LabelFile, MaskingFunctionRow,
-                          ViolationRow, RunReopened)
+                          ViolationRow, AuditRow, RunReopened)
 #: Row type by its name in a batch.
 TABLES: dict[str, Any] = {cls.TABLE: cls for cls in ROWS}
 #: Instructions to the writer (not tables), applied by type.

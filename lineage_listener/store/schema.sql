@@ -218,3 +218,22 @@ CREATE TABLE IF NOT EXISTS policy_violations (
     last_error   TEXT,
     resolved_at  TIMESTAMP            -- a later write of its column no longer has it (null: open)
 );
+
+-- Who asked the lineage server what, or was refused (`serve --access`): one row per request that
+-- carried an identity or was refused. Label changes are in `label_changes`. Pruned with
+-- `--keep-audit` (default 400 days). docs/security.md
+CREATE TABLE IF NOT EXISTS audit_log (
+    requested_at TIMESTAMP,
+    identity     TEXT,                -- who: a token's name, a user of the issuer or proxy; null: nobody known
+    groups       TEXT[],              -- the identity's groups
+    via          TEXT,                -- token | oidc | session | proxy | writer
+    client       TEXT,                -- the client's address
+    method       TEXT,
+    route        TEXT,                -- the route's path template: /api/datasets/{dataset:path}
+    path         TEXT,                -- the path asked, without its query string
+    datasets     TEXT[],              -- the datasets the request named
+    status       INTEGER,             -- the HTTP status answered
+    withheld     INTEGER,             -- datasets and rows the answer withheld from this identity
+    detail       TEXT                 -- why it was refused (never a secret)
+);
+CREATE INDEX IF NOT EXISTS audit_log_time ON audit_log (requested_at);
