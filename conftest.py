@@ -228,3 +228,20 @@ def retail(tmp_path_factory: pytest.TempPathFactory) -> Retail:
     root = tmp_path_factory.mktemp("retail")
     store = root / "lineage.duckdb"
     return Retail(root, store, run_pipeline(root, store))
+
+
+@pytest.fixture(scope="session")
+def access_store(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The small warehouse of the access tests (``tests/access_pipeline.py``: tables and paths a marts
+    reader may and may not read, SQL literals on both sides, two streams) captured into a store, once."""
+    import lineage_listener
+    from tests.access_pipeline import pipeline
+
+    out = tmp_path_factory.mktemp("access")
+    handle = lineage_listener.enable(spark, store=str(out / "lineage.duckdb"))
+    try:
+        pipeline(spark, out)
+        assert handle.flush(120)
+    finally:
+        lineage_listener.disable(spark)
+    return out / "lineage.duckdb"

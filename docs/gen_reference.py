@@ -103,7 +103,7 @@ def cli_markdown() -> str:
 def _routes() -> list:
     from lineage_listener.server.app import ROUTERS
 
-    return [r for router in ROUTERS for r in router.routes]
+    return [r for router in ROUTERS for r in router.routes if r.include_in_schema]
 
 
 def _parameters(route) -> str:  # noqa: ANN001 - a FastAPI APIRoute

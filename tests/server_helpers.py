@@ -23,12 +23,12 @@ def free_port() -> int:
 class Server:
     def __init__(self, store: Path, port: int | None = None, token: str | None = TOKEN,
                  extra_args: list[str] | None = None, output: Path | None = None,
-                 tls: tuple[Path, Path, Path] | None = None) -> None:
+                 tls: tuple[Path, Path, Path] | None = None, env: dict[str, str] | None = None) -> None:
         """``extra_args``: more ``serve`` options; ``output``: a file for the server's log (else a pipe,
         read when it exits early: keep it short); ``tls``: certificate, key and the CA that signed
-        them: served over HTTPS."""
+        them: served over HTTPS; ``env``: more environment variables (secrets)."""
         self.store, self.port, self.token = store, port or free_port(), token
-        self.extra_args, self.output = list(extra_args or []), output
+        self.extra_args, self.output, self.env = list(extra_args or []), output, dict(env or {})
         self.context = None
         if tls is not None:
             self.extra_args += ["--tls-cert", str(tls[0]), "--tls-key", str(tls[1])]
@@ -37,7 +37,7 @@ class Server:
         self.proc: subprocess.Popen | None = None
 
     def start(self, timeout: float = 60) -> "Server":
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        env = {**os.environ, "PYTHONPATH": str(ROOT), **self.env}
         env.pop("LINEAGE_SERVER_TOKEN", None)
         if self.token:
             env["LINEAGE_SERVER_TOKEN"] = self.token

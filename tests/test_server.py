@@ -127,11 +127,12 @@ def test_writes_need_the_token_and_bounded_bodies(server, tmp_path):
         assert post(f"{no_token.url}/api/batches", b'{"rows": {}}', token="anything") == 403
     finally:
         no_token.stop()
-    proc = subprocess.run([sys.executable, "-m", "lineage_listener", "serve", "--store", str(tmp_path / "x.duckdb"),
-                           "--host", "0.0.0.0", "--port", str(free_port())], capture_output=True, text=True,
-                          env={k: v for k, v in {**os.environ, "PYTHONPATH": str(ROOT)}.items()
-                               if k != "LINEAGE_SERVER_TOKEN"}, timeout=60)
-    assert proc.returncode == 2 and "token" in proc.stderr
+    env = {k: v for k, v in {**os.environ, "PYTHONPATH": str(ROOT)}.items() if k != "LINEAGE_SERVER_TOKEN"}
+    for extra, needs in (([], "--access FILE"), (["--public-read"], "token")):  # beyond this machine
+        proc = subprocess.run([sys.executable, "-m", "lineage_listener", "serve", "--store", str(tmp_path / "x.duckdb"),
+                               "--host", "0.0.0.0", "--port", str(free_port()), *extra], capture_output=True, text=True,
+                              env=env, timeout=60)
+        assert proc.returncode == 2 and needs in proc.stderr
 
 
 def test_openlineage_events_posted_to_the_server_are_stored(server):

@@ -16,7 +16,8 @@ log = logging.getLogger(__name__)
 
 def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", required=True, help="path of the DuckDB store (this process is its writer)")
-    p.add_argument("--host", default="127.0.0.1", help="bind address (default %(default)s; another needs a token)")
+    p.add_argument("--host", default="127.0.0.1", help="bind address (default %(default)s; another needs --access, "
+                                                          "or --public-read and a token)")
     p.add_argument("--port", type=int, default=8765)
     p.add_argument("--token-env", default=TOKEN_ENV,
                    help="environment variable holding the token that writes (and non-loopback use) require "
@@ -26,6 +27,15 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tls-key", metavar="FILE", help="the certificate's private key (PEM)")
     p.add_argument("--keep", metavar="AGE", help="prune per-run records older than AGE (e.g. 400d) at start "
                                                  "and daily; edges keep their first/last time (default: keep all)")
+    a = p.add_argument_group("access", "who may read and write what (docs/security.md)")
+    a.add_argument("--access", metavar="FILE", help="an access file (YAML): identities (tokens, OIDC, a proxy) and "
+                                                    "their grants; every route but /healthz then needs an identity, "
+                                                    "each reader sees what it may read, every request is audited")
+    a.add_argument("--public-read", action="store_true",
+                   help="without --access on an address other than this machine's: say that reads are open to "
+                        "anyone who reaches the port")
+    a.add_argument("--keep-audit", metavar="AGE", help="with --access: prune audit records older than AGE at start and "
+                                                       "daily (default 400d)")
     g = p.add_argument_group("governance", "labels and policies checked on every batch written")
     g.add_argument("--classifications", metavar="FILE",
                    help="a classifications file (YAML), declared on the store at start and as datasets arrive")
@@ -85,6 +95,33 @@ def _tls(args: argparse.Namespace) -> dict[str, str]:
     return {"ssl_certfile": args.tls_cert, "ssl_keyfile": args.tls_key}
 
 
+def _access(args: argparse.Namespace, token: str | None):  # noqa: ANN202 - server.access.gate.Access
+    """The access file read and checked now (one line and exit 2 when it cannot be used), or None."""
+    if args.access is None:
+        if args.keep_audit is not None:
+            raise CliError("--keep-audit needs --access (a server without it keeps no audit)")
+        return None
+    if args.public_read:
+        raise CliError("--public-read and --access contradict each other: the access file says who may read")
+    from lineage_listener.server.access.accessfile import AccessError, load
+    from lineage_listener.server.access.credentials import Credentials
+    from lineage_listener.server.access.gate import Access
+    from lineage_listener.server.access.oidc import Issuer, IssuerUnreachable
+
+    try:
+        file = load(args.access)
+    except AccessError as exc:
+        raise CliError(str(exc)) from None
+    issuer = Issuer(file.oidc) if file.oidc is not None else None
+    if issuer is not None:
+        try:
+            issuer.discovery()
+        except IssuerUnreachable as exc:  # it may come back: tokens are refused (503) until it does
+            log.warning("lineage-listener serve: the OIDC issuer cannot be reached now: %s", exc)
+    return Access(credentials=Credentials(file, issuer=issuer, writer_token=token, writer_name=args.token_name),
+                  grants=file.grants, issuer=issuer)
+
+
 def _governance(args: argparse.Namespace):  # noqa: ANN202 - server.governance_api.Governance
     """The governance options, their files read now: a bad one is one line and exit 2."""
     from pathlib import Path
@@ -122,19 +159,23 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn  # a missing server extra is reported by the CLI with its install line
 
     from lineage_listener.server.app import create_app
+    from lineage_listener.store.prune import KEEP_AUDIT, parse_keep
 
-    keep = None
-    if args.keep is not None:
-        from lineage_listener.store.prune import parse_keep
-        try:
-            keep = parse_keep(args.keep)
-        except ValueError as exc:
-            raise CliError(str(exc)) from None
+    try:
+        keep = parse_keep(args.keep) if args.keep is not None else None
+        keep_audit = parse_keep(args.keep_audit) if args.keep_audit is not None else KEEP_AUDIT
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
     token = os.environ.get(args.token_env) or None
-    if not _loopback(args.host) and not token:
-        raise CliError(f"binding {args.host} exposes the store beyond this machine: set a token in "
-                       f"${args.token_env} first")
-    if not token:
+    access = _access(args, token)
+    if access is None and not _loopback(args.host):
+        if not args.public_read:
+            raise CliError(f"binding {args.host} would let anyone who reaches it read every dataset's lineage: give "
+                           f"--access FILE (who may read what), or --public-read to say reads are open to anyone")
+        if not token:
+            raise CliError(f"binding {args.host} exposes the store beyond this machine: set a token in "
+                           f"${args.token_env} first")
+    if not token and access is None:
         why = "is empty" if args.token_env in os.environ else "is not set"
         log.warning("lineage-listener serve: writes are disabled (POST /api/batches and /api/v1/lineage answer "
                     "403): $%s %s", args.token_env, why)
@@ -143,16 +184,19 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"--{name.replace('_', '-')} must be at least 1")
     settings = Settings(group_rows=args.group_rows, queue_rows=args.queue_rows, release_idle=args.release_idle,
                         hold=args.hold, lock_timeout=args.lock_timeout)
-    app = create_app(args.store, token, settings, governance)
+    app = create_app(args.store, token, settings, governance, access)
     ingest = kafka_options.ingest(args, app.state.lineage.writer)
     if ingest is not None:
         app.state.kafka = ingest
         app.state.before_close.append(ingest.stop)
-    if keep is not None:
+    if keep is not None or access is not None:
         from lineage_listener.server import retention
-        retention.start(app.state.lineage, keep)
+        retention.start(app.state.lineage, keep, keep_audit=keep_audit if access is not None else None)
     if not tls and not _loopback(args.host):
         log.warning("lineage-listener serve: %s is served over plain HTTP: tokens and lineage cross the network "
                     "unencrypted (--tls-cert/--tls-key, or a TLS-terminating proxy in front)", args.host)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", **tls)
+    # Headers up to 2 MiB are read (an issuer's JWT with many groups can pass h11's 16 KiB): an over-long
+    # credential is then refused by the access check (401), not by the HTTP parser (400).
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", h11_max_incomplete_event_size=2 << 20,
+                **tls)
     return 0

@@ -4,14 +4,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Query
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
 from lineage_listener.query import reports
 from lineage_listener.query import payload
 from lineage_listener.query.names import Aliases, closest
 from lineage_listener.query.store import LineageStore, UnknownNameError
 from lineage_listener.query.streams import streams as stream_rows
+from lineage_listener.query.within import dataset_sql, queries_sql, runs_sql
 from lineage_listener.timewindow import parse_time
+from lineage_listener.server.access.gate import sight
 from lineage_listener.server.state import ServerState, state
 from lineage_listener.store.connection import StoreError
 
@@ -49,17 +51,34 @@ def _answer(fn, *args, **kwargs) -> Any:
         raise HTTPException(400, str(exc)) from None
 
 
+def readable(request: Request, name: str) -> tuple[str, dict[str, str]]:
+    """SQL true for the datasets named by ``name`` that the request's reader may read, and its parameters
+    (docs/security.md; without ``--access``, every dataset)."""
+    within = sight(request).within
+    return (dataset_sql(name), {"within": within}) if within is not None else ("TRUE", {})
+
+
+def readable_runs(request: Request, run_id: str, query_id: str) -> tuple[str, str, dict[str, str]]:
+    """The same for runs and queries: those that wrote or read a dataset the reader may read."""
+    within = sight(request).within
+    if within is None:
+        return "TRUE", "TRUE", {}
+    return f"{run_id} IN ({runs_sql()})", f"{query_id} IN ({queries_sql()})", {"within": within}
+
+
 @router.get("/api/datasets")
-def datasets(q: str = "", kind: str | None = None, limit: int = Query(100, ge=1, le=1000),
+def datasets(request: Request, q: str = "", kind: str | None = None, limit: int = Query(100, ge=1, le=1000),
              st: ServerState = Depends(state)) -> list[dict]:
     """Datasets whose name contains ``q`` (case-insensitive), with their column count and last capture."""
+    where, p = readable(request, "d.dataset")
     with st.read() as con:
         rows = con.execute(
-            """SELECT d.dataset, d.kind, d.format, d.last_seen,
+            f"""SELECT d.dataset, d.kind, d.format, d.last_seen,
                       (SELECT count(*) FROM dataset_columns c WHERE c.dataset = d.dataset) AS columns
                FROM datasets d WHERE contains(lower(d.dataset), lower($q)) AND ($kind IS NULL OR d.kind = $kind)
+                 AND {where}
                ORDER BY d.last_seen DESC NULLS LAST, d.dataset LIMIT $limit""",
-            {"q": q, "kind": kind, "limit": limit}).fetchall()
+            {"q": q, "kind": kind, "limit": limit, **p}).fetchall()
     return [{"dataset": r[0], "kind": r[1], "format": r[2], "last_seen": r[3], "columns": r[4]} for r in rows]
 
 
@@ -129,21 +148,23 @@ def provenance(dataset: str, column: str, directOnly: bool = True,  # noqa: N803
 
 
 @router.get("/api/runs")
-def runs(limit: int = Query(50, ge=1, le=1000), st: ServerState = Depends(state)) -> list[dict]:
+def runs(request: Request, limit: int = Query(50, ge=1, le=1000), st: ServerState = Depends(state)) -> list[dict]:
     """Runs, newest first, with their Spark version, start, end and query count."""
+    where, seen, p = readable_runs(request, "r.run_id", "q.query_id")
     with st.read() as con:
-        rows = con.execute("""SELECT r.run_id, r.app_name, r.spark_version, r.started_at, r.ended_at,
-                                     (SELECT count(*) FROM queries q WHERE q.run_id = r.run_id)
-                              FROM runs r ORDER BY r.started_at DESC NULLS LAST LIMIT ?""", [limit]).fetchall()
+        rows = con.execute(f"""SELECT r.run_id, r.app_name, r.spark_version, r.started_at, r.ended_at,
+                                      (SELECT count(*) FROM queries q WHERE q.run_id = r.run_id AND {seen})
+                               FROM runs r WHERE {where} ORDER BY r.started_at DESC NULLS LAST LIMIT $limit""",
+                           {"limit": limit, **p}).fetchall()
     keys = ("run_id", "app_name", "spark_version", "started_at", "ended_at", "queries")
     return [dict(zip(keys, r)) for r in rows]
 
 
 @router.get("/api/streams")
-def streams(limit: int = Query(100, ge=1, le=1000), st: ServerState = Depends(state)) -> list[dict]:
+def streams(request: Request, limit: int = Query(100, ge=1, le=1000), st: ServerState = Depends(state)) -> list[dict]:
     """Streaming queries as jobs: batch count, last batch time, sinks, plans."""
     with st.read() as con:
-        return stream_rows(con, limit)
+        return stream_rows(con, limit, within=sight(request).within)
 
 
 @router.get("/api/runs/{run_id:path}")

@@ -3,10 +3,11 @@ dataset over time (the UI's "what changed" pages). Read-only; the same answers a
 diff`` (:mod:`lineage_listener.govern`)."""
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, HTTPException, Query
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
 from lineage_listener.govern import history
 from lineage_listener.govern.diff import diff as lineage_diff
+from lineage_listener.server.access.gate import sight
 from lineage_listener.server.api import _answer, _store
 from lineage_listener.server.state import ServerState, state
 
@@ -37,6 +38,6 @@ def diff_history(app: str | None = None, dataset: str | None = None, limit: int 
 
 
 @router.get("/api/diff/apps")
-def diff_apps(st: ServerState = Depends(state)) -> list[dict]:
+def diff_apps(request: Request, st: ServerState = Depends(state)) -> list[dict]:
     """Every application that captured lineage: its number of runs, first and last run."""
-    return _answer(history.applications, _store(st))
+    return _answer(history.applications, _store(st), within=sight(request).within)

@@ -24,6 +24,7 @@ from lineage_listener.govern.policy import Policy
 from lineage_listener.govern.watch import PolicyWatch
 from lineage_listener.govern.webhook import Webhook
 from lineage_listener.query.store import UnknownNameError
+from lineage_listener.server.access.gate import identity, sight
 from lineage_listener.server.collect import _write
 from lineage_listener.server.state import ServerState, require_token, state
 from lineage_listener.store.group import QueueFull
@@ -112,11 +113,11 @@ def get_labels(dataset: str | None = None, column: str | None = None, propagated
 
 
 @router.get("/api/labels/history")
-def label_history(dataset: str | None = None, column: str | None = None,
+def label_history(request: Request, dataset: str | None = None, column: str | None = None,
                   limit: int = Query(200, ge=1, le=5000), st: ServerState = Depends(state)) -> list[dict]:
     """Changes of declared labels, newest first: who set or removed which label, when, from where."""
     with st.read() as con:
-        return labelstore.history(con, dataset, column, limit)
+        return labelstore.history(con, dataset, column, limit, within=sight(request).within)
 
 
 class LabelChange(BaseModel):
@@ -127,7 +128,8 @@ class LabelChange(BaseModel):
 
 
 async def _change(request: Request, st: ServerState, body: LabelChange, unset: bool) -> JSONResponse:
-    by = getattr(request.app.state, "governance", Governance()).token_name
+    who = identity(request)  # with --access: the admin's own name
+    by = who.name if who is not None else getattr(request.app.state, "governance", Governance()).token_name
     try:
         with st.read() as con:
             if unset:

@@ -1,4 +1,5 @@
-"""``serve --keep 400d``: prune the store at start and then once a day, beside the writer."""
+"""``serve --keep 400d`` (and ``--access``'s audit, ``--keep-audit``): prune the store at start and then
+once a day, beside the writer."""
 from __future__ import annotations
 
 import logging
@@ -14,8 +15,10 @@ log = logging.getLogger(__name__)
 EVERY = 24 * 3600.0
 
 
-def start(st: ServerState, keep: timedelta, every: float = EVERY) -> threading.Event:
-    """Prune in a daemon thread now and every ``every`` seconds; set the returned event to stop it."""
+def start(st: ServerState, keep: timedelta | None, every: float = EVERY,
+          keep_audit: timedelta | None = None) -> threading.Event:
+    """Prune in a daemon thread now and every ``every`` seconds (``keep`` None: the audit only, older than
+    ``keep_audit``); set the returned event to stop it."""
     stop = threading.Event()
 
     def loop() -> None:
@@ -23,9 +26,10 @@ def start(st: ServerState, keep: timedelta, every: float = EVERY) -> threading.E
             try:
                 # Its own connection: in this process it shares the writer's open database (DuckDB
                 # keeps one instance per file), so it never waits for the writer's file lock.
-                done = prune_store(st.store, keep)
+                done = prune_store(st.store, keep, keep_audit=keep_audit)
                 log.info("lineage-listener serve: pruned records older than %s: %d queries, %d capture records, "
-                         "%d runs", keep, done.queries, done.captures, done.runs)
+                         "%d runs; %d audit records older than %s", keep, done.queries, done.captures, done.runs,
+                         done.audit, keep_audit)
             except Exception as exc:  # noqa: BLE001 - the server goes on; the next day tries again
                 log.warning("lineage-listener serve: pruning %s failed: %s", st.store, str(exc).splitlines()[0])
             if stop.wait(every):

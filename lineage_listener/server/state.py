@@ -57,15 +57,24 @@ def state(request: Request) -> ServerState:
 
 
 def require_token(request: Request) -> ServerState:
-    """Writes need ``Authorization: Bearer <token>``; a server started without one accepts none."""
+    """Writes need ``Authorization: Bearer <token>``; a server started without one accepts none. With
+    ``serve --access`` the gate has checked the identity's grant already
+    (:mod:`lineage_listener.server.access.gate`)."""
     st = state(request)
+    if getattr(request.app.state, "access", None) is not None:
+        _bounded(request, st)
+        return st
     if not st.token:
         raise HTTPException(403, "this server was started without a token (the environment variable "
                                  "LINEAGE_SERVER_TOKEN, or the one serve --token-env names): writes are disabled")
     given = request.headers.get("authorization", "")
     if not hmac.compare_digest(given.encode(), f"Bearer {st.token}".encode()):
         raise HTTPException(401, "missing or wrong bearer token")
+    _bounded(request, st)
+    return st
+
+
+def _bounded(request: Request, st: ServerState) -> None:
     length = int(request.headers.get("content-length") or 0)
     if length > st.max_body:
         raise HTTPException(413, f"body of {length} bytes is over the {st.max_body} byte limit")
-    return st

@@ -11,14 +11,15 @@ import io
 from collections import deque
 from typing import Any, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Query
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import Response
 
 from lineage_listener.query import reports
 from lineage_listener.query.expand import FAILED_WRITES
 from lineage_listener.query.names import Aliases, closest
 from lineage_listener.query.search import search as name_search
-from lineage_listener.server.api import _answer, _store, _time
+from lineage_listener.server.access.gate import shown, sight
+from lineage_listener.server.api import _answer, _store, _time, readable_runs
 from lineage_listener.server.state import ServerState, state
 
 router = APIRouter(tags=["ui"])
@@ -32,7 +33,7 @@ def _rows(cur) -> list[dict[str, Any]]:
 
 
 @router.get("/api/search")
-def search(q: str = "", what: Literal["all", "datasets", "columns"] = "all",
+def search(request: Request, q: str = "", what: Literal["all", "datasets", "columns"] = "all",
            offset: int = Query(0, ge=0), limit: int = Query(20, ge=1, le=500),
            st: ServerState = Depends(state)) -> dict:
     """Datasets and columns whose name matches ``q`` (case-insensitive), best matches first: exact (the
@@ -41,7 +42,7 @@ def search(q: str = "", what: Literal["all", "datasets", "columns"] = "all",
     ``match`` says which. Each list is paged by ``offset``/``limit`` with its ``total``; an empty ``q``
     lists everything."""
     with st.read() as con:
-        return name_search(con, q, what, offset, limit)
+        return name_search(con, q, what, offset, limit, within=sight(request).within)
 
 
 @router.get("/api/schema")
@@ -68,19 +69,20 @@ def schema(dataset: str, st: ServerState = Depends(state)) -> dict:
 
 
 @router.get("/api/browse/runs")
-def runs(offset: int = Query(0, ge=0), limit: int = Query(50, ge=1, le=1000),
+def runs(request: Request, offset: int = Query(0, ge=0), limit: int = Query(50, ge=1, le=1000),
          st: ServerState = Depends(state)) -> dict:
     """Runs, newest first, with their duration, query count and failed queries; paged with a total."""
+    where, seen, p = readable_runs(request, "r.run_id", "q.query_id")
     with st.read() as con:
-        total = con.execute("SELECT count(*) FROM runs").fetchone()[0]
+        total = con.execute(f"SELECT count(*) FROM runs r WHERE {where}", p).fetchone()[0]
         rows = _rows(con.execute(
-            """SELECT r.run_id, r.app_name, r.spark_version, r.started_at, r.ended_at,
+            f"""SELECT r.run_id, r.app_name, r.spark_version, r.started_at, r.ended_at,
                       CAST(date_diff('millisecond', r.started_at, r.ended_at) AS BIGINT) AS duration_ms,
                       count(q.query_id) AS queries,
                       count(q.query_id) FILTER (WHERE q.status <> 'succeeded') AS failed
-               FROM runs r LEFT JOIN queries q USING (run_id)
-               GROUP BY ALL ORDER BY r.started_at DESC NULLS LAST, r.run_id LIMIT ? OFFSET ?""",
-            [limit, offset]))
+               FROM runs r LEFT JOIN queries q ON q.run_id = r.run_id AND {seen} WHERE {where}
+               GROUP BY ALL ORDER BY r.started_at DESC NULLS LAST, r.run_id LIMIT $limit OFFSET $offset""",
+            {"limit": limit, "offset": offset, **p}))
     for r in rows:
         r["status"] = "running" if r["ended_at"] is None else ("failed queries" if r["failed"] else "ended")
     return {"total": total, "offset": offset, "limit": limit, "rows": rows}
@@ -144,26 +146,31 @@ def overview(dataset: str, depth: int = Query(3, ge=0, le=50), st: ServerState =
             "edges": edges}
 
 
+def _column(f: dict) -> str:
+    return f"{f['dataset']}.{f['column']}" if f["dataset"] is not None else "(withheld)"
+
+
 IMPACT_CSV = ("hop", "dataset", "column", "reach", "masking", "via", "from", "applications", "runs")
 
 
 @router.get("/api/impact.csv")
-def impact_csv(dataset: str, column: str, since: str | None = None, until: str | None = None,
+def impact_csv(request: Request, dataset: str, column: str, since: str | None = None, until: str | None = None,
                depth: int | None = Query(None, ge=0), st: ServerState = Depends(state)) -> Response:
     """The ``/api/impact`` report's columns as CSV (one row per column), for spreadsheets: the copies
     (``reach`` copy, with ``masking``), then the columns only influenced (``via``: the indirect
     transforms on their paths)."""
-    report = _answer(reports.impact, _store(st), dataset, column, since=_time(since),
-                     until=_time(until, True), depth=depth)
+    report = shown(request, _answer(reports.impact, _store(st), dataset, column, since=_time(since),
+                                    until=_time(until, True), depth=depth))
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(IMPACT_CSV)
     for reach, rows in (("copy", report["downstream"]), ("influenced", report["influenced"])):
         for d in rows:
-            w.writerow([d["hop"], d["dataset"], d["column"], reach, d.get("masking", ""), "; ".join(d.get("via", ())),
-                        "; ".join(f"{f['dataset']}.{f['column']} ({f['transform']}"
-                                  f"{', masked' if f['masking'] else ''})" for f in d["from"]),
-                        "; ".join(d["applications"]), "; ".join(d["runs"])])
+            w.writerow([d["hop"], d["dataset"] or "(withheld)", d["column"], reach, d.get("masking", ""),
+                        "; ".join(d.get("via", ())),
+                        "; ".join(f"{_column(f)} ({f['transform']}{', masked' if f['masking'] else ''})"
+                                  for f in d.get("from", ())),
+                        "; ".join(d.get("applications", ())), "; ".join(d.get("runs", ()))])
     name = f"impact-{report['column']}.csv".replace('"', "")
     return Response(buf.getvalue(), media_type="text/csv",
                     headers={"content-disposition": f'attachment; filename="{name}"'})
