@@ -30,6 +30,7 @@ from lineage_listener.server.access.oidc import Issuer, looks_like_jwt
 from lineage_listener.server.access.ratelimit import Failures
 from lineage_listener.server.access.sessions import Logins
 from lineage_listener.server.access.visibility import ROUTES, Route, Sight, Unknown
+from lineage_listener.store.connection import StoreError
 from lineage_listener.store.rows import AuditRow
 from lineage_listener.timewindow import utcnow
 
@@ -223,8 +224,10 @@ class _Request:
                 asked = await run_in_threadpool(_ask, st, reader, self.route, params)
             except Unknown as exc:
                 raise _Answer(404, exc.body["detail"]) from None
+            except StoreError as exc:
+                raise _Answer(503, str(exc)) from None
             self._narrow(params, asked)
-        if reader.everything or self.route.needs not in ("read", "identity"):
+        if reader.everything or self.route.needs != "read":
             status = await self._pass()
         else:
             status = await self._shaped(st, reader)
@@ -282,6 +285,8 @@ class _Request:
                 shaped, self.withheld = await run_in_threadpool(_show, st, reader, json.loads(data), self.template)
             except Unknown as exc:
                 raise _Answer(404, exc.body["detail"]) from None
+            except StoreError as exc:
+                raise _Answer(503, str(exc)) from None
             if isinstance(shaped, dict) and start["status"] < 300:
                 shaped["withheld"] = self.withheld
             data = json.dumps(shaped, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()

@@ -25,6 +25,7 @@ Every route of the server is declared in :data:`ROUTES`: what it needs (``public
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -253,17 +254,22 @@ class _Known:
         self._readable: dict[str, bool] = {}
         self._datasets: set[str] = set()          # the strings that name a dataset of the store
         self._queries: dict[str, tuple[bool, bool]] = {}  # query id -> (touches a readable dataset, all readable)
+        self._strings: set[str] = set()
+        self._hidden: list[str] | None = None
 
     def learn(self, answer: Any) -> None:
         strings: set[str] = set()
         queries: set[str] = set()
         for key, value in _walk(answer, None):
-            if isinstance(value, str):
+            if isinstance(value, str) and key not in QUERY_TEXT:
                 if key == "query_id":
                     queries.add(value)
-                elif (":" in value or "." in value or "/" in value) and len(value) < 4096:
+                elif _named(value) and len(value) < 4096 and not _TIME.match(value):
                     strings.add(value)
+                    if " " in value:  # a message naming datasets among its words
+                        strings.update(w for w in _WORDS.findall(value) if _named(w))
         names = sorted(strings)
+        self._strings = strings
         self.aliases.resolve(names)
         if names:
             canon = sorted({self.aliases.canonical(n) for n in names})
@@ -298,6 +304,14 @@ class _Known:
 
     def is_dataset(self, name: str) -> bool:
         return self.aliases.canonical(name) in self._datasets
+
+    def hidden_names(self) -> list[str]:
+        """The names of hidden datasets this answer holds somewhere (canonical and as they appear)."""
+        if self._hidden is None:
+            found = {n for n in self._strings if self.is_dataset(n) and not self.readable(n)}
+            found |= {self.aliases.canonical(n) for n in found}
+            self._hidden = sorted(found, key=len, reverse=True)
+        return self._hidden
 
     def query(self, query_id: Any) -> tuple[bool, bool]:
         """(the query touched a readable dataset, every dataset it touched is readable); an unknown or
@@ -350,7 +364,7 @@ class _Shaper:
         if key in COLUMN_KEYS and _is_column(items):
             return self.column(items)[0]
         if key in NAME_LISTS and all(isinstance(i, str) or i is None for i in items):
-            kept = [n for n in items if not self.hidden(n)]
+            kept = [n for n in items if not (self.known.is_dataset(n) and self.hidden(n))]
             self.dropped += len(items) - len(kept)
             return kept
         graph = key in GRAPH_LISTS
@@ -405,8 +419,12 @@ class _Shaper:
                 if pid is not None:
                     ends[end] = pid
         if ends:
-            if not graph and len(ends) == sum(1 for e in END_KEYS if d.get(e) is not None):
-                return _DROP  # a row between hidden datasets only
+            readable = [e for e in END_KEYS if e in out and e not in ends and _dataset_of(out[e]) is not None]
+            if not graph and not readable:
+                return _DROP  # a row about hidden datasets (and the driver) only
+            for e in END_KEYS:  # the driver's end of a hidden query: its columns are the query's
+                if e in out and e not in ends and _dataset_of(out[e]) is None:
+                    out[e] = _driver(out[e])
             out = {k: v for k, v in out.items() if k in EDGE_KEEPS or k in END_KEYS}
             out.update({f"{end}_placeholder": pid for end, pid in ends.items()}, withheld=True)
             return out
@@ -440,12 +458,40 @@ class _Shaper:
             return {k: (x if k in _UNSEARCHED else self.net(x, k)) for k, x in v.items()}
         if isinstance(v, list):
             return [self.net(x, key) for x in v]
-        if isinstance(v, str) and self.known.is_dataset(v) and self.hidden(v):
+        if isinstance(v, str) and ((self.known.is_dataset(v) and self.hidden(v))
+                                   or (" " in v and any(n in v for n in self.known.hidden_names()))):
             self.nulled += 1
             log.warning("lineage-listener serve: %s answered a hidden dataset's name under %r; withheld",
                         self.route or "a route", key)
             return None
         return v
+
+
+_WORDS = re.compile(r"[^\s\[\](){},;'\"`]+")
+_TIME = re.compile(r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d+)?$")
+
+
+def _named(value: str) -> bool:
+    """Whether ``value`` could be a dataset's name (they all hold a ``.``, ``:`` or ``/``)."""
+    return ":" in value or "." in value or "/" in value
+
+
+def _dataset_of(end: Any) -> Any:
+    """The dataset an edge's end names (None: the driver, a query's result)."""
+    if isinstance(end, dict):
+        return end.get("dataset")
+    if isinstance(end, list):
+        return end[0] if end else None
+    return end
+
+
+def _driver(end: Any) -> Any:
+    """The driver's end of an edge, its column withheld."""
+    if isinstance(end, dict):
+        return {**end, "column": None}
+    if isinstance(end, list):
+        return [None, None, *end[2:]]
+    return end
 
 
 def _is_column(v: list) -> bool:
