@@ -18,6 +18,7 @@ from typing import Any
 class Provider:
     issuer: str
     app: Any
+    paths: list[str]   # the path of every request it answered, in order
 
     def private_pem(self) -> bytes:
         """The provider's signing key (PEM): tokens signed with it are the provider's."""
@@ -56,8 +57,9 @@ class Provider:
 
 
 @contextmanager
-def provider(users: dict[str, dict[str, Any]], token_max_age: float = 3600) -> Iterator[Provider]:
-    """The provider on 127.0.0.1 with ``users`` (subject -> claims, e.g. ``groups``) known."""
+def provider(users: dict[str, dict[str, Any]], token_max_age: float = 3600, host: str = "localhost") -> Iterator[Provider]:
+    """The provider on ``host`` (``localhost``: another site than a server on 127.0.0.1, as an identity
+    provider is) with ``users`` (subject -> claims, e.g. ``groups``) known."""
     from datetime import timedelta
 
     import oidc_provider_mock
@@ -65,11 +67,18 @@ def provider(users: dict[str, dict[str, Any]], token_max_age: float = 3600) -> I
 
     app = oidc_provider_mock.app(user_claims=[oidc_provider_mock.User(sub=s, claims=c) for s, c in users.items()],
                                  access_token_max_age=timedelta(seconds=token_max_age))
+    paths: list[str] = []
+    inner = app.wsgi_app
+
+    def counted(environ: dict, start_response: Any) -> Any:
+        paths.append(environ.get("PATH_INFO", ""))
+        return inner(environ, start_response)
+    app.wsgi_app = counted
     server = werkzeug.serving.make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
     thread.start()
     try:
-        yield Provider(f"http://127.0.0.1:{server.server_port}", app)
+        yield Provider(f"http://{host}:{server.server_port}", app, paths)
     finally:
         server.shutdown()
         thread.join(10)

@@ -603,7 +603,9 @@ def page(tmp_path):
         pytest.skip("no chromium (make install adds Debian's chromium)")
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
-        yield browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
+        # bypass_csp: the pages' Content-Security-Policy refuses eval, which wait_for_function uses
+        # (tests/test_access_oidc.py checks that the pages break no rule of it)
+        yield browser.new_context(viewport={"width": 1400, "height": 900}, bypass_csp=True).new_page()
         browser.close()
 
 

@@ -77,7 +77,9 @@ def browser():
 
 @pytest.fixture
 def page(browser):
-    ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+    # bypass_csp: the pages' Content-Security-Policy refuses eval, which wait_for_function uses
+    # (tests/test_access_oidc.py checks that the pages break no rule of it)
+    ctx = browser.new_context(viewport={"width": 1400, "height": 900}, bypass_csp=True)
     pg = ctx.new_page()
     yield pg
     ctx.close()

@@ -161,7 +161,7 @@ class _Request:
     async def run(self) -> None:
         try:
             self._no_secrets_in_query()
-            if self.route.needs != "public" or self.template.startswith("/auth/"):
+            if self.route.needs != "public" or self.template in ("/auth/login", "/auth/callback"):
                 wait = self.access.failures.retry_after(self.client)
                 if wait is not None:
                     raise _Answer(429, "too many failed logins from this client; retry later",
