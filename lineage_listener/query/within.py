@@ -3,7 +3,7 @@
 ``within`` is an RE2 expression (DuckDB's ``regexp_full_match``) of the dataset names the reader may
 read, bound as the parameter ``$within``; None asks about every dataset. A catalog table and its
 storage location are one dataset (docs/reference/datasets.md): either name matching makes both
-readable.
+readable. A name the store's ``datasets`` table does not hold is not readable.
 
 >>> import duckdb
 >>> from lineage_listener.store.schema import ensure_schema
@@ -16,25 +16,25 @@ readable.
 """
 from __future__ import annotations
 
-#: Every name (canonical, location, location with a trailing slash) of the tables either of whose
+#: Every name (canonical, location, location with a trailing slash) of the datasets either of whose
 #: names matches ``$within``.
-_TABLE_NAMES = """SELECT unnest([d.dataset, rtrim(d.location, '/'), rtrim(d.location, '/') || '/'])
-    FROM datasets d WHERE d.kind = 'table' AND d.location IS NOT NULL
-      AND (regexp_full_match(d.dataset, $within) OR regexp_full_match(rtrim(d.location, '/'), $within))"""
+READABLE = """SELECT DISTINCT unnest([d.dataset, rtrim(d.location, '/'), rtrim(d.location, '/') || '/']) AS n
+    FROM datasets d
+    WHERE regexp_full_match(d.dataset, $within) OR regexp_full_match(rtrim(coalesce(d.location, ''), '/'), $within)"""
 
 
 def dataset_sql(name: str) -> str:
     """SQL that is true when the dataset named by the SQL expression ``name`` may be read."""
-    return f"(regexp_full_match({name}, $within) OR {name} IN ({_TABLE_NAMES}))"
+    return f"({name} IN ({READABLE}))"
 
 
 def queries_sql() -> str:
     """SQL selecting the ids of the queries that wrote or read a dataset that may be read: a query that
-    touched none does not exist for the reader."""
+    touched none does not exist for the reader. From an edge to its captures by the edge's ``sets``."""
     return f"""SELECT query_id FROM queries WHERE {dataset_sql('target_dataset')}
-        UNION SELECT c.query_id FROM edges e JOIN edge_sets s ON s.edge_id = e.edge_id
-              JOIN edge_captures c ON c.set_id = s.set_id
-        WHERE c.query_id IS NOT NULL AND {dataset_sql('e.source_dataset')}"""
+        UNION SELECT c.query_id FROM edge_captures c
+        WHERE c.query_id IS NOT NULL AND c.set_id IN (
+            SELECT DISTINCT unnest(e.sets) FROM edges e WHERE {dataset_sql('e.source_dataset')})"""
 
 
 def runs_sql() -> str:

@@ -60,6 +60,11 @@ PLACE_KEEPS = frozenset({"depth", "hop", "level", "reach", "masking", "via", "be
 #: What an edge keeps when one of its ends is a placeholder.
 EDGE_KEEPS = frozenset({"item", "hop", "transform", "kind", "masking", "before_window", "dataset_level",
                         "columns", "queries"})
+#: Keys of numbers that may count hidden edges (a query's, a side of a diff): withheld unless they are a
+#: query's whose datasets may all be read.
+EDGE_COUNTS = frozenset({"edges"})
+#: Keys of counts of the lists beside them (``{"added": 3, ...}``): counted again once the lists are shaped.
+RECOUNTED = frozenset({"counts"})
 #: Keys the last pass does not look into (text of queries, shaped by their own rule).
 _UNSEARCHED = frozenset(QUERY_TEXT)
 
@@ -303,7 +308,8 @@ class _Known:
         return self.aliases.canonical(name)
 
     def is_dataset(self, name: str) -> bool:
-        return self.aliases.canonical(name) in self._datasets
+        """Whether ``name`` names a dataset of the store (every such string of the answer was learned)."""
+        return name in self._strings and self.aliases.canonical(name) in self._datasets
 
     def hidden_names(self) -> list[str]:
         """The names of hidden datasets this answer holds somewhere (canonical and as they appear)."""
@@ -444,10 +450,15 @@ class _Shaper:
         for k, v in out.items():
             if k in COLUMN_KEYS and isinstance(v, dict):
                 out[k] = self.end(v)[0]
+            elif k in EDGE_COUNTS and isinstance(v, int) and not isinstance(v, bool) and not clear:
+                out[k] = None
             elif isinstance(v, (dict, list)) and k not in END_KEYS:
                 out[k] = self.value(v, k, graph if k in PLACE_KEEPS else False)
                 if out[k] is _DROP:
                     out[k] = None
+        for k in RECOUNTED & out.keys():
+            if isinstance(out[k], dict):
+                out[k] = {c: len(out[c]) if isinstance(out.get(c), list) else n for c, n in out[k].items()}
         return out
 
     # -- the last pass ------------------------------------------------------------------------------
