@@ -11,7 +11,7 @@ from lineage_listener.query import payload
 from lineage_listener.query.names import Aliases, closest
 from lineage_listener.query.store import LineageStore, UnknownNameError
 from lineage_listener.query.streams import streams as stream_rows
-from lineage_listener.query.within import dataset_sql, queries_sql, runs_sql
+from lineage_listener.query.within import dataset_sql, queries_sql
 from lineage_listener.timewindow import parse_time
 from lineage_listener.server.access.gate import sight
 from lineage_listener.server.state import ServerState, state
@@ -58,12 +58,15 @@ def readable(request: Request, name: str) -> tuple[str, dict[str, str]]:
     return (dataset_sql(name), {"within": within}) if within is not None else ("TRUE", {})
 
 
-def readable_runs(request: Request, run_id: str, query_id: str) -> tuple[str, str, dict[str, str]]:
-    """The same for runs and queries: those that wrote or read a dataset the reader may read."""
+def readable_runs(request: Request, run_id: str, query_id: str) -> tuple[str, str, str, dict[str, str]]:
+    """The same for runs and queries, those that wrote or read a dataset the reader may read: a ``WITH``
+    clause (the queries, found once), the runs' condition, the queries' condition, their parameters."""
     within = sight(request).within
     if within is None:
-        return "TRUE", "TRUE", {}
-    return f"{run_id} IN ({runs_sql()})", f"{query_id} IN ({queries_sql()})", {"within": within}
+        return "", "TRUE", "TRUE", {}
+    return (f"WITH seen AS MATERIALIZED ({queries_sql()})",
+            f"{run_id} IN (SELECT run_id FROM queries WHERE query_id IN (SELECT query_id FROM seen))",
+            f"{query_id} IN (SELECT query_id FROM seen)", {"within": within})
 
 
 @router.get("/api/datasets")
@@ -150,9 +153,9 @@ def provenance(dataset: str, column: str, directOnly: bool = True,  # noqa: N803
 @router.get("/api/runs")
 def runs(request: Request, limit: int = Query(50, ge=1, le=1000), st: ServerState = Depends(state)) -> list[dict]:
     """Runs, newest first, with their Spark version, start, end and query count."""
-    where, seen, p = readable_runs(request, "r.run_id", "q.query_id")
+    found, where, seen, p = readable_runs(request, "r.run_id", "q.query_id")
     with st.read() as con:
-        rows = con.execute(f"""SELECT r.run_id, r.app_name, r.spark_version, r.started_at, r.ended_at,
+        rows = con.execute(f"""{found} SELECT r.run_id, r.app_name, r.spark_version, r.started_at, r.ended_at,
                                       (SELECT count(*) FROM queries q WHERE q.run_id = r.run_id AND {seen})
                                FROM runs r WHERE {where} ORDER BY r.started_at DESC NULLS LAST LIMIT $limit""",
                            {"limit": limit, **p}).fetchall()

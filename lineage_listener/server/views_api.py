@@ -72,11 +72,11 @@ def schema(dataset: str, st: ServerState = Depends(state)) -> dict:
 def runs(request: Request, offset: int = Query(0, ge=0), limit: int = Query(50, ge=1, le=1000),
          st: ServerState = Depends(state)) -> dict:
     """Runs, newest first, with their duration, query count and failed queries; paged with a total."""
-    where, seen, p = readable_runs(request, "r.run_id", "q.query_id")
+    found, where, seen, p = readable_runs(request, "r.run_id", "q.query_id")
     with st.read() as con:
-        total = con.execute(f"SELECT count(*) FROM runs r WHERE {where}", p).fetchone()[0]
+        total = con.execute(f"{found} SELECT count(*) FROM runs r WHERE {where}", p).fetchone()[0]
         rows = _rows(con.execute(
-            f"""SELECT r.run_id, r.app_name, r.spark_version, r.started_at, r.ended_at,
+            f"""{found} SELECT r.run_id, r.app_name, r.spark_version, r.started_at, r.ended_at,
                       CAST(date_diff('millisecond', r.started_at, r.ended_at) AS BIGINT) AS duration_ms,
                       count(q.query_id) AS queries,
                       count(q.query_id) FILTER (WHERE q.status <> 'succeeded') AS failed
