@@ -39,6 +39,8 @@ tokens:
   - {{name: ci, env: LL_T_CI, groups: [writers]}}
 proxy:
   trusted: [127.0.0.1/32]
+cors:
+  origins: [https://portal.example.com]
 grants:
   - {{groups: [writers], write: true}}
   - {{groups: [analysts], read: {json.dumps(list(READER))}}}
@@ -388,6 +390,10 @@ def test_security_headers(served):
         assert headers["x-content-type-options"] == "nosniff"
         assert "access-control-allow-origin" not in {k.lower() for k in headers}
     assert request(f"{served.url}/api/datasets", READER_TOKEN)[2]["cache-control"] == "no-store"
+    # CORS only for the origins the access file names
+    for origin, allowed in (("https://portal.example.com", True), ("https://evil.example", False)):
+        headers = request(f"{served.url}/api/datasets", READER_TOKEN, headers={"Origin": origin})[2]
+        assert (headers.get("access-control-allow-origin") == origin) is allowed, origin
 
 
 def test_access_file_is_checked_at_start(tmp_path, monkeypatch, capsys):
@@ -415,6 +421,13 @@ def test_access_file_is_checked_at_start(tmp_path, monkeypatch, capsys):
                      "--access", str(tmp_path / "a.yml")])
         err = capsys.readouterr().err
         assert code == 2 and says in err and len(err.strip().splitlines()) == 1, (what, err)
+    (tmp_path / "a.yml").write_text(ACCESS)
+    for args, says in ((["--access", str(tmp_path / "a.yml"), "--public-read"], "contradict"),
+                       (["--keep-audit", "30d"], "--keep-audit needs --access"),
+                       (["--access", str(tmp_path / "a.yml"), "--keep-audit", "soon"], "cannot read retention")):
+        code = main(["serve", "--store", str(tmp_path / "s.duckdb"), "--port", str(free_port()), *args])
+        err = capsys.readouterr().err
+        assert code == 2 and says in err, (args, err)
 
 
 def test_audit(served, capsys):

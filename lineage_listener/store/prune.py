@@ -18,6 +18,9 @@ The audit of a lineage server (``audit_log``) has a cut-off of its own (``--keep
 >>> con = duckdb.connect(); _ = ensure_schema(con)
 >>> prune(con, datetime(2025, 1, 1))
 Pruned(queries=0, captures=0, runs=0, capture_errors=0, orphan_sets=0, orphan_edges=0, audit=0)
+>>> _ = con.execute("INSERT INTO audit_log (requested_at, identity) VALUES ('2024-01-01', 'ann'), ('2025-06-01', 'ann')")
+>>> prune(con, None, audit_cutoff=datetime(2025, 1, 1)).audit, con.execute("SELECT count(*) FROM audit_log").fetchone()
+(1, (1,))
 """
 from __future__ import annotations
 
