@@ -231,7 +231,8 @@ def test_what_changed_pages(runs, served, tmp_path):
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
         try:
-            pg = browser.new_page(viewport={"width": 1400, "height": 900})
+            # bypass_csp: the pages' Content-Security-Policy refuses eval, which wait_for_function uses
+            pg = browser.new_page(viewport={"width": 1400, "height": 900}, bypass_csp=True)
             ready = lambda: pg.wait_for_function("document.body.dataset.view === (location.hash || '#/')")  # noqa: E731
             pg.goto(f"{served.url}/#/")
             ready()

@@ -290,7 +290,7 @@ class _Request:
             if isinstance(shaped, dict) and start["status"] < 300:
                 shaped["withheld"] = self.withheld
             data = json.dumps(shaped, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
-        elif data and not self.route.shapes_itself:
+        elif data and not self.route.shapes_itself and start["status"] < 400:
             log.error("lineage-listener serve: %s answered %s to a reader who may not read everything; withheld",
                       self.template, ctype.decode("latin-1") or "no content type")
             raise _Answer(500, "this answer cannot be shown to a reader who may not read everything")
