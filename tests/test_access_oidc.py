@@ -29,6 +29,8 @@ jwt = pytest.importorskip("jwt")
 pytest.importorskip("oidc_provider_mock")
 
 from tests.access_pipeline import READER  # noqa: E402
+# the provider is Authlib's; its deprecation notices are about Authlib, not about what is tested here
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 from tests.oidc_provider import Provider, provider  # noqa: E402
 from tests.server_helpers import Server  # noqa: E402
 from tests.test_access import RAW, SUMMARY, TOTALS, request, url_of  # noqa: E402
