@@ -50,11 +50,12 @@ def access_file(issuer: str | None) -> str:
             "  - {groups: [privacy], read: ['**'], admin: true}\n")
 
 
-def serve(store: Path, out: Path, issuer: str | None) -> Server:
+def serve(store: Path, out: Path, issuer: str | None, tls: tuple[Path, Path, Path] | None = None) -> Server:
     copy = out / f"{store.stem}-{time.monotonic_ns()}.duckdb"
     shutil.copy(store, copy)
     (out / "access.yml").write_text(access_file(issuer))
-    return Server(copy, extra_args=["--access", str(out / "access.yml")], env=SECRETS, output=out / "serve.log").start()
+    return Server(copy, extra_args=["--access", str(out / "access.yml")], env=SECRETS, output=out / "serve.log",
+                  tls=tls).start()
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +130,8 @@ def test_unknown_key_ids_fetch_the_keys_once_a_minute(served, idp):
 def session(served: Server, idp: Provider, sub: str) -> http.cookiejar.CookieJar:
     """A signed-in session as a browser gets it: /auth/login, the issuer's form, the callback."""
     jar = http.cookiejar.CookieJar()
-    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar),
+                                         urllib.request.HTTPSHandler(context=served.context))
     with opener.open(f"{served.url}/auth/login?next=/") as r:  # follows to the issuer's form
         authorize = r.url
     with opener.open(urllib.request.Request(authorize, data=urllib.parse.urlencode({"sub": sub}).encode())) as r:
@@ -148,6 +150,20 @@ def test_browser_writes_are_checked_against_cross_site_requests(served, idp):
     assert write(served.url)[0] == 200
     status, body, _ = request(f"{served.url}/auth/me", headers={"Cookie": cookie})
     assert status == 200 and json.loads(body)["via"] == "session" and json.loads(body)["admin"] is True
+
+
+def test_over_tls_the_cookies_are_secure(access_store, idp, tmp_path):
+    from tests.certs import Certs
+
+    srv = serve(access_store, tmp_path, idp.issuer, tls=Certs(tmp_path).server)
+    try:
+        jar = session(srv, idp, "ann")
+        flags = {c.name: c.secure for c in jar}
+        assert flags == {"lineage_session": True}, flags  # the login's cookie is gone, the session's Secure
+        with urllib.request.urlopen(f"{srv.url}/healthz", context=srv.context) as r:
+            assert r.headers["strict-transport-security"].startswith("max-age=")
+    finally:
+        srv.stop()
 
 
 # -- the UI, in Chromium -------------------------------------------------------------------------------
