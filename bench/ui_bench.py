@@ -190,7 +190,9 @@ def store_graphs(store: str, graphs: list[str], static: Path | None) -> list[tup
                 for ds in expand:
                     box = f"window.lineageGraph.getElementById('ds:' + {ds!r})"
                     pg.evaluate(f"void {box}.emit('tap')")
-                    pg.wait_for_function(f"{box}.children('.extra').length > 0")
+                    # a box's columns: its children in a UI that drew boxes as compound nodes, columnsOf() since
+                    kids = f"(typeof columnsOf === 'function' ? columnsOf({box}) : {box}.children())"
+                    pg.wait_for_function(f"{kids}.filter('.extra').length > 0")
                     pg.wait_for_timeout(200)
                     out.append((f"{name}, {ds.rsplit('.', 1)[-1]} opened", pg.evaluate(GRAPH_STATS)))
             browser.close()

@@ -111,8 +111,7 @@ function edgeCurve(d, byId, pos, route, back, inner) {
   return {
     cpd: ctrl.map(p => (-(p.x - s.x) * vy + (p.y - s.y) * vx) / len),
     cpw: ctrl.map(p => ((p.x - s.x) * vx + (p.y - s.y) * vy) / len2),
-    se: inner ? "50% 0%" : back ? "-50% 0%" : "50% 0%",
-    te: inner ? "50% 0%" : back ? "50% 0%" : "-50% 0%",
+    way: inner ? "inner" : back ? "back" : "fwd",
     path: [a, ...ctrl, b],
   };
 }

@@ -231,7 +231,7 @@ function showJobs(cy, on, fit = true) {
     cy.add([...links.values()].map((l, i) => ({group: "edges", classes: "job-edge", data: {
       id: `job-edge${i}`, source: l.source, target: l.target, label: [...l.words].sort().join(", "),
       kind: l.kinds.has("direct") ? "direct" : "indirect", masking: l.masks.every(Boolean) ? 1 : 0, alarm: l.alarm ? 1 : 0,
-      before: l.before.every(Boolean) ? 1 : 0, show: 0, mx: 0, my: 0, cpd: [], cpw: [], se: "50% 0%", te: "-50% 0%"}})));
+      before: l.before.every(Boolean) ? 1 : 0, show: 0, mx: 0, my: 0, cpd: [], cpw: [], way: "fwd"}})));
   });
   relayout(cy);
   if (fit) {

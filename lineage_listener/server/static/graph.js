@@ -73,12 +73,15 @@ const GRAPH_STYLE = [
     "border-width": 1, "color": "#2c3e50", "font-size": LABEL_PX - 1}},
   {selector: "edge", style: {"curve-style": "unbundled-bezier", "edge-distances": "node-position",
     "control-point-distances": "data(cpd)", "control-point-weights": "data(cpw)",
-    "source-endpoint": "data(se)", "target-endpoint": "data(te)", "target-arrow-shape": "triangle",
+    "source-endpoint": "50% 0%", "target-endpoint": "-50% 0%", "target-arrow-shape": "triangle",
     "font-family": FONT, "font-size": EDGE_LABEL_PX, "min-zoomed-font-size": HIDDEN_BELOW_PX, "width": 1.5, "line-color": "#555",
-    "target-arrow-color": "#555", "text-background-color": "#fff", "text-background-opacity": 1, "text-background-padding": 1,
-    "text-margin-x": "data(mx)", "text-margin-y": "data(my)"}},
+    "target-arrow-color": "#555", "text-background-color": "#fff", "text-background-opacity": 1, "text-background-padding": 1}},
+  // which sides an edge leaves and enters (arrange.js's ``way``): constants, parsed once, not per edge
+  {selector: "edge[way = 'back']", style: {"source-endpoint": "-50% 0%", "target-endpoint": "50% 0%"}},
+  {selector: "edge[way = 'inner']", style: {"source-endpoint": "50% 0%", "target-endpoint": "50% 0%"}},
   {selector: "edge:loop", style: {"curve-style": "bezier", "source-endpoint": "outside-to-node", "target-endpoint": "outside-to-node"}},
-  {selector: "edge[show = 1], edge.hl, edge.peek", style: {"label": "data(label)"}},
+  {selector: "edge[show = 1]", style: {"label": "data(label)", "text-margin-x": "data(mx)", "text-margin-y": "data(my)"}},
+  {selector: "edge.hl, edge.peek", style: {"label": "data(label)"}},
   {selector: "edge.peek", style: {"z-index": 2, "width": 3}},
   {selector: "edge[kind = 'indirect']", style: {"line-style": "dashed", "line-color": "#999", "target-arrow-color": "#999"}},
   {selector: "edge[masking = 1]", style: {"line-color": "#1e8449", "target-arrow-color": "#1e8449", "color": "#1e8449", "width": 2.5}},
@@ -258,7 +261,7 @@ function draw(data, opts = {}) {
 function edgeData(id, e, alarm) {
   return {id, source: nodeId(e.source), target: nodeId(e.target), label: e.transform + (e.masking ? " (masked)" : ""),
           kind: e.kind, masking: e.masking ? 1 : 0, alarm: alarm ? 1 : 0, before: e.before_window ? 1 : 0, show: 0, mx: 0, my: 0,
-          cpd: [], cpw: [], se: "50% 0%", te: "-50% 0%", expression: e.expression || "", query: e.query_id || "",
+          cpd: [], cpw: [], way: "fwd", expression: e.expression || "", query: e.query_id || "",
           run: e.run_id || "", at: e.captured_at || ""};
 }
 
@@ -277,8 +280,8 @@ function relayout(cy) {
       const x = cy.getElementById(el.data.id);
       if (el.position) x.position(el.position);
       else if (el.data.source !== undefined) {
-        const {cpd, cpw, se, te, path, show, mx, my} = el.data;
-        if (path) x.data({cpd, cpw, se, te, path, show, mx, my});
+        const {cpd, cpw, way, path, show, mx, my} = el.data;
+        if (path) x.data({cpd, cpw, way, path, show, mx, my});
       }
       if (el.data.source === undefined) x.data(el.data.bw ? {bw: el.data.bw, bh: el.data.bh} : {w: el.data.w, tw: el.data.tw});
     }
@@ -416,7 +419,6 @@ function hover(cy) {
   };
   cy.on("mouseover", "edge", ev => {
     const d = ev.target.data();
-    if (!d.show) ev.target.data({mx: 0, my: 0});
     ev.target.addClass("peek");
     show(ev, d.tip || `${d.label} (${d.kind})${d.expression ? ": " + d.expression : ""}${d.query ? `\n${d.query} ${when(d.at)}` : ""}`
              + (d.before ? "\nwritten before the window" : ""));

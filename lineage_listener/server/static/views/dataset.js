@@ -59,7 +59,7 @@ async function overview(n, ds) {
   const cy = mountGraph([
     ...r.nodes.map(node),
     ...r.edges.map((e, i) => ({data: {id: `e${i}`, source: e.source, target: e.target, label: plural(e.columns, "column"),
-                                      show: 0, mx: 0, my: 0, cpd: [], cpw: [], se: "50% 0%", te: "-50% 0%",
+                                      show: 0, mx: 0, my: 0, cpd: [], cpw: [], way: "fwd",
                                       tip: `${e.source}\n→ ${e.target}\n${plural(e.columns, "column edge")}, ${plural(e.queries, "query")}`}}))],
     r.dataset, r.nodes.length, {rankGap: 70, node: 38});  // one label a link ("7 columns"): narrower gaps than a column graph's
   cy.on("tap", "node", ev => showDataset(ev.target, carried[ev.target.id()]));
