@@ -38,7 +38,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 REDACTED = "***"
@@ -148,6 +148,25 @@ def _redact_new(text: str) -> str:
         _known.clear()
     found = _known[text] = redact_text(text)
     return found
+
+
+def changed_texts(texts: Iterable[str]) -> dict[str, str]:
+    """The texts among ``texts`` that :func:`redact_text` changes, each with what it becomes: a
+    batch of rows is redacted once per distinct text, and a row rebuilt only when one of its texts
+    changes (:meth:`~lineage_listener.store.batch.Batch.add_all`).
+
+    >>> changed_texts(["q1", "password=hunter2", "q1"])
+    {'password=hunter2': 'password=***'}
+    """
+    known = _known.get
+    out = {}
+    for v in texts:
+        r = known(v)
+        if r is None:
+            r = _redact_new(v)
+        if r != v:
+            out[v] = r
+    return out
 
 
 def redact_row(row: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -1,6 +1,6 @@
 """A batch of rows for the store's tables, in column order; JSON-able for the spool.
 
-Every row is redacted as it is added (:func:`~lineage_listener.redact.redact_row`):
+Every row is redacted as it is added (:func:`~lineage_listener.redact.changed_texts`, once per distinct text):
 this is the one door into the store, the spool and anything sent on from a batch.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lineage_listener.redact import redact_row
+from lineage_listener.redact import changed_texts
 from lineage_listener.store.rows import LABEL_ROWS, TABLES, row_of
 
 #: Column order of each table's rows in a batch: the row types' fields (:mod:`~lineage_listener.store.rows`).
@@ -50,9 +50,16 @@ class Batch:
         >>> [r.query_id for r in b.rows["query_started"]]
         ['q1', 'q2']
         """
+        rows = rows if isinstance(rows, (list, tuple)) else list(rows)
+        changed = changed_texts({v for row in rows for v in row if v.__class__ is str})
+        if not changed:  # the usual case: no text of these rows holds a secret
+            for row in rows:
+                self.rows[row.TABLE].append(row)  # type: ignore[attr-defined]
+            return
         for row in rows:
-            redacted = redact_row(row)
-            self.rows[row.TABLE].append(row if redacted == row else row._make(redacted))  # type: ignore[attr-defined]
+            if any(v.__class__ is str and v in changed for v in row):
+                row = row._make(changed.get(v, v) if v.__class__ is str else v for v in row)  # type: ignore[attr-defined]
+            self.rows[row.TABLE].append(row)  # type: ignore[attr-defined]
 
     def extend(self, other: "Batch") -> None:
         for table, rows in other.rows.items():
