@@ -43,7 +43,7 @@ import networkx as nx
 from lineage_listener.govern.masking import masks_by, normalise
 from lineage_listener.govern.patterns import is_kind_of
 from lineage_listener.query.copies import CLEAR, INFLUENCED, MASKED, lane
-from lineage_listener.query.kept import Lookup, keep, path
+from lineage_listener.query.kept import Lanes, Lookup, keep, path
 
 Node = tuple[str, str]
 
@@ -136,12 +136,13 @@ def propagate(g: nx.DiGraph, declared: Mapping[Node, Mapping[str, bool]], maskin
     g = with_masking(g, masking)
     wanted = set(labels) if labels is not None else {lb for d in declared.values() for lb, v in d.items() if v}
     out: dict[str, dict[Node, Reached]] = {}
+    made: Lanes = {}  # each edge's lanes, made once for every label's walk
     for label in sorted(wanted):
         seeds, stops = roles(declared, label)
         seeds &= set(g.nodes)
         if seeds:
             walked = g.subgraph(n for n in g.nodes if n not in stops) if stops else g
-            k = keep(walked, sorted(seeds), "downstream", since, until, lookup, arrivals=True)
+            k = keep(walked, sorted(seeds), "downstream", since, until, lookup, arrivals=True, made=made)
             out[label] = _reached(k, label, seeds, None if at is None else set(at))
     return out
 

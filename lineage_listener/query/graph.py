@@ -38,13 +38,14 @@ def build_graph(start: Node, edges: Iterable[Edge], direction: str) -> nx.DiGrap
     """
     g = nx.DiGraph(start=start, direction=direction)
     g.add_node(start, dataset=start[0], column=start[1], depth=0)
+    made: dict[tuple, dict[str, Any]] = {}  # a stored edge's record, made once for the columns it reaches
     for e in edges:
         far = e.source if direction == "upstream" else e.target
         for node in (e.source, e.target):
             if node not in g:
                 g.add_node(node, dataset=node[0], column=node[1], depth=e.hop)
         g.nodes[far]["depth"] = min(g.nodes[far]["depth"], e.hop)
-        record = {f: getattr(e, f) for f in _RECORD_FIELDS}
+        record = _record(e, made)
         if g.has_edge(e.source, e.target):
             data = g.edges[e.source, e.target]
             if record not in data["records"]:
@@ -55,6 +56,19 @@ def build_graph(start: Node, edges: Iterable[Edge], direction: str) -> nx.DiGrap
     for _, _, data in g.edges(data=True):
         summarize(data)
     return g
+
+
+def _record(e: Edge, made: dict[tuple, dict[str, Any]]) -> dict[str, Any]:
+    """``e``'s record: one dict per stored edge and capture fields, shared by the graph edges of every
+    column a dataset-level edge reaches (records are never changed in place: a walk's lanes are made
+    once per record; :func:`~lineage_listener.query.kept.keep`)."""
+    if e.edge_id is None:
+        return {f: getattr(e, f) for f in _RECORD_FIELDS}
+    key = (e.edge_id, e.dataset_level, e.captured_at, e.earliest, e.latest, e.captures, e.before_window)
+    record = made.get(key)
+    if record is None:
+        record = made[key] = {f: getattr(e, f) for f in _RECORD_FIELDS}
+    return record
 
 
 def summarize(data: dict[str, Any]) -> dict[str, Any]:

@@ -153,6 +153,22 @@ def lanes(records: Iterable[dict]) -> dict[str, Lane]:
     return {k: v for k, v in out.items() if v.usable}
 
 
+#: Lanes made from records, by the records' identities (a graph's records are not changed in place).
+Lanes = dict[tuple[int, ...], dict[str, Lane]]
+
+
+def _lanes_of(data: dict, made: Lanes) -> dict[str, Lane]:
+    """:func:`lanes` of a graph edge's records, made once per list of the same record objects. A lane
+    is only read once made; two graph edges share one only when they share their records, which
+    only the columns of one dataset-level edge do (they have distinct ends: a walk keys lanes by edge)."""
+    records = data.get("records", [data])
+    key = tuple(map(id, records))
+    found = made.get(key)
+    if found is None:
+        found = made[key] = lanes(records)
+    return found
+
+
 class _Times:
     """Capture questions for one walk: answered from bounds, or batched into ``lookup``."""
 
@@ -217,16 +233,21 @@ class _Step:
 
 
 def keep(g: nx.DiGraph, start: Node | list[Node], direction: str, since: datetime | None = None,
-         until: datetime | None = None, lookup: Lookup | None = None, arrivals: bool = False) -> nx.DiGraph:
+         until: datetime | None = None, lookup: Lookup | None = None, arrivals: bool = False,
+         made: Lanes | None = None) -> nx.DiGraph:
     """The graph of the paths of ``g`` the window keeps, nodes annotated (see the module).
 
     ``start``: one column, or a list of columns walked from at once. ``arrivals``: annotate each
     column with the steps :func:`path` follows. ``g.graph["window"]`` says what lies outside the
     window: ``outside`` is None, or the captures of the steps this answer leaves out, with a message.
+    ``made``: lanes made before, by their records (:data:`Lanes`), taken and added to: walks over one
+    graph (one per label) make each edge's lanes once, and edges sharing their records (the columns
+    one dataset-level edge reaches) share their lanes.
     """
     downstream = direction == "downstream"
     starts = set(start) if isinstance(start, list) else {start}
-    edge_lanes = {(u, v): lanes(d.get("records", [d])) for u, v, d in g.edges(data=True)}
+    edge_lanes = {(u, v): _lanes_of(d, made) for u, v, d in g.edges(data=True)} if made is not None else \
+        {(u, v): lanes(d.get("records", [d])) for u, v, d in g.edges(data=True)}
     out_of: dict[Node, list[tuple[Node, Node]]] = {}
     for (u, v) in edge_lanes:
         near, far = (u, v) if downstream else (v, u)
