@@ -53,14 +53,29 @@ CONSUMER_DEFAULTS: dict[str, Any] = {
     "client.id": "lineage-listener-consumer",
 }
 DEFAULT_GROUP = "lineage-listener"
-#: Rows at most in one merged batch.
-CHUNK_ROWS = 5000
+#: Rows at most in one merged batch (a store write's cost is mostly per statement: a catch-up writes
+#: few, large batches).
+CHUNK_ROWS = 20_000
+#: Messages taken at most per poll (those already fetched; a poll waits only for the first).
+POLL_MESSAGES = 2000
+#: Seconds a poll waits for a first message.
+POLL_WAIT = 0.2
 #: Seconds between reads of the partitions' high watermarks (lag).
 LAG_EVERY = 2.0
 #: Seconds over which /api/health and doctor give rates.
 RATE_WINDOW = 10.0
 #: Seconds a batch the writer could not take (queue full, a failing store) waits before it is sent again.
 RETRY_AFTER = 0.5
+
+
+def _poll(consumer: Any) -> list[Any]:
+    """The next messages: the first as soon as it is there (within ``POLL_WAIT``), with those
+    fetched already behind it (up to ``POLL_MESSAGES``): a lone message is not held back waiting
+    for more, a backlog comes in large batches."""
+    first = consumer.poll(POLL_WAIT)
+    if first is None:
+        return []
+    return [first, *consumer.consume(num_messages=POLL_MESSAGES - 1, timeout=0)]
 
 
 def _rates(points: list[tuple[float, int, int]], now: float, events: int, edges: int,
@@ -238,14 +253,15 @@ class TopicIngest:
         next_lag = 0.0
         while not self._stop.is_set():
             self._settle(consumer)
-            batch = consumer.consume(num_messages=500, timeout=0.2)
-            self._take(batch)
+            self._take(_poll(consumer))
             self._settle(consumer)
             if time.monotonic() >= next_lag:
                 next_lag = time.monotonic() + LAG_EVERY
                 self._read_lag(consumer)
 
     def _take(self, msgs: list[Any]) -> None:
+        """Decode messages, merge them into chunks (:class:`~lineage_listener.kafka.chunk.Chunk`) and
+        hand each to the writer."""
         taken = []
         foreign = 0
         for m in msgs:

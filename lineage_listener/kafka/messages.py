@@ -143,11 +143,23 @@ def batch_of_rows(facet: dict[str, Any]) -> Batch:
     for table, spec in facet.items():
         if table not in COLUMNS:
             continue
-        names = list(spec["columns"])
-        for row in spec["rows"]:
-            values = dict(zip(names, row))
-            batch.add(TABLES[table]._make(values.get(c) for c in COLUMNS[table]))
+        names, cls = list(spec["columns"]), TABLES[table]
+        width = len(names)
+        if names == list(COLUMNS[table]):  # this version's own columns: each row as it is
+            batch.add_all([_new(cls, row) if len(row) == width else _by_name(cls, names, row) for row in spec["rows"]])
+        else:
+            batch.add_all([_by_name(cls, names, row) for row in spec["rows"]])
     return batch
+
+
+#: A row type's tuple from values of its width (``_make`` without its length check, made here).
+_new = tuple.__new__
+
+
+def _by_name(cls: Any, names: list[str], row: list[Any]) -> Any:
+    """A row of type ``cls`` from values named ``names`` (a name it lacks: null; one it does not know: dropped)."""
+    values = dict(zip(names, row))
+    return cls._make(values.get(c) for c in cls._fields)
 
 
 def _ts(value: Any) -> datetime | None:

@@ -66,11 +66,19 @@ def fold(rows: Rows) -> dict[str, list[tuple[Any, ...]]]:
 
 def apply(con: duckdb.DuckDBPyConnection, rows: Iterable[tuple[Any, ...]]) -> None:
     """Retargets whose inner write went in an earlier batch (those :func:`fold` left): its edges
-    name the table now, and the path goes if nothing else uses it."""
-    for r in typed(Retarget, rows):
-        _retarget_edges(con, r.query_id, r.target_dataset)
-        if r.previous_target:
-            _forget_unused_path(con, r.previous_target)
+    name the table now, and each path goes if nothing else uses it. A batch's retargets are
+    looked up together: which of their queries the store holds edges of, then which of their
+    paths are still named, in one query each (applying them one by one ends the same: a retarget
+    changes only its own query's edges' targets, so whether a path is named is known after all)."""
+    todo = typed(Retarget, rows)
+    if not todo:
+        return
+    held = {q for (q,) in con.execute("SELECT DISTINCT query_id FROM edge_captures WHERE query_id IN "
+                                      "(SELECT unnest($1))", [sorted({r.query_id for r in todo})]).fetchall()}
+    for r in todo:
+        if r.query_id in held:
+            _retarget_edges(con, r.query_id, r.target_dataset)
+    _forget_unused_paths(con, sorted({r.previous_target for r in todo if r.previous_target}))
 
 
 def _named(queries: Iterable[QueryRow], edges: Iterable[EdgeRow]) -> set[Any]:
@@ -86,8 +94,6 @@ def _named(queries: Iterable[QueryRow], edges: Iterable[EdgeRow]) -> set[Any]:
 def _retarget_edges(con: duckdb.DuckDBPyConnection, query_id: str, target: str) -> None:
     """Every stored edge of ``query_id`` now names ``target`` as its target dataset; captures keep
     their time, and an edge the query then holds twice is kept once."""
-    if not con.execute("SELECT count(*) FROM edge_captures WHERE query_id = ?", [query_id]).fetchone()[0]:
-        return
     rows = con.execute(f"""SELECT {", ".join("? AS target_dataset" if c == "target_dataset" else c
                                              for c in EdgeRow._fields)}
                            FROM column_lineage WHERE query_id = ? ORDER BY captured_at""",
@@ -96,18 +102,27 @@ def _retarget_edges(con: duckdb.DuckDBPyConnection, query_id: str, target: str) 
     write_edges(con, rows)
 
 
-def _forget_unused_path(con: duckdb.DuckDBPyConnection, dataset: str) -> None:
-    """Drop a ``path`` dataset no edge or query names any more (a table's location seen first).
+def _forget_unused_paths(con: duckdb.DuckDBPyConnection, datasets: list[str]) -> None:
+    """Drop each ``path`` dataset of ``datasets`` that no edge or query names any more (a table's
+    location seen first).
 
-    The edges naming it are found through the indexes on either end, their captures through
+    The edges naming them are found through the indexes on either end, their captures through
     each edge's list of sets: no scan of the store's history.
     """
-    used = con.execute(
-        """WITH held AS (SELECT unnest(sets) AS set_id FROM edges WHERE target_dataset = $1
-                         UNION ALL SELECT unnest(sets) AS set_id FROM edges WHERE source_dataset = $1)
-           SELECT EXISTS (SELECT 1 FROM edge_captures c WHERE c.set_id IN (SELECT set_id FROM held))
-               OR EXISTS (SELECT 1 FROM queries WHERE target_dataset = $1)""", [dataset]).fetchone()[0]
-    if not used:
-        con.execute("DELETE FROM dataset_columns WHERE dataset = $1 AND EXISTS "
-                    "(SELECT 1 FROM datasets WHERE dataset = $1 AND kind = 'path')", [dataset])
-        con.execute("DELETE FROM datasets WHERE dataset = $1 AND kind = 'path'", [dataset])
+    if not datasets:
+        return
+    unused = [r[0] for r in con.execute(
+        """WITH p AS (SELECT unnest($1) AS dataset),
+           held AS (SELECT target_dataset AS dataset, unnest(sets) AS set_id FROM edges
+                    WHERE target_dataset IN (SELECT dataset FROM p)
+                    UNION ALL SELECT source_dataset, unnest(sets) FROM edges
+                    WHERE source_dataset IN (SELECT dataset FROM p)),
+           used AS (SELECT h.dataset FROM held h WHERE h.set_id IN (
+                        SELECT set_id FROM edge_captures WHERE set_id IN (SELECT set_id FROM held) OFFSET 0)
+                    UNION SELECT target_dataset FROM queries WHERE target_dataset IN (SELECT dataset FROM p))
+           SELECT dataset FROM p WHERE dataset NOT IN (SELECT dataset FROM used WHERE dataset IS NOT NULL)""",
+        [datasets]).fetchall()]
+    if unused:
+        con.execute("DELETE FROM dataset_columns WHERE dataset IN (SELECT unnest($1)) AND dataset IN "
+                    "(SELECT dataset FROM datasets WHERE kind = 'path')", [unused])
+        con.execute("DELETE FROM datasets WHERE dataset IN (SELECT unnest($1)) AND kind = 'path'", [unused])
