@@ -51,6 +51,9 @@ log = redact.logger(__name__)
 WRITE_SPACING = 100.0
 #: ... but never longer than this after the last write (a slow store: lineage still arrives).
 MAX_SPACING = 10.0
+#: Seconds a batch's first rows wait for more before it is written, unless the writer says otherwise
+#: (its ``batch_interval``: a Kafka topic takes each query as a message of its own, so it waits less).
+BATCH_INTERVAL = 1.0
 
 #: At interpreter exit, a busy store is waited for at most this long before lineage is spooled.
 EXIT_LOCK_WAIT = 2.0
@@ -98,7 +101,7 @@ class _Marker:
 class Capture:
     """Owns the capture thread, its write lane and the store writer for one store file."""
 
-    def __init__(self, store: str | os.PathLike, *, batch_interval: float = 1.0,
+    def __init__(self, store: str | os.PathLike, *, batch_interval: float | None = None,
                  max_batch_rows: int = 20_000, lock_timeout: float = 10.0, defer_reads: bool = False,
                  max_queue: int = 10_000, after_write: Callable[[Batch], Batch | None] | None = None,
                  url: str | None = None, token: str | None = None, writer: Any = None,
@@ -117,7 +120,9 @@ class Capture:
         is logged in one line and capture goes on.
         ``sql_text``: what is kept of SQL text, ``full``, ``masked`` or ``none``
         (:mod:`~lineage_listener.capture.textmode`); applied to every batch before it goes anywhere.
-        ``tls_ca``: a CA file (PEM) the lineage server's certificate is checked against."""
+        ``tls_ca``: a CA file (PEM) the lineage server's certificate is checked against.
+        ``batch_interval``: seconds a batch's first rows wait for more (default: the writer's
+        ``batch_interval``, else :data:`BATCH_INTERVAL`)."""
         self.after_write = after_write
         #: The sessions whose streams this capture reads (the reader's, from when it is built).
         self.stream_sessions: list[Any] = []
@@ -139,7 +144,8 @@ class Capture:
             self.store = redact.redact_url(url)
         else:
             self.store = str(Path(store).expanduser().absolute())
-        self.batch_interval = batch_interval
+        self.batch_interval = batch_interval if batch_interval is not None else \
+            getattr(writer, "batch_interval", BATCH_INTERVAL)
         self._next_write = 0.0
         self._last_write_end = 0.0
         self._last_write_cost = 0.0
@@ -346,7 +352,7 @@ class Capture:
             _Problem: lambda problem: self._add_rows(_problem_rows(problem)),
         }
         while True:
-            wait = max(0.0, self._next_write - time.monotonic()) if len(self._pending) else self.batch_interval
+            wait = max(0.0, self._next_write - time.monotonic()) if len(self._pending) else BATCH_INTERVAL
             try:
                 item = self._queue.get(timeout=wait)
             except queue.Empty:
@@ -513,7 +519,7 @@ class Capture:
             return True
         if not len(batch) and self._hurried:
             return False  # ending: do not wait for a busy store only to retry the spool
-        start = time.monotonic()
+        start, cpu = time.monotonic(), time.thread_time()
         try:
             with stages.timed("store"):
                 ok = self.writer.write(batch)
@@ -522,7 +528,10 @@ class Capture:
             return False
         finally:
             self._last_write_end = time.monotonic()
-            self._last_write_cost = min(self._last_write_end - start, 1.0)
+            # a writer that mostly waits for the network costs the process only its CPU time
+            spent = time.thread_time() - cpu if getattr(self.writer, "waits_on_network", False) \
+                else self._last_write_end - start
+            self._last_write_cost = min(spent, 1.0)
         if ok and self.after_write is not None and len(batch):
             try:
                 extra = self.after_write(batch)

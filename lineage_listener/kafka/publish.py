@@ -80,7 +80,14 @@ class Counts:
 
 
 class KafkaWriter:
-    """Writes batches to a topic; never raises to its caller."""
+    """Writes batches to a topic; never raises to its caller.
+
+    Each query is a message of its own, so batching queries saves little: capture writes a batch
+    ``batch_interval`` seconds after its first rows, and paces its writes by their CPU time
+    (``waits_on_network``: a write mostly waits for the broker's acknowledgements)."""
+
+    batch_interval = 0.05
+    waits_on_network = True
 
     def __init__(self, settings: KafkaSettings, lock_timeout: float = 10.0,
                  producer_conf: dict[str, Any] | None = None) -> None:
