@@ -1,6 +1,6 @@
 """Kafka between capture and the lineage servers, measured on a real single-node KRaft broker.
 
-    python bench/kafka_bench.py [--hour-events 36000] [--latency-actions 40] [--cost-actions 60]
+    python bench/kafka_bench.py [--hour-events 36000] [--latency-actions 40] [--cost-actions 60] [--before CHECKOUT]
 
 Scenarios (each reports counts exactly: events produced = events stored, 0 duplicated):
 
@@ -8,20 +8,28 @@ Scenarios (each reports counts exactly: events produced = events stored, 0 dupli
 2. a server SIGKILLed in the middle with a standby beside it (take-over time), then restarted;
 3. the broker restarted in the middle of production (the producers spool, then replay);
 4. a consumer started after one hour's worth of events piled up: catch-up rate in events/s and edge rows/s;
-5. end-to-end latency from a Spark action returning to its lineage answering on the server's REST API;
+5. end-to-end latency from a Spark write returning to its lineage answering on the server's REST API (after
+   one write that starts capture, not timed);
 6. the producer's cost in the job: wall time and driver CPU of the same actions with Kafka capture / without
    capture (and, for reference, with capture to a store file); and the CPU of making one message.
 
 "One hour's worth": ``--hour-events`` events (default 36,000: ten per second, e.g. thirty clusters each
 running twenty jobs an hour of sixty actions), made from real captured queries (the SQL of
 tests/test_accuracy.py and a few writes) under new application ids, plus one OpenLineage run in ten
-from another producer (START, RUNNING, COMPLETE).
+from another producer (START, RUNNING, COMPLETE). The consumed store is compared, table by table,
+with the same messages written one at a time through ``write_batch`` (``--no-check``: not).
+
+``--before CHECKOUT``: scenarios 4 and 5 also run with another checkout's package (its ``consume``,
+its capture and its ``serve``), in alternating rounds (``--rounds``), so a change is measured
+against the code before it under the same load. Scenario 5 then also reports capture's CPU per
+action (its threads and the Kafka client's) for each.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import resource
 import signal
 import statistics
 import subprocess
@@ -35,7 +43,10 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
+#: The checkout whose package captures and serves in this process (``--before`` runs children with another).
+CODE = Path(os.environ.get("KAFKA_BENCH_CODE", REPO))
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(CODE))
 
 import duckdb  # noqa: E402
 from confluent_kafka import Producer  # noqa: E402
@@ -197,27 +208,100 @@ def encode_cost(templates: list[Batch], reps: int = 20) -> dict:
 
 
 # -- scenarios ---------------------------------------------------------------------------------------------
-def catch_up(broker: Broker, templates: list[Batch], events: int, work: Path) -> dict:
+def one_by_one(settings: KafkaSettings, store: Path) -> None:
+    """The topic's messages written into ``store`` one at a time through this checkout's ``write_batch``
+    (one transaction): what a consumer's store must hold."""
+    from confluent_kafka import Consumer
+
+    from lineage_listener.kafka import messages
+    from lineage_listener.store.connection import open_writable
+    from lineage_listener.store.write import write_batch
+
+    c = Consumer({"bootstrap.servers": settings.bootstrap, "group.id": uuid.uuid4().hex,
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    c.subscribe([settings.topic])
+    con = open_writable(store)
+    con.execute("BEGIN TRANSACTION")
+    want, idle, seen = topic_size(settings), 0, 0
+    while seen < want and idle < 20:
+        found = c.consume(2000, timeout=1.0)
+        idle = 0 if found else idle + 1
+        for m in found:
+            if m.error() is None:
+                seen += 1
+                write_batch(con, messages.decode(m.value()).batch)
+    con.execute("COMMIT")
+    con.close()
+    c.close()
+
+
+#: Store tables compared between a consumed store and the one written message by message.
+COMPARED = {
+    "runs": "SELECT * FROM runs", "queries": "SELECT * FROM queries", "datasets": "SELECT * FROM datasets",
+    "dataset_columns": "SELECT * FROM dataset_columns", "column_lineage": "SELECT * FROM column_lineage",
+    "edge_captures": "SELECT query_id, run_id, captured_at, captures FROM edge_captures",
+    "streams": "SELECT * FROM streams", "capture_errors": "SELECT * FROM capture_errors",
+    "query_starts": "SELECT * FROM query_starts"}
+
+
+def differing_tables(a: Path, b: Path) -> list[str]:
+    """The tables of :data:`COMPARED` whose rows (as multisets) differ between two stores."""
+    out = []
+    with duckdb.connect(str(a), read_only=True) as ca, duckdb.connect(str(b), read_only=True) as cb:
+        for table, sql in COMPARED.items():
+            if sorted(map(repr, ca.execute(sql).fetchall())) != sorted(map(repr, cb.execute(sql).fetchall())):
+                out.append(table)
+    return out
+
+
+def catch_up(broker: Broker, templates: list[Batch], events: int, work: Path, codes: dict[str, Path],
+             rounds: int = 1, check: bool = True) -> dict:
     settings = KafkaSettings(broker.servers, f"hour-{uuid.uuid4().hex[:6]}")
     start = time.monotonic()
     ours, foreign = pile(settings, templates, events)
     produced = topic_size(settings)
     say(f"[catch-up] produced {produced} events ({ours} captured, {foreign} OpenLineage) in "
         f"{time.monotonic() - start:.0f} s")
-    store = work / "hour.duckdb"
-    t0 = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "lineage_listener", "consume", "--store", str(store),
-                           "--kafka-bootstrap", settings.bootstrap, "--kafka-topic", settings.topic,
-                           "--until-idle", "2"], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
-                          capture_output=True, text=True, check=True)
-    took = time.monotonic() - t0 - 2.0  # less the idle wait that ends it
-    result = json.loads(done.stderr.strip().splitlines()[-1])
-    counts = store_counts(store, settings.topic)
-    out = {"events_produced": produced, "events_consumed": result["messages"], **counts, "seconds": round(took, 1),
-           "events_per_s": round(result["messages"] / took), "edge_rows_per_s": round(counts["edge_rows"] / took),
-           "dead_letters": result["dead_letters"]}
-    say(f"[catch-up] {json.dumps(out)}")
-    return out
+    reference = work / "hour-one-by-one.duckdb"
+    if check:
+        t0 = time.monotonic()
+        one_by_one(settings, reference)
+        say(f"[catch-up] the same messages written one at a time: {time.monotonic() - t0:.0f} s")
+    out: dict[str, list[dict]] = {name: [] for name in codes}
+    for r in range(rounds):
+        order = list(codes.items()) if r % 2 == 0 else list(codes.items())[::-1]
+        for name, code in order:
+            store = work / f"hour-{name}-{r}.duckdb"
+            used = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t0 = time.monotonic()
+            done = subprocess.run([sys.executable, "-m", "lineage_listener", "consume", "--store", str(store),
+                                   "--kafka-bootstrap", settings.bootstrap, "--kafka-topic", settings.topic,
+                                   "--kafka-group", f"{name}-{r}-{uuid.uuid4().hex[:6]}", "--until-idle", "2"],
+                                  cwd=code, env={**os.environ, "PYTHONPATH": str(code)},
+                                  capture_output=True, text=True, check=True)
+            took = time.monotonic() - t0 - 2.0  # less the idle wait that ends it
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime
+            result = json.loads(done.stderr.strip().splitlines()[-1])
+            counts = store_counts(store, settings.topic)
+            res = {"code": name, "round": r, "events_produced": produced, "events_consumed": result["messages"],
+                   **counts, "seconds": round(took, 1), "cpu_s": round(cpu, 1),
+                   "events_per_s": round(result["messages"] / took), "edge_rows_per_s": round(counts["edge_rows"] / took),
+                   "dead_letters": result["dead_letters"], "load": round(os.getloadavg()[0], 1)}
+            if check:
+                res["differs_from_one_by_one"] = differing_tables(store, reference)
+            out[name].append(res)
+            say(f"[catch-up] {json.dumps(res)}")
+    summary = {name: {"edge_rows_per_s_median": statistics.median(x["edge_rows_per_s"] for x in runs),
+                      "seconds_median": statistics.median(x["seconds"] for x in runs),
+                      "cpu_s_median": statistics.median(x["cpu_s"] for x in runs),
+                      "same_as_one_by_one": all(not x.get("differs_from_one_by_one") for x in runs) if check else None,
+                      "lost_or_doubled": any(x["events_consumed"] != produced or x["messages_stored"] != produced
+                                             or x["queries_captured_twice"] or x["appended_rows_twice"]
+                                             for x in runs)}
+               for name, runs in out.items()}
+    say(f"[catch-up] summary {json.dumps(summary)} (target {TARGET_EDGE_ROWS_PER_S:,} edge rows/s)")
+    return {"rounds": out, "summary": summary}
 
 
 def zero_code_apps(broker: Broker, work: Path, replay_runs: int = 200) -> dict:
@@ -323,15 +407,106 @@ def broker_restarted(broker: Broker, templates: list[Batch], work: Path, total: 
     return out
 
 
-def latency_and_cost(broker: Broker, work: Path, actions: int, cost_actions: int, rounds: int = 5) -> dict:
+def capture_cpu() -> float:
+    """CPU seconds of capture's threads in this process: its capture thread and write lane, and the Kafka
+    client's threads (``/proc``; threads that ended are not counted, so read it before ``disable``)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    names = {str(t.native_id): t.name for t in threading.enumerate()}
+    total = 0.0
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            comm = Path(f"/proc/self/task/{tid}/comm").read_text().strip()
+            fields = Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if names.get(tid, "").startswith("lineage-listener") or comm.startswith("rdk:"):
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def latency_child(bootstrap: str, work: Path, actions: int) -> dict:
+    """In a process of its own (``KAFKA_BENCH_CODE``'s package): ``actions`` Spark writes, each timed from
+    its return to its target answering on a ``serve`` consuming the topic; capture's CPU meanwhile."""
     from pyspark.sql import SparkSession
 
     import lineage_listener
 
-    settings = KafkaSettings(broker.servers, f"latency-{uuid.uuid4().hex[:6]}")
+    settings = KafkaSettings(bootstrap, f"latency-{uuid.uuid4().hex[:6]}")
     store = work / "latency.duckdb"
     server = Server(store, extra_args=["--kafka-bootstrap", settings.bootstrap, "--kafka-topic", settings.topic],
-                    output=work / "latency.log").start()
+                    output=work / "latency.log").start()  # tests.server_helpers of CODE: its serve
+    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    src = spark.range(1000).selectExpr("id", "id % 7 AS k", "cast(id AS string) AS s")
+
+    def found(target: Path) -> bool:
+        url = f"{server.url}/api/datasets?q={urllib.request.quote(str(target))}"
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return any(d["dataset"] == f"file:{target}" for d in json.loads(r.read()))
+    try:
+        src.selectExpr("id", "k").write.parquet(str(work / "latency" / "plain"))  # Spark's own first write
+        lineage_listener.enable(spark, kafka={"bootstrap": settings.bootstrap, "topic": settings.topic})
+        warm = work / "latency" / "warm"
+        src.selectExpr("id", "k").write.parquet(str(warm))  # capture's start (imports, plan reader): not timed
+        wait(lambda: found(warm), timeout=120, every=0.02)
+        used = capture_cpu()
+        seen = []
+        for i in range(actions):
+            target = work / "latency" / f"out{i}"
+            src.selectExpr("id", "k").write.parquet(str(target))
+            done = time.perf_counter()
+            wait(lambda: found(target), timeout=120, every=0.02)
+            seen.append(time.perf_counter() - done)
+        cpu = capture_cpu() - used
+        lineage_listener.disable(spark)
+    finally:
+        spark.stop()
+        server.stop()
+    return {"latencies_s": seen, "capture_cpu_ms_per_action": round(1000 * cpu / actions, 2)}
+
+
+def latency(broker: Broker, work: Path, actions: int, codes: dict[str, Path], rounds: int = 1) -> dict:
+    """End-to-end latency (:func:`latency_child`), each checkout in turn, ``rounds`` times."""
+    out: dict[str, list[dict]] = {name: [] for name in codes}
+    for r in range(rounds):
+        order = list(codes.items()) if r % 2 == 0 else list(codes.items())[::-1]
+        for name, code in order:
+            child_work = work / f"latency-{name}-{r}"
+            child_work.mkdir()
+            done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--latency-child",
+                                   "--bootstrap", broker.servers, "--work", str(child_work),
+                                   "--latency-actions", str(actions)],
+                                  env={**os.environ, "KAFKA_BENCH_CODE": str(code)}, capture_output=True,
+                                  text=True)
+            if done.returncode:
+                raise RuntimeError(f"latency round with {code} failed: {done.stderr[-3000:]}")
+            res = json.loads(done.stdout.strip().splitlines()[-1])
+            seen = sorted(res["latencies_s"])
+            res.update(code=name, round=r, load=round(os.getloadavg()[0], 1),
+                       p50_s=round(statistics.median(seen), 2), p95_s=round(seen[int(0.95 * (len(seen) - 1))], 2))
+            out[name].append(res)
+            say(f"[latency] {name} round {r}: p50 {res['p50_s']} s, p95 {res['p95_s']} s, capture CPU "
+                f"{res['capture_cpu_ms_per_action']} ms/action, load {res['load']}")
+    summary = {}
+    for name, runs in out.items():
+        seen = sorted(x for run in runs for x in run["latencies_s"])
+        summary[name] = {"actions": len(seen), "latency_p50_s": round(statistics.median(seen), 2),
+                         "latency_p95_s": round(seen[int(0.95 * (len(seen) - 1))], 2),
+                         "capture_cpu_ms_per_action_median": statistics.median(
+                             run["capture_cpu_ms_per_action"] for run in runs)}
+    say(f"[latency] summary {json.dumps(summary)} (target p95 < {TARGET_LATENCY_P95_S} s)")
+    return {"rounds": {n: [{k: v for k, v in x.items() if k != "latencies_s"} for x in runs]
+                       for n, runs in out.items()}, "summary": summary}
+
+
+def producer_cost(broker: Broker, work: Path, cost_actions: int, rounds: int = 5) -> dict:
+    """The job's wall time and driver CPU with capture to Kafka, to a store file and without capture."""
+    from pyspark.sql import SparkSession
+
+    import lineage_listener
+
+    settings = KafkaSettings(broker.servers, f"cost-{uuid.uuid4().hex[:6]}")
     spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     src = spark.range(1000).selectExpr("id", "id % 7 AS k", "cast(id AS string) AS s")
@@ -367,27 +542,9 @@ def latency_and_cost(broker: Broker, work: Path, actions: int, cost_actions: int
                     handle.flush(120)  # CPU: all of capture's work, also what is left when the job ends
                     lineage_listener.disable(spark)
                 times.append((wall, cpu() - used))
-        handle = lineage_listener.enable(spark, kafka={"bootstrap": settings.bootstrap, "topic": settings.topic})
-        seen = []
-        for i in range(actions):
-            target = work / "latency" / f"out{i}"
-            src.selectExpr("id", "k").write.parquet(str(target))
-            done = time.perf_counter()
-            url = f"{server.url}/api/datasets?q={urllib.request.quote(str(target))}"
-
-            def found() -> bool:
-                with urllib.request.urlopen(url, timeout=10) as r:
-                    return any(d["dataset"] == f"file:{target}" for d in json.loads(r.read()))
-            wait(found, timeout=120, every=0.02)
-            seen.append(time.perf_counter() - done)
-        lineage_listener.disable(spark)
     finally:
         spark.stop()
-        server.stop()
-    seen.sort()
-    out = {"latency_p50_s": round(statistics.median(seen), 2),
-           "latency_p95_s": round(seen[int(0.95 * (len(seen) - 1))], 2),
-           "actions": actions, "cost_actions": cost_actions, "rounds": rounds,
+    out = {"cost_actions": cost_actions, "rounds": rounds,
            "job_wall_s": {side: round(statistics.median(w for w, _ in t), 2) for side, t in
                           (("none", plain), ("store", stored), ("kafka", kafka))},
            "job_cpu_s": {side: round(statistics.median(c for _, c in t), 2) for side, t in
@@ -396,7 +553,7 @@ def latency_and_cost(broker: Broker, work: Path, actions: int, cost_actions: int
            "kafka_wall_ratio": _ratios([w for w, _ in kafka], [w for w, _ in plain]),
            "store_cpu_ratio": _ratios([c for _, c in stored], [c for _, c in plain]),
            "kafka_cpu_ratio": _ratios([c for _, c in kafka], [c for _, c in plain])}
-    say(f"[latency and cost] {json.dumps(out)}")
+    say(f"[producer cost] {json.dumps(out)}")
     return out
 
 
@@ -406,15 +563,32 @@ def _ratios(captured: list[float], plain: list[float]) -> dict:
     return {"median": round(statistics.median(each), 3), "min": round(each[0], 3), "max": round(each[-1], 3)}
 
 
+TARGET_EDGE_ROWS_PER_S = 10_000
+TARGET_LATENCY_P95_S = 1.0
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--hour-events", type=int, default=36_000)
     p.add_argument("--latency-actions", type=int, default=40)
     p.add_argument("--cost-actions", type=int, default=60)
     p.add_argument("--scenario-queries", type=int, default=3000, help="queries produced in scenarios 2 and 3")
-    p.add_argument("--only", help="comma-separated: apps,kill,broker,hour,latency")
+    p.add_argument("--only", help="comma-separated: apps,kill,broker,hour,latency,cost")
+    p.add_argument("--before", type=Path, help="a checkout of the code before a change: scenarios 4 and 5 run "
+                                               "with it too, in alternating rounds")
+    p.add_argument("--rounds", type=int, default=None, help="rounds of scenarios 4 and 5 (default 1; 2 with --before)")
+    p.add_argument("--no-check", dest="check", action="store_false",
+                   help="do not compare the caught-up store with the messages written one at a time")
+    p.add_argument("--latency-child", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--bootstrap", help=argparse.SUPPRESS)
+    p.add_argument("--work", type=Path, help=argparse.SUPPRESS)
     args = p.parse_args()
-    only = set(args.only.split(",")) if args.only else {"apps", "kill", "broker", "hour", "latency"}
+    if args.latency_child:
+        print(json.dumps(latency_child(args.bootstrap, args.work, args.latency_actions)))
+        return 0
+    only = set(args.only.split(",")) if args.only else {"apps", "kill", "broker", "hour", "latency", "cost"}
+    codes = {"now": REPO, **({"before": args.before.resolve()} if args.before else {})}
+    rounds = args.rounds or (2 if args.before else 1)
     work = Path(tempfile.mkdtemp(prefix="kafka-bench-"))
     (work / "broker").mkdir()
     broker = Broker(work / "broker", partitions=3).start()
@@ -431,9 +605,11 @@ def main() -> int:
         if "broker" in only:
             results["broker_restarted"] = broker_restarted(broker, templates, work, args.scenario_queries)
         if "hour" in only:
-            results["catch_up"] = catch_up(broker, templates, args.hour_events, work)
+            results["catch_up"] = catch_up(broker, templates, args.hour_events, work, codes, rounds, args.check)
         if "latency" in only:
-            results["latency_and_cost"] = latency_and_cost(broker, work, args.latency_actions, args.cost_actions)
+            results["latency"] = latency(broker, work, args.latency_actions, codes, rounds)
+        if "cost" in only:
+            results["producer_cost"] = producer_cost(broker, work, args.cost_actions)
     finally:
         broker.stop()
     print(json.dumps(results, indent=2))

@@ -16,11 +16,14 @@ connection opened per question (``open_store(path)`` kept, its default), and one
 of each (wall time, and the CPU time of the process beside it: on a busy machine the difference
 is the wait for a core), the queries a question sends (p50/p95), and whether labels' p95 is under
 the target.
+
+Each question is asked in a worker process (``bench/versions.py``); ``--before CHECKOUT`` asks it of
+another checkout's package too, in turn with this one's, times both and compares their answers
+column for column.
 """
 from __future__ import annotations
 
 import argparse
-import contextlib
 import random
 import statistics
 import sys
@@ -29,6 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.versions import Versions  # noqa: E402
 from lineage_listener.govern import labelstore  # noqa: E402
 from lineage_listener.govern.answers import column_labels, run  # noqa: E402
 from lineage_listener.query import open_store, store as query_store  # noqa: E402
@@ -100,18 +104,18 @@ def queries_per_question(path: str, picks: list[str]) -> list[int]:
         query_store.open_readonly = real
 
 
-def timed(store, picks: list[str], influence: bool) -> tuple[list[float], list[float], int, int]:
-    """Milliseconds per dataset (wall, and CPU of the process: DuckDB's threads included), columns
-    answered, columns labelled."""
-    times, cpu, labelled, columns = [], [], 0, 0
+def timed(versions: Versions, picks: list[str], influence: bool) -> dict[str, tuple[list[float], list[float], int, int]]:
+    """Per version: milliseconds per dataset (wall, and CPU of its process: DuckDB's threads included),
+    columns answered, columns labelled."""
+    out: dict[str, tuple[list[float], list[float], int, int]] = {v: ([], [], 0, 0) for v in versions.names}
     for dataset in picks:
-        t0, c0 = time.perf_counter(), time.process_time()
-        answer = column_labels(store, dataset, influence=influence)
-        times.append(1000 * (time.perf_counter() - t0))
-        cpu.append(1000 * (time.process_time() - c0))
-        columns += len(answer["columns"])
-        labelled += sum(1 for c in answer["columns"] if c["labels"])
-    return times, cpu, columns, labelled
+        for name, r in versions.ask({"ask": "labels", "dataset": dataset, "influence": influence}).items():
+            times, cpu, columns, labelled = out[name]
+            times.append(r["ms"])
+            cpu.append(r["cpu_ms"])
+            out[name] = (times, cpu, columns + len(r["answer"]["columns"]),
+                         labelled + sum(1 for c in r["answer"]["columns"] if c["labels"]))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=20, help="datasets timed of each kind (reached, random)")
     ap.add_argument("--labelled", type=int, default=40, help="source columns to label")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--before", type=Path, help="a checkout of the code before a change: timed in turn with this "
+                                                "one, every answer compared")
     args = ap.parse_args(argv)
     store = open_store(args.store)
     edges = store.sql("SELECT count(*) FROM column_lineage").fetchall()[0][0]
@@ -137,22 +143,26 @@ def main(argv: list[str] | None = None) -> int:
     counts = queries_per_question(args.store, picks)
     print(f"queries a question sends (labels, direct edges): p50 {statistics.median(counts):.0f}  "
           f"p95 {p95(counts):.0f}  max {max(counts)}")
-    store = open_store(args.store)
+    versions = Versions(args.store, args.before)
     worst: dict[str, float] = {}
-    for how in ("a connection per question", "one session"):
-        with store.session() if how == "one session" else contextlib.nullcontext():
+    try:
+        for how in ("a connection per question", "one session"):
+            versions.session(how == "one session")
             for what, influence in (("labels (direct edges)", False), ("labels + influence", True)):
-                times, cpu, columns, labelled = timed(store, picks, influence)
-                p50, top = statistics.median(times), p95(times)
-                if not influence:
-                    worst[how] = top
-                print(f"{how:26s} {what:22s}: p50 {p50:7.1f} ms  p95 {top:7.1f} ms  max {max(times):7.1f} ms"
-                      f"  (CPU p50 {statistics.median(cpu):6.1f} ms  p95 {p95(cpu):6.1f} ms; "
-                      f"{len(picks)} datasets, {columns} columns, {labelled} labelled)")
+                for name, (times, cpu, columns, labelled) in timed(versions, picks, influence).items():
+                    p50, top = statistics.median(times), p95(times)
+                    if name == "now":
+                        worst[f"{how}, {what}"] = top
+                    print(f"{how:26s} {what:22s} {name:6s}: p50 {p50:7.1f} ms  p95 {top:7.1f} ms  max "
+                          f"{max(times):7.1f} ms  (CPU p50 {statistics.median(cpu):6.1f} ms  p95 {p95(cpu):6.1f} ms; "
+                          f"{len(picks)} datasets, {columns} columns, {labelled} labelled)", flush=True)
+    finally:
+        versions.close()
+    print(versions.verdict())
     for how, top in worst.items():
         verdict = "PASS" if top < TARGET_P95_MS else "FAIL"
-        print(f"{verdict}: labels of a dataset, {how}: p95 {top:.1f} ms (target < {TARGET_P95_MS:.0f} ms)")
-    return 0 if all(top < TARGET_P95_MS for top in worst.values()) else 1
+        print(f"{verdict}: {how}: p95 {top:.1f} ms (target < {TARGET_P95_MS:.0f} ms)")
+    return 0 if all(top < TARGET_P95_MS for top in worst.values()) and not versions.mismatches else 1
 
 if __name__ == "__main__":
     sys.exit(main())

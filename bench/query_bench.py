@@ -1,12 +1,15 @@
 """Time upstream/downstream questions of depth 10 on a (synthetic) store.
 
     python bench/make_synthetic_store.py /tmp/lineage-10m.duckdb
-    python bench/query_bench.py /tmp/lineage-10m.duckdb --runs 20
+    python bench/query_bench.py /tmp/lineage-10m.duckdb --runs 20 [--before CHECKOUT]
 
 Start columns are drawn at random from columns that have edges in the
 direction asked (so every timing is a real multi-hop walk), each timed
 end to end through ``open_store(...).upstream/downstream`` (connection
-open, name resolution, expansion, graph build).
+open, name resolution, expansion, graph build), in a worker process
+(``bench/versions.py``). ``--before``: another checkout's package answers
+every question too, in turn with this one's; both are timed and their
+answers compared column for column.
 """
 from __future__ import annotations
 
@@ -14,11 +17,11 @@ import argparse
 import random
 import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.versions import Versions  # noqa: E402
 from lineage_listener.query import open_store  # noqa: E402
 
 TARGET_SECONDS = 1.0
@@ -46,26 +49,41 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--depth", type=int, default=10)
     ap.add_argument("--runs", type=int, default=20, help="start columns per direction")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--before", type=Path, help="a checkout of the code before a change: timed in turn with this "
+                                                "one, every answer compared")
     args = ap.parse_args(argv)
     store = open_store(args.store)
     edges = store.sql("SELECT count(*) FROM column_lineage").fetchall()[0][0]
     store.close()
     print(f"store {args.store}: {edges:,} edges; depth {args.depth}; {args.runs} random start columns")
+    versions = Versions(args.store, args.before)
     worst = 0.0
-    for direction in ("upstream", "downstream"):
-        times, sizes = [], []
-        for dataset, column in sample_starts(store, direction, args.runs, args.seed):
-            t0 = time.perf_counter()
-            g = getattr(store, direction)(dataset, column, depth=args.depth)
-            times.append(time.perf_counter() - t0)
-            sizes.append(g.number_of_edges())
-        med, q95 = statistics.median(times), p95(times)
-        worst = max(worst, q95)
-        print(f"{direction:10s} median {med * 1000:6.0f} ms  p95 {q95 * 1000:6.0f} ms  max {max(times) * 1000:6.0f} ms"
-              f"  (p95 = {q95 / TARGET_SECONDS:.2f} x the {TARGET_SECONDS:.0f} s target;"
-              f" graph edges median {statistics.median(sizes):.0f}, max {max(sizes)})")
+    try:
+        for direction in ("upstream", "downstream"):
+            times: dict[str, list[float]] = {v: [] for v in versions.names}
+            cpu: dict[str, list[float]] = {v: [] for v in versions.names}
+            sizes = []
+            for dataset, column in sample_starts(store, direction, args.runs, args.seed):
+                replies = versions.ask({"ask": direction, "dataset": dataset, "column": column, "depth": args.depth})
+                for name, r in replies.items():
+                    times[name].append(r["ms"] / 1000)
+                    cpu[name].append(r["cpu_ms"] / 1000)
+                sizes.append(len(replies["now"]["answer"]["edges"]))
+            for name in versions.names:
+                med, q95 = statistics.median(times[name]), p95(times[name])
+                if name == "now":
+                    worst = max(worst, q95)
+                print(f"{direction:10s} {name:6s} median {med * 1000:6.0f} ms  p95 {q95 * 1000:6.0f} ms  "
+                      f"max {max(times[name]) * 1000:6.0f} ms  (CPU median {statistics.median(cpu[name]) * 1000:5.0f}"
+                      f" ms, p95 {p95(cpu[name]) * 1000:5.0f} ms; p95 = {q95 / TARGET_SECONDS:.2f} x the "
+                      f"{TARGET_SECONDS:.0f} s target; graph edges median {statistics.median(sizes):.0f}, "
+                      f"max {max(sizes)})")
+    finally:
+        versions.close()
+    print(versions.verdict())
+    ok = worst < TARGET_SECONDS and not versions.mismatches
     print("PASS" if worst < TARGET_SECONDS else "FAIL", f"p95 {worst * 1000:.0f} ms vs {TARGET_SECONDS * 1000:.0f} ms")
-    return 0 if worst < TARGET_SECONDS else 1
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
