@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 from lineage_listener.capture import classification, multiwrite, stages, wrappers
 from lineage_listener.capture.envelope import Envelope
+from lineage_listener.lineage import writes
 from lineage_listener.lineage.query import QueryLineage, lineage
 from lineage_listener.plan.tree import Plan
 from lineage_listener.store.batch import Batch
@@ -173,7 +174,7 @@ class Recorder:
         target = result.target.name if result is not None and result.target is not None else None
         row = QueryRow(query_id=query_id, run_id=run_id, action=env.func_name, command=env.root,
                        sql_text=env.sql_text, status=status, error=error, duration_ms=env.duration_ms,
-                       captured_at=now, target_dataset=target)
+                       captured_at=now, target_dataset=target, write_mode=result.write_mode if target else None)
         rows.append(row)
         write = None
         if result is not None:
@@ -259,7 +260,8 @@ class Recorder:
         if known is not None:
             rows.append(QueryRow(query_id=known.query_id, run_id=run_id, action="stream", command=known.command,
                                  sql_text=None, status=known.status, error=known.error,
-                                 duration_ms=env.duration_ms, captured_at=now, target_dataset=known.target))
+                                 duration_ms=env.duration_ms, captured_at=now, target_dataset=known.target,
+                                 write_mode=writes.APPEND if known.target else None))
             rows.append(StreamRow(query_id=known.query_id, stream_id=progress.stream_id,
                                   stream_run_id=progress.stream_run_id, name=progress.name, run_id=run_id,
                                   target_dataset=known.target, lineage_hash=known.lineage_hash,

@@ -45,6 +45,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lineage_listener.lineage.datasets import datasets_of
+from lineage_listener.lineage.writes import mode_of
 from lineage_listener.plan.classes import WRAPPER_COMMANDS
 from lineage_listener.store.rows import DatasetColumnRow, DatasetRow, QueryRow, Retarget
 
@@ -102,7 +103,8 @@ def fold(env: "Envelope", inner: Write, now: str | None) -> tuple[list[tuple[Any
     upgraded = row._replace(action=env.func_name, command=env.root, sql_text=env.sql_text or row.sql_text,
                             status="failed" if env.error else row.status, error=env.error or row.error,
                             duration_ms=env.duration_ms if env.duration_ms is not None else row.duration_ms,
-                            target_dataset=target.name if target is not None else row.target_dataset)
+                            target_dataset=target.name if target is not None else row.target_dataset,
+                            write_mode=mode_of(env.root, env.target) or row.write_mode)  # a Hive or V2 CTAS replaces
     write = Write(upgraded, env.qe_id, inner.columns)
     if target is None or target.name == row.target_dataset:
         return [upgraded], write

@@ -64,7 +64,9 @@ class RelationFact(TypedDict, total=False):
 
     - ``schema``: the written schema (JSON of a ``StructType``);
     - ``output_columns``: the user's column names of ``CREATE VIEW v (x, y)``;
-    - ``mode``: the save mode of a file write (``Append``, ``Overwrite``...);
+    - ``mode``: the save mode of a file write or a ``save()`` (``Append``, ``Overwrite``...);
+    - ``partitions_only``: an overwrite replaces only some partitions (a partition spec, a dynamic
+      partition overwrite): ``lineage/writes.py``;
     - ``writes``: a multi-insert's targets, one fact (or None) per write, in plan order; it holds
       no other key (``capture/multiwrite.py``).
 
@@ -94,6 +96,7 @@ class RelationFact(TypedDict, total=False):
     schema: str
     output_columns: list[str]
     mode: str
+    partitions_only: bool
     writes: list["RelationFact | None"]
     stream_plan: Any
     stream_leaves: dict[int, Any]

@@ -16,6 +16,7 @@ from lineage_listener.lineage.datasets import Dataset, datasets_of
 from lineage_listener.lineage.edges import edges as edges_of
 from lineage_listener.lineage.model import Attribute, Edge
 from lineage_listener.lineage.walker import HANDLERS, RULES, Walk
+from lineage_listener.lineage.writes import mode_of
 from lineage_listener.plan.classes import ROW_LEVEL_COMMANDS, WRITE_COMMANDS
 from lineage_listener.plan.tree import Node
 
@@ -30,6 +31,7 @@ class QueryLineage:
     columns: dict[tuple[str, str], Attribute] = field(default_factory=dict)
     fallbacks: frozenset[str] = frozenset()
     problems: tuple[str, ...] = ()  # plan fields read another way; recorded as capture errors
+    write_mode: str | None = None   # what the write does to its target's data (lineage/writes.py)
 
 
 def _schema(text: Any) -> dict[str, tuple[Any, bool]]:
@@ -102,4 +104,4 @@ def lineage(root: Node, leaves: Mapping[int, Mapping[str, Any]] | None = None,
             for col, dtype, nullable in nodes.flatten(column_path.quote(name), written_type, written_nullable):
                 columns[(target_ds.name, col)] = Attribute(a.expr_id, col, dtype, nullable)
     return QueryLineage(target_ds, edges_of(w, outputs, names), datasets, columns, frozenset(w.fallbacks),
-                        tuple(w.problems))
+                        tuple(w.problems), mode_of(root, target) if target_ds is not None else None)

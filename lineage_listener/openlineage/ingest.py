@@ -21,13 +21,15 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import IO, Any
 
-from lineage_listener.lineage import column_path
+from lineage_listener.lineage import column_path, writes
 from lineage_listener.openlineage import facets, naming, validate
 from lineage_listener.store.batch import Batch
 from lineage_listener.store.rows import DatasetColumnRow, DatasetRow, EdgeRow, QueryRow, QueryStarted, RunRow
 
 #: Event types that end a run: its status, error and end time come from them.
 TERMINAL = ("COMPLETE", "FAIL", "ABORT")
+#: ``lifecycleStateChange`` values of an output that replace the data in it (docs/openlineage.md).
+REPLACING = ("CREATE", "OVERWRITE")
 #: ``jobType`` facet values of a run that is an application (the Spark agent's application
 #: events, an Airflow DAG run): a ``runs`` row with its start and end, the parent of its jobs' queries.
 APPLICATION_JOB_TYPES = ("APPLICATION", "DAG")
@@ -77,6 +79,8 @@ class _Run:
     ended: datetime | None = None
     seen: datetime | None = None
     target: str | None = None
+    #: From the output's ``lifecycleStateChange`` facet: a CREATE or OVERWRITE replaces the dataset.
+    write_mode: str | None = None
     #: False for a DatasetEvent without column lineage: its datasets only, no query.
     record: bool = True
     #: An application's (DAG's) own run: a query only if it carries column lineage.
@@ -180,6 +184,9 @@ def _datasets(r: _Run, ev: dict, name_of) -> None:
     for ds in ev.get("outputs") or []:
         target = _dataset(r, ds, name_of)
         r.target = r.target or target
+        change = ((ds.get("facets") or {}).get("lifecycleStateChange") or {}).get("lifecycleStateChange")
+        if target == r.target and str(change).upper() in REPLACING:
+            r.write_mode = writes.REPLACE
         lineage = (ds.get("facets") or {}).get("columnLineage")
         if lineage:
             for e in facets.edges_of(lineage, name_of):
@@ -257,7 +264,8 @@ def _query_rows(b: Batch, r: _Run, ended: datetime | None, at: str) -> None:
     """The query and edge rows of one run."""
     duration = int((ended - r.started).total_seconds() * 1000) if r.started and ended else None
     b.add(QueryRow(query_id=r.query_id, run_id=r.run_id, action=r.action, command=r.command, sql_text=r.sql,
-                   status=r.status, error=r.error, duration_ms=duration, captured_at=at, target_dataset=r.target))
+                   status=r.status, error=r.error, duration_ms=duration, captured_at=at, target_dataset=r.target,
+                   write_mode=r.write_mode))
     # The store keeps the start (and computes the duration) whichever event comes first.
     b.add(QueryStarted(query_id=r.query_id, started_at=r.started.isoformat(sep=" ") if r.started else None))
     for (target, *_), e in r.edges.items():

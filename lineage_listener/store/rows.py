@@ -122,6 +122,7 @@ class QueryRow(NamedTuple):
     duration_ms: int | None
     captured_at: Any
     target_dataset: str | None
+    write_mode: str | None = None
 
     TABLE = "queries"
     KEY = ("query_id",)
@@ -136,7 +137,8 @@ class QueryRow(NamedTuple):
              "captured_at=CASE WHEN excluded.status <> 'running' THEN excluded.captured_at "
              "WHEN queries.status = 'running' THEN least(queries.captured_at, excluded.captured_at) "
              "ELSE queries.captured_at END, "
-             "target_dataset=coalesce(excluded.target_dataset, queries.target_dataset)")
+             "target_dataset=coalesce(excluded.target_dataset, queries.target_dataset), "
+             "write_mode=coalesce(excluded.write_mode, queries.write_mode)")
 
 
 @_spec

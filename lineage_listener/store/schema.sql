@@ -40,7 +40,11 @@ CREATE TABLE IF NOT EXISTS queries (
     error          TEXT,              -- the error text, or null
     duration_ms    BIGINT,            -- how long the action took
     captured_at    TIMESTAMP,         -- when the action ended
-    target_dataset TEXT               -- null when the result went back to the driver
+    target_dataset TEXT,              -- null when the result went back to the driver
+    write_mode     TEXT               -- what the write did to the data already in its target: replace (overwrite,
+                                      -- CTAS, RTAS, INSERT OVERWRITE of the whole table) | append | modify (MERGE,
+                                      -- UPDATE, DELETE) | partitions (an overwrite of some partitions); null when
+                                      -- not a write, or not known (docs/reference/semantics.md, "Current state")
 );
 
 -- One row per dataset ever seen, under its canonical name.

@@ -47,34 +47,38 @@ def test_insert_overwrite_ctas_rtas_and_writeto(spark, lineage, sources, fmt):
     p = f"{ns}.p{next(_n)}"
     spark.sql(f"CREATE TABLE {p} (id INT, amount DOUBLE, day STRING) {using} PARTITIONED BY (day)")
     c = f"{ns}.c{next(_n)}"
-    statements = [
-        (t, f"INSERT INTO {t} {select}", COPY),
-        (t, f"INSERT OVERWRITE {t} {select}", COPY),
+    statements = [  # with what each write does to the data in its target (queries.write_mode)
+        (t, f"INSERT INTO {t} {select}", COPY, "append"),
+        (t, f"INSERT OVERWRITE {t} {select}", COPY, "replace"),
         (p, f"INSERT OVERWRITE {p} PARTITION (day = 'd1') SELECT id, amount * 2 AS amount FROM {sources[fmt]}",
-         {("id", "id", "identity"), ("amount", "amount", "derived")}),
-        (c, f"CREATE TABLE {c} {using} AS {select}", COPY),
-        (c, f"CREATE OR REPLACE TABLE {c} {using} AS {select}", COPY),
+         {("id", "id", "identity"), ("amount", "amount", "derived")}, "partitions"),
+        (c, f"CREATE TABLE {c} {using} AS {select}", COPY, "replace"),
+        (c, f"CREATE OR REPLACE TABLE {c} {using} AS {select}", COPY, "replace"),
     ]
     if fmt == "delta" and SPARK_LINE == "3.5":  # Delta 3.3 on Spark 3.5.9 fails RTAS of an existing
         statements.pop()  # table itself ("does not support truncate in batch mode"), listener or not
-    for target, stmt, expected in statements:
+    for target, stmt, expected, mode in statements:
         got = run(lineage, stmt)
         writes = [q for q in got.queries if q["target_dataset"] == full(target)]
         assert len(writes) == 1 and len(got.queries) == 1, (stmt, [(q["action"], q["command"]) for q in got.queries])
         assert {(tc, sc, tr) for tc, sd, sc, tr in edges(got) if tc and sd == S} == expected, stmt
         assert all(sd in (S, full(target)) for _, sd, _, _ in edges(got)), stmt
+        assert writes[0]["write_mode"] == mode, (stmt, writes[0]["command"], writes[0]["write_mode"])
     spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
     try:
         got = run(lineage, f"INSERT OVERWRITE {p} SELECT id, amount, name AS day FROM {sources[fmt]}")
         assert [q["target_dataset"] for q in got.queries] == [full(p)], [q["command"] for q in got.queries]
+        assert got.queries[0]["write_mode"] == "partitions", got.queries[0]["command"]
         assert {(tc, sc, tr) for tc, _, sc, tr in edges(got) if tc} == {
             ("id", "id", "identity"), ("amount", "amount", "identity"), ("day", "name", "rename")}
     finally:
         spark.conf.unset("spark.sql.sources.partitionOverwriteMode")
     df = spark.sql(f"SELECT id, amount, day FROM {sources[fmt]}")
-    for write in (lambda: df.writeTo(p).append(), lambda: df.writeTo(p).overwritePartitions()):
+    for write, mode in ((lambda: df.writeTo(p).append(), "append"),
+                        (lambda: df.writeTo(p).overwritePartitions(), "partitions")):
         got = lineage.run(write)
         assert [q["target_dataset"] for q in got.queries] == [full(p)]
+        assert got.queries[0]["write_mode"] == mode, got.queries[0]["command"]
         assert {(tc, sd, sc, tr) for tc, sd, sc, tr in edges(got) if tc} == {
             ("id", S, "id", "identity"), ("amount", S, "amount", "identity"), ("day", S, "day", "identity")}
 
@@ -105,6 +109,7 @@ def test_delta_python_builders_on_a_path_table(spark, lineage, sources, tmp_path
                       .whenMatchedUpdate(set={"amount": "t.amount + s.amount"})
                       .whenNotMatchedInsertAll().execute())
     one_query(got, "MergeIntoCommand", T, None)
+    assert got.queries[0]["write_mode"] == "modify"
     assert edges(got) == {
         (None, T, "id", "join"), (None, S, "id", "join"),
         ("amount", T, "amount", "derived"), ("amount", S, "amount", "derived"), ("amount", S, "amount", "identity"),

@@ -88,7 +88,10 @@ def table_write(cmd: Any, current: Current) -> RelationFact | None:
     """A write into (or creation of) the catalog table the command carries."""
     for getter in ("table", "tableDesc"):  # the field's name differs between commands
         if getter in dir(cmd):
-            return catalog_table(getattr(cmd, getter)(), current)
+            fact = catalog_table(getattr(cmd, getter)(), current)
+            if "partition" in dir(cmd):  # InsertIntoHiveTable: into a partition spec, static or dynamic
+                fact["partitions_only"] = cmd.partition().size() > 0
+            return fact
     return None
 
 

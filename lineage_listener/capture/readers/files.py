@@ -56,7 +56,18 @@ def file_write(cmd: Any, current: Current) -> RelationFact:
         pass
     fact["options"] = scala_map(cmd.options())
     fact["mode"] = str(cmd.mode().toString())
+    fact["partitions_only"] = partitions_only(cmd)
     return fact
+
+
+def partitions_only(cmd: Any) -> bool:
+    """Whether an overwrite replaces only some partitions: it names a static partition spec, or
+    Spark overwrites the partitions it writes (a dynamic partition overwrite)."""
+    try:
+        return str(cmd.mode().toString()) == "Overwrite" and cmd.partitionColumns().size() > 0 and (
+            bool(cmd.dynamicPartitionOverwrite()) or cmd.staticPartitions().size() > 0)
+    except jvm_call_failed():
+        return False
 
 
 def bracketed(obj: Any) -> str | None:

@@ -42,10 +42,11 @@ def save(cmd: Any, current: Current) -> RelationFact:
     provider = str(cmd.dataSource().getClass().getSimpleName())
     provider = "delta" if provider.startswith("Delta") else provider  # DeltaDataSource
     fact = jdbc.written(opts)
-    if fact is not None:
-        return fact
-    if "path" in opts:
-        return {"paths": [qualify(opts["path"])], "format": provider, "options": opts}
-    if provider == "KafkaSourceProvider":
-        return kafka.topics(opts, reading=False)
-    return {"node": provider, "format": provider, "options": opts}
+    if fact is None and "path" in opts:
+        fact = {"paths": [qualify(opts["path"])], "format": provider, "options": opts}
+    if fact is None and provider == "KafkaSourceProvider":
+        fact = kafka.topics(opts, reading=False)
+    if fact is None:
+        fact = {"node": provider, "format": provider, "options": opts}
+    fact["mode"] = str(cmd.mode().toString())
+    return fact

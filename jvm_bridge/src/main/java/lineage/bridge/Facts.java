@@ -337,6 +337,7 @@ final class Facts {
             }
             fact.put("options", map(call(cmd, "options")));
             fact.put("mode", String.valueOf(call(cmd, "mode")));
+            fact.put("partitions_only", partitionsOnly(cmd));
             return fact;
         }
         if (name.equals("CreateDataSourceTableAsSelectCommand") || name.equals("CreateHiveTableAsSelectCommand")
@@ -344,11 +345,28 @@ final class Facts {
             for (String getter : new String[] {"table", "tableDesc"}) {
                 Method m = method(cmd.getClass(), getter);
                 if (m != null) {
-                    return catalogTable(m.invoke(cmd));
+                    Map<String, Object> fact = catalogTable(m.invoke(cmd));
+                    if (fact != null && method(cmd.getClass(), "partition") != null) {
+                        // InsertIntoHiveTable: into a partition spec, static or dynamic
+                        fact.put("partitions_only", ((Number) call(call(cmd, "partition"), "size")).intValue() > 0);
+                    }
+                    return fact;
                 }
             }
         }
         return null;
+    }
+
+    /** {@code readers/files.py partitions_only}: whether an overwrite replaces only some partitions. */
+    private static boolean partitionsOnly(Object cmd) {
+        try {
+            return "Overwrite".equals(String.valueOf(call(cmd, "mode")))
+                    && ((Number) call(call(cmd, "partitionColumns"), "size")).intValue() > 0
+                    && (Boolean.TRUE.equals(call(cmd, "dynamicPartitionOverwrite"))
+                        || ((Number) call(call(cmd, "staticPartitions"), "size")).intValue() > 0);
+        } catch (Exception e) {
+            return false;
+        }
     }
 
     // -- values ---------------------------------------------------------------------------------
