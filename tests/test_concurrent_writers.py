@@ -111,7 +111,29 @@ print(StoreWriter(sys.argv[1], lock_timeout=120).write(b), flush=True)
 """
 
 
-def test_commit_while_another_writer_opens_the_store_is_kept(tmp_path: Path) -> None:
+#: The lineage server's writer (``serve``, ``consume``): one group writer, its batch answered once written.
+GROUP_OPENER = """
+import queue, sys
+from pathlib import Path
+from lineage_listener.store.batch import Batch
+from lineage_listener.store.group import GroupWriter, Settings
+from lineage_listener.store.rows import row_of
+
+b = Batch()
+b.add(row_of("queries", ("late", "run", "save", "InsertIntoHadoopFsRelationCommand", None, "succeeded", None, 5,
+                         "2026-01-01 00:00:00", "file:/out")))
+answers = queue.Queue()
+writer = GroupWriter(Path(sys.argv[1]), Settings(lock_timeout=120))
+writer.submit(b, answers.put)
+status, _ = answers.get(timeout=300)
+writer.close()
+print(status == 200, flush=True)
+"""
+
+
+@pytest.mark.parametrize("writer", ["capture", "server"])
+def test_commit_while_another_writer_opens_the_store_is_kept(tmp_path: Path, writer: str) -> None:
+    """Capture's writer and the server's group writer alike."""
     if shutil.which("strace") is None:
         pytest.skip("strace is not installed: it forces the moment between the opener's read and lock")
     store = tmp_path / "lineage.duckdb"
@@ -121,7 +143,8 @@ def test_commit_while_another_writer_opens_the_store_is_kept(tmp_path: Path) -> 
     trace = tmp_path / "opener.strace"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     opener = subprocess.Popen(["strace", "-f", "-qq", "-o", str(trace), "-P", str(store), "-e", "trace=openat,fcntl",
-                               "-e", "inject=fcntl:delay_enter=3000000", sys.executable, "-c", OPENER, str(store)],
+                               "-e", "inject=fcntl:delay_enter=3000000", sys.executable, "-c",
+                               OPENER if writer == "capture" else GROUP_OPENER, str(store)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         while "O_RDWR" not in (trace.read_text() if trace.exists() else ""):  # opened; its lock call waits

@@ -37,9 +37,10 @@ from typing import Any
 
 import duckdb
 
-from lineage_listener.store import private, spool
+from lineage_listener.store import spool
 from lineage_listener.store.batch import Batch
-from lineage_listener.store.connection import StoreNeedsAction, connect_writable, open_readonly
+from lineage_listener.store.connection import (ATTACH_SAFE, ATTACHED, StoreNeedsAction, connect_writable,
+                                                 open_readonly, release)
 from lineage_listener.store.write import commit_batch, write_batch
 
 log = logging.getLogger(__name__)
@@ -106,6 +107,9 @@ class GroupWriter:
         # the open store (writer thread's connection), the root of readers' cursors, and who uses it
         self._db: duckdb.DuckDBPyConnection | None = None
         self._reads_root: duckdb.DuckDBPyConnection | None = None
+        #: The in-memory database the store is attached to while open, as capture's writer attaches it
+        #: (``connection.open_writable``: DuckDB then reads the file's headers after it has locked it).
+        self._host: duckdb.DuckDBPyConnection | None = duckdb.connect() if ATTACH_SAFE else None
         self._turn: contextlib.ExitStack | None = None
         self._readers = 0
         self._switching = False  # opening or closing: new reads wait
@@ -215,6 +219,9 @@ class GroupWriter:
             if group is None:
                 with self._cond:
                     self._release_locked()
+                    host, self._host = self._host, None
+                if host is not None:
+                    host.close()
                 return
             started = time.monotonic()
             try:
@@ -359,7 +366,7 @@ class GroupWriter:
                 turn.close()
                 return None
             try:
-                con = connect_writable(self.store, lambda: deadline)
+                con = connect_writable(self.store, lambda: deadline, self._host)
             except StoreNeedsAction as exc:
                 log.error("lineage-listener: %s; run `lineage-listener doctor --store %s`", exc, self.store)
                 turn.close()
@@ -375,7 +382,7 @@ class GroupWriter:
                 spool.ingest(con, self.store, commit_batch)
             except Exception as exc:  # noqa: BLE001 - a spooled batch that fails waits; new ones go on
                 log.error("lineage-listener: a spooled batch of %s could not be written (kept): %s", self.store, exc)
-            self._db, self._reads_root, self._turn = con, con.cursor(), turn
+            self._db, self._reads_root, self._turn = con, self._cursor(con), turn
             self._opened_at = time.monotonic()
             self._count("opened")
             if self._warned:
@@ -395,10 +402,14 @@ class GroupWriter:
         while self._readers:
             self._cond.wait()
         try:
-            private.drop_empty_wal(Path(self.store))
-            for con in (self._reads_root, self._db):
-                with contextlib.suppress(duckdb.Error):
-                    con.close()
+            with contextlib.suppress(duckdb.Error):
+                self._reads_root.close()
+            try:
+                release(self._db, self._host, self.store)
+            except duckdb.Error as exc:  # still attached: a new in-memory database for the next open
+                log.warning("lineage-listener: closing store %s failed: %s", self.store,
+                            (str(exc).splitlines() or [type(exc).__name__])[0][:200])
+                self._host = duckdb.connect()
         finally:
             self._db = self._reads_root = None
             if self._turn is not None:
@@ -406,6 +417,14 @@ class GroupWriter:
                 self._turn = None
             self._switching = False
             self._cond.notify_all()
+
+    def _cursor(self, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+        """A cursor of the open store: a new connection of its database, on the store (attached to the
+        in-memory host, it names the store as its default database, as the writer's connection does)."""
+        cursor = con.cursor()
+        if self._host is not None and self._db is self._host:
+            cursor.execute(f"USE {ATTACHED}")
+        return cursor
 
     # -- reads ---------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -415,7 +434,7 @@ class GroupWriter:
         with self._cond:
             while self._switching:
                 self._cond.wait()
-            cursor = self._reads_root.cursor() if self._reads_root is not None else None
+            cursor = self._cursor(self._reads_root) if self._reads_root is not None else None
             self._readers += 1
         try:
             con = cursor if cursor is not None else open_readonly(self.store)
