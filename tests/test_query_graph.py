@@ -125,8 +125,8 @@ def test_time_window(store_path):
     store = open_store(store_path)
     g = store.upstream("spark_catalog.shop.report", "total", until="2025-03-04")
     assert g.number_of_edges() == 0            # job 3 ran on March 5th
-    assert g.graph["window"]["outside"]["message"] == (
-        "1 capture of this column's upstream lineage, all after 2025-03-04 23:59:59")
+    assert g.graph["window"]["outside"]["message"] == (   # when it was made, not only how many
+        "1 capture of this column's upstream lineage, at 2025-03-05 00:00:00, all after 2025-03-04 23:59:59")
     g = store.upstream("spark_catalog.shop.report", "total", since="2025-03-05", until="2025-03-05")
     assert set(g.predecessors(("spark_catalog.shop.report", "total"))) == {("spark_catalog.shop.clean", "amount")}
     # the write into report.total lies in the window: the older hops upstream of it are kept, marked

@@ -505,7 +505,7 @@ def merge_windows(windows: list[dict[str, Any]], empty: bool) -> dict[str, Any]:
     >>> w = {"since": dt(2026, 1, 9), "until": None, "outside": None}
     >>> merge_windows([w, {**w, "outside": {"captures": 2, "first": dt(2026, 1, 1), "last": dt(2026, 1, 2),
     ...                                     "message": "..."}}], empty=True)["outside"]["message"]
-    "2 captures of this column's lineage, all before 2026-01-09 00:00:00"
+    "2 captures of this column's lineage, from 2026-01-01 00:00:00 to 2026-01-02 00:00:00, all before 2026-01-09 00:00:00"
     """
     if len(windows) == 1:
         return windows[0]
@@ -521,21 +521,25 @@ def merge_windows(windows: list[dict[str, Any]], empty: bool) -> dict[str, Any]:
 
 def outside_message(n: int, first: datetime, last: datetime, since: datetime | None, until: datetime | None,
                     empty: bool, direction: str | None) -> str:
-    """One line on the captures a window leaves out (``direction`` None: of both walks).
+    """One line on the captures a window leaves out, with when the first and last were made
+    (``direction`` None: of both walks).
 
     >>> from datetime import datetime as dt
     >>> outside_message(3, dt(2026, 11, 1), dt(2026, 11, 3), dt(2026, 11, 20), None, True, "downstream")
-    "3 captures of this column's downstream lineage, all before 2026-11-20 00:00:00"
+    "3 captures of this column's downstream lineage, from 2026-11-01 00:00:00 to 2026-11-03 00:00:00, all before 2026-11-20 00:00:00"
+    >>> outside_message(1, dt(2026, 11, 21), dt(2026, 11, 21), None, dt(2026, 11, 20), False, "upstream")
+    '1 capture of steps this answer leaves out, at 2026-11-21 00:00:00, all after 2026-11-20 00:00:00'
     """
     if since is not None and last < since:
         where = f"all before {_when(since)}"
     elif until is not None and first > until:
         where = f"all after {_when(until)}"
     else:
-        where = f"between {_when(first)} and {_when(last)}, outside the window"
+        where = "outside the window"
+    when = f"at {_when(first)}" if first == last else f"from {_when(first)} to {_when(last)}"
     lineage = f"{direction} lineage" if direction else "lineage"
     what = f"of this column's {lineage}" if empty else "of steps this answer leaves out"
-    return f"{n} capture{'s' if n != 1 else ''} {what}, {where}"
+    return f"{n} capture{'s' if n != 1 else ''} {what}, {when}, {where}"
 
 
 def _when(t: datetime) -> str:
