@@ -84,10 +84,11 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise CliError(str(exc)) from None
     where = args.out if args.out else args.url
-    print(f"exported {result.events} events of {result.queries} queries to {where}"
-          + (f" ({result.skipped} queries already there)" if result.skipped else ""), file=sys.stderr)
-    if result.failed:
-        print(f"lineage-listener: {result.undelivered} queries not delivered ({result.reasons[0]}); "
-              f"they are sent by the next export to this endpoint", file=sys.stderr)
+    already = f" ({result.skipped} queries already there)" if result.skipped else ""
+    if result.failed:  # said once: what got through, what did not and why
+        print(f"lineage-listener: {result.delivered} of {result.delivered + result.undelivered} queries delivered to "
+              f"{where} ({result.events} events){already}; {result.undelivered} not delivered "
+              f"({result.reasons[0]}): the next export to this endpoint sends them", file=sys.stderr)
         return 1
+    print(f"exported {result.events} events of {result.queries} queries to {where}{already}", file=sys.stderr)
     return 0

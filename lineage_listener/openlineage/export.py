@@ -23,6 +23,7 @@ class ExportResult:
     failed: list[str] = field(default_factory=list)  # the query whose events did not get through
     reasons: list[str] = field(default_factory=list)
     undelivered: int = 0  # queries left for the next export (the failed one and all after it)
+    delivered: int = 0  # queries whose events got through (to an endpoint)
 
 
 def export(store: str | Path, out: str | None = None, url: str | None = None,
@@ -71,6 +72,7 @@ def export(store: str | Path, out: str | None = None, url: str | None = None,
                 break
             for qid in seen - set(result.failed):
                 delivered.add(send.sent_row(qid, url))
+            result.delivered = len(delivered)
             result.undelivered = total - len(already) - len(delivered)
         result.queries = len(seen)
         result.skipped = len(already)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from urllib.parse import urlsplit, urlunsplit
@@ -72,7 +73,11 @@ def to_file(events: Iterable[RunEvent], path: str) -> int:
 
 
 def post(transport: HttpTransport, event: RunEvent) -> str | None:
-    """Send one event; None on success, else the reason (one line, no secrets)."""
+    """Send one event; None on success, else the reason (one line, no secrets). The transport's own
+    retries say nothing (urllib3 logs a warning for each): the caller says once what did not get through."""
+    retries = logging.getLogger("urllib3.connectionpool")
+    level = retries.level
+    retries.setLevel(logging.ERROR)
     try:
         transport.emit(event)
         return None
@@ -80,7 +85,24 @@ def post(transport: HttpTransport, event: RunEvent) -> str | None:
         refusal = tls.failure(exc)
         if refusal is not None:
             return f"{refusal} (a private CA: {tls.CONF} or --tls-ca FILE)"
-        return redact_text(str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__)
+        return redact_text(reason(exc))
+    finally:
+        retries.setLevel(level)
+
+
+def reason(exc: BaseException) -> str:
+    """Why a POST failed, in a few words: the operating system's word for a connection that could not be
+    made (after the transport's retries), else the error's first line.
+
+    >>> reason(OSError("Max retries exceeded with url: /x (Caused by NewConnectionError(: Failed to "
+    ...                "establish a new connection: [Errno 111] Connection refused))"))
+    'cannot connect: Connection refused (after retries)'
+    """
+    text = str(exc)
+    found = re.search(r"\[Errno -?\d+\] ([^\"')]+)", text)
+    if "Max retries exceeded" in text and found:
+        return f"cannot connect: {found.group(1).strip()} (after retries)"
+    return text.splitlines()[0][:300] if text else type(exc).__name__
 
 
 def sent_row(query_id: str, url: str) -> SentRow:
