@@ -160,6 +160,8 @@ def prune_store(path: str | Path, keep: timedelta | None, dry_run: bool = False,
     The store is attached to an in-memory database of its own, as the capture writer attaches it
     (:func:`~lineage_listener.store.connection.open_writable`), so its headers are read under its lock.
     """
+    if not Path(path).exists():  # a mistyped path: never a new store (a dry run least of all)
+        raise StoreError(f"no store at {path}: capture has not written there yet (check --store)")
     deadline = time.monotonic() + wait
     host = duckdb.connect() if ATTACH_SAFE else None
     try:
