@@ -44,8 +44,13 @@ jars:
 demo: install-demo
 	bash examples/demo.sh
 
+## Spark's JVM classes archived per virtualenv (tests/jvm_cds.py): every Spark application of the suite starts
+## faster; a JVM that cannot use the archive runs without it.
+$(VENV)/spark-cds.jsa: $(STAMP)
+	$(BIN)/python -m tests.jvm_cds $@
+
 ## The full test suite (real Spark local[2], real DuckDB files).
-test: install jars
+test: install jars $(VENV)/spark-cds.jsa
 	LINEAGE_TEST_OTHER_SPARK_HOME=$$([ -x $(VENV35)/bin/python ] && $(VENV35)/bin/python -c \
 	  'import os, pyspark; print(os.path.dirname(pyspark.__file__))') \
 	$(BIN)/python -m pytest -q -p no:cacheprovider --ignore tests/lakehouse
@@ -66,7 +71,10 @@ $(STAMP35): pyproject.toml
 	$(VENV35)/bin/pip install --quiet -e '.[test-core,lakehouse]' '$(SPARK35)' 'delta-spark==3.3.2'
 	touch $(STAMP35)
 
-test-spark35: $(STAMP35) jars
+$(VENV35)/spark-cds.jsa: $(STAMP35)
+	$(VENV35)/bin/python -m tests.jvm_cds $@
+
+test-spark35: $(STAMP35) jars $(VENV35)/spark-cds.jsa
 	LINEAGE_TEST_OTHER_SPARK_HOME=$$([ -x $(BIN)/python ] && $(BIN)/python -c \
 	  'import os, pyspark; print(os.path.dirname(pyspark.__file__))') \
 	$(VENV35)/bin/python -m pytest -q -p no:cacheprovider --ignore tests/lakehouse \

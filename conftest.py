@@ -14,8 +14,14 @@ from typing import Any
 import duckdb
 import pytest
 
+from tests.jvm_cds import submit_opts
+
 os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", os.sys.executable)
+#: Every Spark application the tests start maps Spark's classes from the virtualenv's archive when
+#: ``make test`` made one (tests/jvm_cds.py): faster starts, the same runs.
+if "SPARK_SUBMIT_OPTS" not in os.environ and (_cds := submit_opts()):
+    os.environ["SPARK_SUBMIT_OPTS"] = _cds
 
 
 def _missing(module: str) -> bool:
