@@ -459,6 +459,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--out", type=Path, default=Path("/tmp/lineage-year.duckdb"))
     ap.add_argument("--fresh", action="store_true", help="start over even if progress exists")
+    ap.add_argument("--remeasure", action="store_true",
+                    help="write nothing: measure the store again at its last finished day (this checkout's code, "
+                         "the machine's load now) and report")
     args = ap.parse_args(argv)
     path: Path = args.out.expanduser().absolute()
     params = {k: getattr(args, k) for k in ("days", "jobs", "edges", "layers", "change_rate", "new_per_week",
@@ -488,6 +491,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{sum(j.born == 1 for j in world.jobs)} jobs, {world.ncols + len(KEYS)} columns a table, "
           f"{args.layers} layers; writing to {path}", flush=True)
 
+    if args.remeasure:
+        progress["measures"][str(world.day)] = measure(path, world, args.days, args.samples, args.depth, args.seed)
+        progress_file.write_text(json.dumps(progress))
+        report(progress, path)
+        return 0
     con = None
     try:
         while world.day < stop:
