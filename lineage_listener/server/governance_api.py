@@ -19,16 +19,16 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 from lineage_listener.govern import answers, declare, labelstore
-from lineage_listener.govern.patterns import PatternError
 from lineage_listener.govern.policy import Policy
 from lineage_listener.govern.watch import PolicyWatch
 from lineage_listener.govern.webhook import Webhook
-from lineage_listener.query.store import UnknownNameError
+from lineage_listener.query.names import Aliases
+from lineage_listener.query.store import LineageStore, UnknownNameError
 from lineage_listener.server.access.gate import identity, sight
+from lineage_listener.server.api import _answer, _store
 from lineage_listener.server.collect import _write
 from lineage_listener.server.state import ServerState, require_token, state
 from lineage_listener.store.group import QueueFull
-from lineage_listener.store.connection import StoreError
 
 router = APIRouter()
 log = logging.getLogger(__name__)
@@ -73,13 +73,6 @@ def detach(app: FastAPI) -> None:
         watch.close()
 
 
-def _store(st: ServerState):  # noqa: ANN202 - the server's LineageStore
-    try:
-        return st.lineage_store()
-    except StoreError as exc:
-        raise HTTPException(503, str(exc)) from None
-
-
 @router.get("/api/labels")
 def get_labels(dataset: str | None = None, column: str | None = None, propagated: bool = True,
                datasets: list[str] = Query(default=[], max_length=100), influence: bool = True,
@@ -88,28 +81,24 @@ def get_labels(dataset: str | None = None, column: str | None = None, propagated
     columns of several ``datasets`` (a graph's): ``{"columns": [{"dataset", "column", "labels": [{"label",
     "source": "set|file|spark|propagated", "path": [[dataset, column, transform], ...], "hops"}],
     "masked", "influenced_by"}]}``."""
-    store = _store(st)
-    try:
-        if datasets:
-            out: list[dict] = []
-            with store.connect() as con:
-                from lineage_listener.query.names import Aliases
+    if datasets:
+        return _answer(_labels_of, _store(st), datasets, influence)
+    return _answer(answers.column_labels, _store(st), dataset, column, propagated=propagated, influence=influence)
 
-                aliases = Aliases(con)
-                nodes = []
-                for name in datasets:
-                    try:
-                        nodes += answers.columns(con, aliases, name)
-                    except UnknownNameError:
-                        continue
-                p = answers.run(con, nodes, influence=influence, aliases=aliases)
-                out = [answers.column_row(p, n) for n in nodes]
-            return {"columns": [r for r in out if r["labels"] or r["masked"] or r["influenced_by"]]}
-        return answers.column_labels(store, dataset, column, propagated=propagated, influence=influence)
-    except UnknownNameError as exc:
-        raise HTTPException(404, str(exc)) from None
-    except ValueError as exc:
-        raise HTTPException(400, str(exc)) from None
+
+def _labels_of(store: LineageStore, datasets: list[str], influence: bool) -> dict:
+    """The labelled, masked or influenced columns of ``datasets``; a name the store does not know is left out."""
+    with store.connect() as con:
+        aliases = Aliases(con)
+        nodes = []
+        for name in datasets:
+            try:
+                nodes += answers.columns(con, aliases, name)
+            except UnknownNameError:
+                continue
+        p = answers.run(con, nodes, influence=influence, aliases=aliases)
+        out = [answers.column_row(p, n) for n in nodes]
+    return {"columns": [r for r in out if r["labels"] or r["masked"] or r["influenced_by"]]}
 
 
 @router.get("/api/labels/history")
@@ -130,21 +119,19 @@ class LabelChange(BaseModel):
 async def _change(request: Request, st: ServerState, body: LabelChange, unset: bool) -> JSONResponse:
     who = identity(request)  # with --access: the admin's own name
     by = who.name if who is not None else getattr(request.app.state, "governance", Governance()).token_name
-    try:
-        with st.read() as con:
-            if unset:
-                batch = labelstore.unset_batch(declare.resolve_unset(con, [(body.dataset, body.column, body.label)]), by)
-            else:
-                batch = labelstore.set_batch(declare.resolve(con, [(body.dataset, body.column, body.label,
-                                                                body.value)]), by)
-    except UnknownNameError as exc:
-        raise HTTPException(404, str(exc)) from None
-    except (PatternError, ValueError) as exc:
-        raise HTTPException(400, str(exc)) from None
+    batch = _answer(_label_batch, st, body, unset, by)
     try:
         return await _write(request, st, batch)
     except QueueFull as exc:
         raise HTTPException(503, str(exc), headers={"Retry-After": str(exc.retry_after)}) from None
+
+
+def _label_batch(st: ServerState, body: LabelChange, unset: bool, by: str):  # noqa: ANN202 - a store Batch
+    """The batch that sets or removes ``body``'s label, its names resolved against the store."""
+    with st.read() as con:
+        if unset:
+            return labelstore.unset_batch(declare.resolve_unset(con, [(body.dataset, body.column, body.label)]), by)
+        return labelstore.set_batch(declare.resolve(con, [(body.dataset, body.column, body.label, body.value)]), by)
 
 
 @router.post("/api/labels")
