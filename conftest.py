@@ -68,6 +68,7 @@ class EdgeRow:
     kind: str
     expression: str | None
     masking: bool
+    guess: bool = False
 
 
 class Captured:
@@ -86,7 +87,7 @@ class Captured:
                                         "ORDER BY captured_at", [query_ids]).fetchall()]
             rows = con.execute(
                 "SELECT target_dataset, target_column, source_dataset, source_column, transform, kind, expression, "
-                "masking FROM column_lineage WHERE query_id IN (SELECT unnest(?))", [query_ids]).fetchall()
+                "masking, guess FROM column_lineage WHERE query_id IN (SELECT unnest(?))", [query_ids]).fetchall()
         self.edges = [EdgeRow(*r) for r in rows]
 
     def simple(self, kind: str | None = None) -> set[tuple[str | None, str, str]]:

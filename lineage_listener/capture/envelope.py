@@ -18,6 +18,8 @@ from lineage_listener.capture import (
     multiwrite,
     nodelay,
     planreader,
+    pythoncode,
+    rdds,
     rejected,
     skips,
     stages,
@@ -207,6 +209,10 @@ class Reader:
             if nulls:  # fields toJSON could not write: read from the JVM (leaves they hold too)
                 leaves.update(facts.leaves(plan(), facts.repair_null_fields(plan(), read.plan.items, nulls),
                                            current, self._facts))
+            if read.leaves is None and pythoncode.present(read.text):  # toJSON leaves Python functions out
+                pythoncode.repair(plan(), read.plan.items)
+            if has_class(read.text, rdds.LEAF):  # a DataFrame made from a Python RDD: where its rows came from
+                leaves.update(rdds.leaves(plan(), current, self._facts))
             if has_class(read.text, MICRO_BATCH_LEAF):  # a foreachBatch micro-batch: the stream's plan
                 leaves.update(streams.foreach_batch_leaves(read.plan.items, self.streams, self.stream_sessions,
                                                            head.run.get("app_name")))

@@ -169,6 +169,7 @@ class Recorder:
                 rows.append(_error(now, run_id, query_id, "walk", error[:4000]))
         rows += [_error(now, run_id, query_id, "plan", problem)
                  for problem in (result.problems if result is not None else ())]
+        rows += [_error(now, run_id, query_id, "python", note) for note in (result.guesses if result is not None else ())]
         if env.read_error:
             rows.append(_error(now, run_id, query_id, "listener", env.read_error))
         target = result.target.name if result is not None and result.target is not None else None
@@ -255,6 +256,8 @@ class Recorder:
                 rows.append(_error(now, run_id, known.query_id, "listener", env.read_error))
             rows += [_error(now, run_id, known.query_id, "plan", problem)
                      for problem in (result.problems if result is not None else ())]
+            rows += [_error(now, run_id, known.query_id, "python", note)
+                     for note in (result.guesses if result is not None else ())]
             if result is not None:
                 rows += self._lineage_rows(known.query_id, run_id, known.target, result, now)
         if known is not None:
@@ -283,7 +286,7 @@ class Recorder:
             rows.append(EdgeRow(query_id=query_id, run_id=run_id, target_dataset=target,
                                 target_column=e.target_column, source_dataset=e.source.dataset,
                                 source_column=e.source.name, transform=e.transform.value, kind=e.kind,
-                                expression=e.expression, masking=e.masking, captured_at=now))
+                                expression=e.expression, masking=e.masking, captured_at=now, guess=e.guess))
         return rows
 
     def end_run(self, run: Mapping[str, Any], ended: datetime) -> Batch:

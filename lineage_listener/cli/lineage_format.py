@@ -72,7 +72,7 @@ def graph_dot(g: nx.DiGraph) -> str:
         style = ", style=bold" if n == g.graph["start"] else ""
         out.append(f"  {i} [label={json.dumps(name(n))}{style}];")
     for u, v, d in sorted(g.edges(data=True)):
-        label = d["transform"] + (" (masked)" if d["masking"] else "")
+        label = d["transform"] + (" (masked)" if d["masking"] else "") + (" (guess)" if d.get("guess") else "")
         dash = ", style=dashed" if d["kind"] != "direct" else ""
         out.append(f"  {ids[u]} -> {ids[v]} [label={json.dumps(label)}{dash}];")
     out.append("}")
@@ -115,14 +115,16 @@ def graph_text(g: nx.DiGraph, path_limit: int = 50) -> str:
             arrow = "<-" if direction == "upstream" else "->"
             expr = f"  {d['expression']}" if d["expression"] else ""
             mask = "  [masked]" if d["masking"] else ""
-            out.append(f"    {arrow} {name(b)}   {d['transform']}{expr}{mask}")
+            guess = "  [guess]" if d.get("guess") else ""
+            out.append(f"    {arrow} {name(b)}   {d['transform']}{expr}{mask}{guess}")
     if shown >= path_limit:
         out.append(f"... more paths not shown (first {path_limit}); see --format json")
     far = (lambda u, v: u) if direction == "upstream" else (lambda u, v: v)
     out += ["", table(
         ["hop", "source", "target", "transform", "kind", "expression", "captures", "last query", "captured_at",
          "reach"],
-        [(d["hop"], name(u), name(v), ",".join(d["transforms"]), d["kind"], d["expression"],
+        [(d["hop"], name(u), name(v), ",".join(d["transforms"]) + (" (guess)" if d.get("guess") else ""),
+          d["kind"], d["expression"],
           d["captures"], d["query_id"], when(d["captured_at"]), _reach(g.nodes[far(u, v)]))
          for u, v, d in sorted(g.edges(data=True), key=lambda e: (e[2]["hop"], e[0], e[1]))])]
     if outside:
@@ -199,8 +201,10 @@ def impact_text(report: dict[str, Any]) -> str:
 
 
 def _sources(entry: dict[str, Any], kind: str | None = None) -> str:
-    """The columns an impact entry was written from (of one ``kind`` of step, or all)."""
-    return ", ".join(name((f["dataset"], f["column"])) for f in entry["from"] if kind in (None, f["kind"]))
+    """The columns an impact entry was written from (of one ``kind`` of step, or all); a step that is
+    a conservative guess says so."""
+    return ", ".join(name((f["dataset"], f["column"])) + (" (guess)" if f.get("guess") else "")
+                     for f in entry["from"] if kind in (None, f["kind"]))
 
 
 def provenance_text(report: dict[str, Any]) -> str:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from lineage_listener.lineage import column_path
 from lineage_listener.lineage.model import Attribute, Edge, Origin, Transform
@@ -38,7 +39,7 @@ def column_edges(name: str, origin: Origin) -> list[Edge]:
     for f in origin.flows:
         transform = copy_kind(name, f.source.name) if f.transform == Transform.COPY else f.transform
         expression = f.source.name if transform == Transform.IDENTITY else text or f.expression
-        out.append(Edge(name, f.source, transform, "direct", expression, f.masking))
+        out.append(Edge(name, f.source, transform, "direct", expression, f.masking, f.guess))
     for i in origin.influences:
         out.append(Edge(name, i.source, i.transform, "indirect", i.expression, False))
     return out
@@ -47,14 +48,17 @@ def column_edges(name: str, origin: Origin) -> list[Edge]:
 def edges(walk: Walk, outputs: Sequence[Attribute], names: Sequence[str] | None = None) -> list[Edge]:
     """All edges of a query: each output column's, then row-level influences (target null)."""
     names = list(names) if names and len(names) == len(outputs) else [a.name for a in outputs]
-    seen: set[tuple] = set()
+    seen: dict[tuple, int] = {}
     result: list[Edge] = []
 
     def add(e: Edge) -> None:
         key = (e.target_column, e.source, e.transform, e.kind)
-        if key not in seen:
-            seen.add(key)
+        at = seen.get(key)
+        if at is None:
+            seen[key] = len(result)
             result.append(e)
+        elif result[at].guess and not e.guess:  # a path that surely reads the source: no guess
+            result[at] = replace(result[at], guess=False)
 
     for name, attr in zip(names, outputs):
         origin = walk.env.get(attr.expr_id)

@@ -307,8 +307,8 @@ def struct_field(node: Node, walk: Walk) -> Origin:
     if name in built:
         return built[name]
     sql = exp.Dot(this=sql_of(child), expression=exp.to_identifier(name))
-    flows = {Flow(Column(f.source.dataset, column_path.child(f.source.name, name)), f.transform, f.masking)
-             if f.transform in (Transform.COPY,) else f for f in child.flows}
+    flows = {Flow(Column(f.source.dataset, column_path.child(f.source.name, name)), f.transform, f.masking,
+                  guess=f.guess) if f.transform in (Transform.COPY,) else f for f in child.flows}
     return origin(flows, child.influences, sql)
 
 

@@ -61,6 +61,9 @@ class Flow:
     masking: bool = False
     #: This flow's own defining expression, when it differs from the column's (a UNION branch).
     expression: str | None = field(default=None, compare=False)
+    #: A conservative guess: a Python function that could not be read is taken to compute this
+    #: column from every input it receives (docs/reference/semantics.md, "Python code").
+    guess: bool = False
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,7 @@ class Edge:
     kind: str  # direct | indirect
     expression: str | None
     masking: bool = False
+    guess: bool = False  # a conservative guess (docs/reference/semantics.md, "Python code")
 
 
 @dataclass(frozen=True)
@@ -132,7 +136,7 @@ def combine(parts: Iterable[Origin], transform: Transform, sql: exp.Expression |
     for p in parts:
         influences |= p.influences
         for f in p.flows:
-            flows.add(Flow(f.source, stronger(f.transform, transform), f.masking or masking))
+            flows.add(Flow(f.source, stronger(f.transform, transform), f.masking or masking, guess=f.guess))
     return origin(flows, influences, sql)
 
 

@@ -182,7 +182,8 @@ def branch_flows(parts: list[Origin], texts: list[str | None]) -> frozenset[Flow
     out: dict[Flow, Flow] = {}
     for n, (part, text) in enumerate(zip(parts, texts), 1):
         for f in part.flows:
-            out.setdefault(f, Flow(f.source, f.transform, f.masking, f"UNION branch {n}: {text or f.source.name}"))
+            out.setdefault(f, Flow(f.source, f.transform, f.masking, f"UNION branch {n}: {text or f.source.name}",
+                                   f.guess))
     return frozenset(out.values())
 
 
@@ -192,8 +193,10 @@ def generate(node: Node, walk: Walk) -> list[Attribute]:
     gens = node.trees("generator")
     value = walk.expression(gens[0]) if gens else Origin()
     new = attributes(node.trees("generatorOutput"))
+    fields = dict(value.fields)  # a generator read column by column (a Python UDTF)
+    each = len(fields) == len(new) and all(a.name in fields for a in new)
     for a in new:
-        walk.define(a.expr_id, combine([value], Transform.DERIVED, value.sql))
+        walk.define(a.expr_id, fields[a.name] if each else combine([value], Transform.DERIVED, value.sql))
     return out + new
 
 
@@ -473,9 +476,9 @@ def leaf_content(node: Node) -> str:
 #: their new outputs are derived from what they reference, by design rather than by fallback.
 OPAQUE = ("DeserializeToObject", "SerializeFromObject", "MapPartitions", "MapElements", "AppendColumns",
           "AppendColumnsWithObject", "TypedFilter", "MapGroups", "FlatMapGroupsWithState", "CoGroup",
-          "MapPartitionsInR", "MapInPandas", "PythonMapInArrow", "MapInArrow", "FlatMapGroupsInPandas",
-          "FlatMapCoGroupsInPandas", "FlatMapGroupsInArrow", "FlatMapCoGroupsInArrow", "ScriptTransformation",
-          "AttachDistributedSequence", "BatchEvalPython", "ArrowEvalPython")
+          "MapPartitionsInR", "ScriptTransformation", "AttachDistributedSequence", "BatchEvalPython",
+          "ArrowEvalPython")
+#: pandas and Arrow functions are read column by column: :mod:`lineage_listener.lineage.python`.
 
 
 @handler(*OPAQUE)

@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lineage_listener.lineage import column_path, expressions, nodes, rowlevel, streaming  # noqa: F401 - handlers
+from lineage_listener.lineage import (column_path, expressions, nodes, python, rowlevel,  # noqa: F401 - handlers
+                                      streaming)
 from lineage_listener.lineage.datasets import Dataset, datasets_of
 from lineage_listener.lineage.edges import edges as edges_of
 from lineage_listener.lineage.model import Attribute, Edge
@@ -32,6 +33,7 @@ class QueryLineage:
     fallbacks: frozenset[str] = frozenset()
     problems: tuple[str, ...] = ()  # plan fields read another way; recorded as capture errors
     write_mode: str | None = None   # what the write does to its target's data (lineage/writes.py)
+    guesses: tuple[str, ...] = ()  # why some edges are a guess (Python functions not read); recorded too
 
 
 def _schema(text: Any) -> dict[str, tuple[Any, bool]]:
@@ -104,4 +106,5 @@ def lineage(root: Node, leaves: Mapping[int, Mapping[str, Any]] | None = None,
             for col, dtype, nullable in nodes.flatten(column_path.quote(name), written_type, written_nullable):
                 columns[(target_ds.name, col)] = Attribute(a.expr_id, col, dtype, nullable)
     return QueryLineage(target_ds, edges_of(w, outputs, names), datasets, columns, frozenset(w.fallbacks),
-                        tuple(w.problems), mode_of(root, target) if target_ds is not None else None)
+                        tuple(w.problems), mode_of(root, target) if target_ds is not None else None,
+                        tuple(w.guesses))

@@ -102,7 +102,8 @@ def _merged(parts: list[tuple[str, Origin, Origin | None]]) -> Origin:
     flows: dict[Flow, Flow] = {}
     for (label, value, _), text in zip(parts, texts):
         for f in value.flows:
-            flows.setdefault(f, Flow(f.source, f.transform, f.masking, f"{label}: {text or f.source.name}"))
+            flows.setdefault(f, Flow(f.source, f.transform, f.masking, f"{label}: {text or f.source.name}",
+                                     f.guess))
     return Origin(frozenset(flows.values()), frozenset(influences), None, 1)  # each flow names its clause
 
 

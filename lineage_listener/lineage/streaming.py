@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lineage_listener.lineage import nodes, sqltext
+from lineage_listener.lineage import nodes, python, sqltext
 from lineage_listener.lineage.model import Attribute, Origin, Transform, combine
 from lineage_listener.lineage.walker import Walk, attributes, handler
 from lineage_listener.plan.classes import STATEFUL_USER_OPERATORS
@@ -22,9 +22,13 @@ from lineage_listener.plan.tree import Node, parse
 
 @handler("LogicalRDD")
 def logical_rdd(node: Node, walk: Walk) -> list[Attribute]:
-    """A ``LogicalRDD``; a stream's micro-batch in ``foreachBatch`` walks the stream's plan."""
+    """A ``LogicalRDD``; a stream's micro-batch in ``foreachBatch`` walks the stream's plan; one made
+    from a Python RDD (``df.rdd.map(...).toDF()``) goes back through its functions
+    (:func:`lineage_listener.lineage.python.rdd_leaf`)."""
     outs = attributes(node.trees("output"))
     fact: Any = walk.leaves.get(outs[0].expr_id) if outs else None
+    if isinstance(fact, dict) and isinstance(fact.get("rdd"), dict):
+        return python.rdd_leaf(node, walk, fact["rdd"])
     if not isinstance(fact, dict) or not fact.get("stream_plan"):
         return nodes.leaf(node, walk)
     walk.leaves = {**walk.leaves, **fact.get("stream_leaves", {})}

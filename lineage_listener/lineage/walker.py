@@ -94,12 +94,20 @@ class Walk:
     problems: list[str] = field(default_factory=list)  # plan fields read another way (recorded)
     common: list[list[Origin]] = field(default_factory=list)  # common expressions of enclosing ``With``s
     grouping_ids: dict[int, tuple[Node, ...]] = field(default_factory=dict)  # grouping-set id -> its columns
+    guesses: list[str] = field(default_factory=list)  # why some edges are a guess, one line per function
 
     def problem(self, message: str) -> None:
         """A plan field that matters was unusable: log it once per message, record it per query."""
         if message not in self.problems:
             self.problems.append(message)
             _once(message, logging.WARNING, "lineage-listener: %s", message)
+
+    def guessed(self, note: str) -> None:
+        """Some edges are a conservative guess (a Python function not read): log why once, record it
+        per query."""
+        if note not in self.guesses:
+            self.guesses.append(note)
+            _once(note, logging.INFO, "lineage-listener: %s", note)
 
     # -- expressions ---------------------------------------------------------------
     def expression(self, node: Node) -> Origin:

@@ -4,7 +4,7 @@
 writes, field by field, but each distinct attribute once, in a table, and the products named
 in :data:`KEEP` with only the fields the walk reads::
 
-    {"v": 3, "attrs": [{attribute node}, ...], "facts": {...}, "plan": {"@t": [node or attribute index, ...]}}
+    {"v": 4, "attrs": [{attribute node}, ...], "facts": {...}, "plan": {"@t": [node or attribute index, ...]}}
 
 ``facts`` (when the reader was given the whole query) holds what the plan JSON leaves out, read
 in the same JVM call: see :func:`decode`.
@@ -17,7 +17,7 @@ work on it unchanged (``parse`` builds one :class:`~lineage_listener.plan.tree.N
 The walk's tree needs no items: :func:`load` decodes the text as it is, and
 :func:`~lineage_listener.plan.tree.from_compact` builds the nodes from that.
 
->>> items = expand('{"v":3,"attrs":[{"class":"e.A","num-children":0,"name":"x"}],'
+>>> items = expand('{"v":4,"attrs":[{"class":"e.A","num-children":0,"name":"x"}],'
 ...                '"plan":{"@t":[{"class":"p.Project","num-children":0,"projectList":'
 ...                '[{"@t":[0]},{"@t":[0]}]}]}}')
 >>> items[0]["projectList"][0][0]["name"], items[0]["projectList"][0][0] is items[0]["projectList"][1][0]
@@ -29,7 +29,7 @@ import json
 from typing import Any
 
 #: The encoding version this decoder reads (``PlanReader.VERSION``).
-VERSION = 3
+VERSION = 4
 TREE = "@t"
 
 #: Products the reader writes with only these fields (no ``product-class``): the walk and the fact
@@ -63,7 +63,7 @@ def decode(text: str | dict) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     leaf: None for one the JVM side does not describe), ``nulls`` (how many node fields were
     written as null) and, when read, the write ``target``'s facts.
 
-    >>> items, facts = decode('{"v":3,"attrs":[],"facts":{"leaves":[[7,null]],"nulls":0},'
+    >>> items, facts = decode('{"v":4,"attrs":[],"facts":{"leaves":[[7,null]],"nulls":0},'
     ...                       '"plan":{"@t":[{"class":"p.Range","num-children":0}]}}')
     >>> facts["leaves"], items[0]["class"]
     ([[7, None]], 'p.Range')
@@ -76,7 +76,7 @@ def load(text: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(raw, facts)``: the compact plan ``text`` as ``json.loads`` gives it (trees not expanded:
     :func:`~lineage_listener.plan.tree.from_compact` builds nodes from it) and its facts.
 
-    >>> raw, facts = load('{"v":3,"attrs":[],"plan":{"@t":[{"class":"p.Range","num-children":0}]}}')
+    >>> raw, facts = load('{"v":4,"attrs":[],"plan":{"@t":[{"class":"p.Range","num-children":0}]}}')
     >>> raw["plan"], facts
     ({'@t': [{'class': 'p.Range', 'num-children': 0}]}, {})
     """

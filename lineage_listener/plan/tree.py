@@ -143,7 +143,7 @@ def from_compact(raw: dict[str, Any]) -> Node:
     A product holding trees (``CaseWhen.branches``' pairs) keeps them as ``parse`` does: as the
     ``toJSON``-shaped items :func:`~lineage_listener.plan.compact.expand` gives.
 
-    >>> root = from_compact({"v": 3, "attrs": [{"class": "e.A", "num-children": 0, "name": "x"}],
+    >>> root = from_compact({"v": 4, "attrs": [{"class": "e.A", "num-children": 0, "name": "x"}],
     ...                      "plan": {"@t": [{"class": "p.Project", "num-children": 0,
     ...                                       "projectList": [{"@t": [0]}, {"@t": [0]}]}]}})
     >>> root.name, root.trees("projectList")[0].get("name"), len(set(map(id, root.trees("projectList"))))
@@ -259,7 +259,7 @@ class Plan:
     is then built from them: a reader may patch them (fields ``toJSON`` wrote as null, read from
     the JVM), and the walk must see the patch.
 
-    >>> text = '{"v":3,"attrs":[],"plan":{"@t":[{"class":"p.Range","num-children":0}]}}'
+    >>> text = '{"v":4,"attrs":[],"plan":{"@t":[{"class":"p.Range","num-children":0}]}}'
     >>> plan = Plan(text, root=from_compact(compact.load(text)[0]))
     >>> plan.root.name, plan.items[0]["class"]
     ('Range', 'p.Range')

@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 
 
 _COLUMNS = ("e.target_dataset, e.target_column, e.source_dataset, e.source_column, e.transform, e.kind, "
-            "e.expression, e.masking, e.edge_id, h.*")
+            "e.expression, e.masking, e.edge_id, coalesce(e.guess, false) AS guess, h.*")
 
 
 #: Queries whose write Spark rejected: their edges stay in the store (for audit) but name a
@@ -409,7 +409,7 @@ def _edges(con, rows: list[dict[str, Any]], frontier: list[Node], direction: Dir
         for column in targets:
             yield Edge((s_ds, r["source_column"]), (t_ds, column), hop, r["transform"], r["kind"],
                        r["expression"], bool(r["masking"]), dataset_level=t_col is None, edge_id=r["edge_id"],
-                       **times)
+                       guess=bool(r["guess"]), **times)
 
 
 def columns_of(con: duckdb.DuckDBPyConnection, datasets: set[str], aliases: Aliases) -> dict[str, list[str]]:

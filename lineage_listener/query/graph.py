@@ -23,7 +23,8 @@ TRANSFORM_RANK = {"aggregate": 0, "derived": 1, "rename": 2, "identity": 3}
 
 _RECORD_FIELDS = ("transform", "kind", "expression", "masking", "query_id", "run_id",
                   "captured_at", "dataset_level", "first_seen", "captures", "edge_id",
-                  "earliest", "latest", "before_window", "outside", "outside_first", "outside_last", "known")
+                  "earliest", "latest", "before_window", "outside", "outside_first", "outside_last", "known",
+                  "guess")
 
 
 def build_graph(start: Node, edges: Iterable[Edge], direction: str) -> nx.DiGraph:
@@ -91,6 +92,7 @@ def summarize(data: dict[str, Any]) -> dict[str, Any]:
     basis = current or records
     data.update(min(basis, key=_preference))
     data["masking"] = any(r["masking"] for r in records)
+    data["guess"] = all(r.get("guess", False) for r in basis)  # a guess only when no capture read the code
     data["transforms"] = sorted({r["transform"] for r in records})
     data["runs"] = sorted({r["run_id"] for r in basis if r.get("run_id") is not None})
     data["captures"] = sum(r.get("captures", 1) for r in basis)
@@ -147,7 +149,7 @@ def paths(g: nx.DiGraph, start: Node, direction: str, limit: int = 200) -> Itera
 #: Node attributes a walk sets (:func:`~lineage_listener.query.kept.keep`) that graph data carries.
 NODE_ATTRIBUTES = ("reach", "masking", "via", "before_window")
 EDGE_ATTRIBUTES = ("hop", "transform", "kind", "expression", "masking", "query_id", "run_id", "captured_at",
-                   "first_seen", "dataset_level", "captures", "before_window")
+                   "first_seen", "dataset_level", "captures", "before_window", "guess")
 
 
 def graph_data(g: nx.DiGraph) -> dict[str, Any]:

@@ -96,7 +96,8 @@ def impact(store: LineageStore, dataset: str, column: str, since: TimeBound = No
         entry = {"hop": d["depth"], "dataset": node[0], "column": node[1],
                  "from": [{"dataset": u[0], "column": u[1], "transform": e["transform"], "kind": e["kind"],
                            "expression": e["expression"], "masking": e["masking"],
-                           "before_window": e["before_window"], "query_id": e.get("query_id")}
+                           "before_window": e["before_window"], "query_id": e.get("query_id"),
+                           "guess": e.get("guess", False)}
                           for u, _, e in into]}
         entry.update({"masking": d["masking"]} if d["reach"] == COPY else {"via": d["via"]})
         entry.update(runs=writers, applications=sorted({apps.get(r) or r for r in writers}))

@@ -40,3 +40,4 @@ class Edge:
     outside_first: datetime | None = None
     outside_last: datetime | None = None
     known: tuple[tuple[datetime, ...], ...] = ()  # its first and last capture times, distinct, sorted (all: one tuple)
+    guess: bool = False                 # a conservative guess (a Python function that could not be read)

@@ -23,13 +23,14 @@ from lineage_listener.store.edge_ids import EDGE_COLUMNS, edge_id, set_id
 _ROW = EdgeRow._fields
 _EDGE_IDX = [_ROW.index(c) for c in EDGE_COLUMNS]
 _Q, _R, _T = _ROW.index("query_id"), _ROW.index("run_id"), _ROW.index("captured_at")
+_GUESS = _ROW.index("guess")
 _MASKING = EDGE_COLUMNS.index("masking")
 _COLS = ", ".join(EDGE_COLUMNS)
 
 #: A new set's edges: new ones inserted, known ones list the set too (rare: most captures reuse a set).
 _ADD_EDGES = f"""
-INSERT INTO edges (edge_id, {_COLS}, sets)
-SELECT {", ".join(f"unnest(${i + 1})" for i in range(len(EDGE_COLUMNS) + 1))}, CAST([] AS UBIGINT[])
+INSERT INTO edges (edge_id, {_COLS}, guess, sets)
+SELECT {", ".join(f"unnest(${i + 1})" for i in range(len(EDGE_COLUMNS) + 2))}, CAST([] AS UBIGINT[])
 ON CONFLICT (edge_id) DO NOTHING"""
 
 #: Each edge lists the sets holding it (``{members}``: a relation of set_id, edge_id).
@@ -40,9 +41,11 @@ WHERE e.edge_id = m.edge_id"""
 
 
 def _edge(row: Sequence) -> tuple:
+    """The edge's :data:`EDGE_COLUMNS` values, then whether it is a guess (a short row: not)."""
     values = [row[i] for i in _EDGE_IDX]
     if values[_MASKING] is not None:
         values[_MASKING] = bool(values[_MASKING])
+    values.append(bool(row[_GUESS]) if len(row) > _GUESS and row[_GUESS] is not None else False)
     return tuple(values)
 
 
@@ -53,7 +56,7 @@ def _group(rows: Iterable[Sequence], held: dict[str, set[int]], edges: dict[int,
     have: dict[str, set[int]] = {}
     for r in rows:
         edge = _edge(r)
-        eid = edge_id(edge)
+        eid = edge_id(edge[:-1], edge[-1])
         mine = have.setdefault(r[_Q], set(held.get(r[_Q], ())))
         if eid in mine:
             continue

@@ -38,9 +38,19 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def edge_id(values: Iterable[Any]) -> int:
-    """The id of the edge with these :data:`EDGE_COLUMNS` values."""
-    return _digest(_SEP.join(v if v.__class__ is str else _text(v) for v in values))
+#: What the digest of a guessed edge ends with (an edge read from the code keeps the id it always had).
+GUESS = _SEP + "guess"
+
+
+def edge_id(values: Iterable[Any], guess: bool = False) -> int:
+    """The id of the edge with these :data:`EDGE_COLUMNS` values; a guessed edge (``guess``) is
+    another edge than the same one read from the code.
+
+    >>> edge_id(("t", "a", "s", "a", "derived", "direct", "f(a)", False), guess=True) != \\
+    ...     edge_id(("t", "a", "s", "a", "derived", "direct", "f(a)", False))
+    True
+    """
+    return _digest(_SEP.join(v if v.__class__ is str else _text(v) for v in values) + (GUESS if guess else ""))
 
 
 def set_id(edge_ids: Iterable[int]) -> int:
@@ -48,7 +58,8 @@ def set_id(edge_ids: Iterable[int]) -> int:
     return _digest(",".join(str(i) for i in sorted(set(edge_ids))))
 
 
-#: :func:`edge_id` in DuckDB SQL over the columns of a relation (``{p}``: a column prefix such as ``l.``).
+#: :func:`edge_id` in DuckDB SQL over the columns of a relation (``{p}``: a column prefix such as ``l.``)
+#: holding no guessed edge (edges stored before the ``guess`` column, a diff's sides).
 EDGE_ID_SQL = ("CAST('0x' || left(md5(concat_ws(chr(31), "
                + ", ".join(f"coalesce(CAST({{p}}{c} AS TEXT), chr(0))" for c in EDGE_COLUMNS)
                + ")), 16) AS UBIGINT)")

@@ -191,6 +191,7 @@ class EdgeRow(NamedTuple):
     expression: str | None
     masking: bool | None
     captured_at: Any
+    guess: bool | None = None  # a conservative guess: a Python function that could not be read
 
     TABLE = "column_lineage"
 

@@ -76,9 +76,9 @@ CREATE TABLE IF NOT EXISTS dataset_columns (
 -- (query, edge), as captured. A job that runs every day with unchanged lineage adds one
 -- `edge_captures` row a day, not one row per edge.
 
--- Each distinct edge once: target column <- source column by one transform.
+-- Each distinct edge once: target column <- source column by one transform (a guess or not).
 CREATE TABLE IF NOT EXISTS edges (
-    edge_id        UBIGINT PRIMARY KEY,  -- digest of the nine columns below (store/edge_ids.py)
+    edge_id        UBIGINT PRIMARY KEY,  -- digest of the columns below but sets, guess only when true (store/edge_ids.py)
     target_dataset TEXT,              -- null: the result went to the driver (an access record)
     target_column  TEXT,              -- null: indirect edge applying to every column of the target
     source_dataset TEXT,              -- the dataset read
@@ -87,8 +87,12 @@ CREATE TABLE IF NOT EXISTS edges (
     kind           TEXT,              -- direct | indirect
     expression     TEXT,              -- Spark SQL text in source column names; condition or key for indirect edges
     masking        BOOLEAN,           -- a hashing/masking function or a count lies on the path
-    sets           UBIGINT[]          -- the sets (edge_sets.set_id) holding this edge: a walk goes from an
+    sets           UBIGINT[],         -- the sets (edge_sets.set_id) holding this edge: a walk goes from an
                                       -- edge to its captures without reading edge_sets
+    guess          BOOLEAN            -- true: a conservative guess, the source may not really feed the target
+                                      -- (a Python function that could not be read is taken to compute every
+                                      -- output from every input it receives; capture_errors stage 'python'
+                                      -- says why); false or null: read from the code
 );
 
 -- Sets of edges, stored once per distinct set: what one capture of a query wrote.
@@ -131,7 +135,8 @@ CREATE TABLE IF NOT EXISTS capture_errors (
     captured_at TIMESTAMP,
     run_id      TEXT,                 -- the run, when known
     query_id    TEXT,                 -- the query, when the problem is one query's
-    stage       TEXT,                 -- listener | plan | walk | stream | store | spool | kafka
+    stage       TEXT,                 -- listener | plan | python (why edges are a guess) | walk | stream |
+                                      -- store | spool | kafka
     error       TEXT                  -- what went wrong (at most 4,000 characters)
 );
 

@@ -5,10 +5,11 @@
 
 -- The edges, one row per (query, edge) as captured: the store's main table for users.
 -- `query_id`, `run_id`, `captured_at` come from the capture, the rest from the edge
--- (what each column means: docs/reference/semantics.md).
+-- (what each column means: docs/reference/semantics.md; `guess`: the edge is a conservative guess,
+-- a Python function that could not be read).
 CREATE OR REPLACE VIEW column_lineage AS
 SELECT c.query_id, c.run_id, e.target_dataset, e.target_column, e.source_dataset, e.source_column,
-       e.transform, e.kind, e.expression, e.masking, c.captured_at
+       e.transform, e.kind, e.expression, e.masking, c.captured_at, coalesce(e.guess, false) AS guess
 FROM edge_captures c
 JOIN edge_sets s ON s.set_id = c.set_id
 JOIN edges e ON e.edge_id = s.edge_id
@@ -61,12 +62,12 @@ LEFT JOIN lineage_dataset_aliases a ON a.alias = rtrim(e.target_dataset, '/');
 -- target. Driver reads (null target_dataset) stay as they are.
 CREATE OR REPLACE VIEW lineage_edges_expanded AS
 SELECT query_id, run_id, target_dataset, target_column, source_dataset, source_column,
-       transform, kind, expression, masking, captured_at, false AS dataset_level
+       transform, kind, expression, masking, captured_at, false AS dataset_level, guess
 FROM column_lineage
 WHERE target_column IS NOT NULL OR target_dataset IS NULL
 UNION ALL
 SELECT e.query_id, e.run_id, e.target_dataset, k.column_name, e.source_dataset, e.source_column,
-       e.transform, e.kind, e.expression, e.masking, e.captured_at, true
+       e.transform, e.kind, e.expression, e.masking, e.captured_at, true, e.guess
 FROM column_lineage e
 LEFT JOIN lineage_dataset_aliases a ON a.alias = rtrim(e.target_dataset, '/')
 JOIN lineage_known_columns k ON k.dataset = coalesce(a.dataset, e.target_dataset)
@@ -96,7 +97,7 @@ SELECT DISTINCT w.depth + 1 AS hop,
             ELSE lineage_canonical(e.source_dataset) END AS source_dataset, e.source_column,
        CASE WHEN w.dataset = s.start THEN ds ELSE w.dataset END AS target_dataset, w.column_name AS target_column,
        e.transform, e.kind, e.expression, e.masking, c.query_id, c.run_id, c.captured_at,
-       e.target_column IS NULL AS dataset_level
+       e.target_column IS NULL AS dataset_level, coalesce(e.guess, false) AS guess
 FROM walk w
 CROSS JOIN (SELECT lineage_canonical(ds) AS start) s
 JOIN edges e ON e.target_dataset = w.name
@@ -136,7 +137,7 @@ SELECT DISTINCT w.depth + 1 AS hop,
             ELSE lineage_canonical(e.target_dataset) END AS target_dataset,
        coalesce(e.target_column, k.column_name) AS target_column,
        e.transform, e.kind, e.expression, e.masking, c.query_id, c.run_id, c.captured_at,
-       e.target_column IS NULL AS dataset_level
+       e.target_column IS NULL AS dataset_level, coalesce(e.guess, false) AS guess
 FROM walk w
 CROSS JOIN (SELECT lineage_canonical(ds) AS start) s
 JOIN edges e ON e.source_dataset = w.name AND e.source_column = w.column_name

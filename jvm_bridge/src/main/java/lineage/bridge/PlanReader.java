@@ -27,14 +27,16 @@ import java.util.concurrent.ConcurrentHashMap;
  * text inside a string would put a backslash before each of its quotes, which py4j escapes on
  * the way out and the Python side unescapes again) holding {@code leaves}, a list of [first output
  * id, facts or null] per source leaf, {@code nulls}, how many node fields were written as null,
- * and the write {@code target}'s facts when they were read.
+ * and the write {@code target}'s facts when they were read. A Python function (a UDF's {@code func},
+ * which toJSON writes as null) is written as its pickled command ({@link PythonCode#function}).
  * Only reflection is used against Spark and Scala (one class file for Spark 3.5 / Scala 2.12
  * and Spark 4.x / Scala 2.13). Any failure throws: the caller falls back to toJSON.
  */
 public final class PlanReader {
     /** Bumped when the encoding changes (the Python decoder checks it). */
-    public static final int VERSION = 3;
+    public static final int VERSION = 4;
     private static final String ATTRIBUTE = "org.apache.spark.sql.catalyst.expressions.AttributeReference";
+    private static final String PYTHON_FUNCTION = "org.apache.spark.api.python.PythonFunction";
     private static final Map<Class<?>, List<String>> NAMES = new ConcurrentHashMap<>();
     private static volatile Method parseToJson;
     private static volatile Method constructorNames;
@@ -97,6 +99,39 @@ public final class PlanReader {
         StringBuilder text = new StringBuilder(256);
         Json.value(text, Facts.head(qe));
         return text.toString();
+    }
+
+    /**
+     * The {@code LogicalRDD} leaves of {@code plan} that Python functions made ({@link RddLineage}):
+     * per leaf, {@code [first output id, its facts as JSON, the analyzed plan of the DataFrame its rows
+     * came from (or null), that plan's compact text with its leaves' facts (or null)]}.
+     */
+    public synchronized List<Object> rdds(Object plan) throws Exception {
+        List<Object> out = new ArrayList<>();
+        for (Object leaf : list(Facts.call(plan, "collectLeaves"))) {
+            if (!leaf.getClass().getSimpleName().equals("LogicalRDD")) {
+                continue;
+            }
+            List<Object> output = list(Facts.call(leaf, "output"));
+            RddLineage.Result found = output.isEmpty() ? null : RddLineage.read(leaf);
+            if (found == null) {
+                continue;
+            }
+            Object id = Facts.call(Facts.call(output.get(0), "exprId"), "id");
+            StringBuilder fact = new StringBuilder(256);
+            Json.value(fact, found.fact);
+            String source = found.source == null ? null : new PlanReader(this).encode(found.source, true, null);
+            out.add(java.util.Arrays.asList(((Number) id).longValue(), fact.toString(), found.source, source));
+        }
+        return out;
+    }
+
+    /** A reader told what this one was told (a plan read inside another plan's read). */
+    private PlanReader(PlanReader settings) throws ClassNotFoundException {
+        this();
+        kept.putAll(settings.kept);
+        sourceLeaves.addAll(settings.sourceLeaves);
+        watched.putAll(settings.watched);
     }
 
     /** Products of class {@code className} are written with only {@code fields} (comma-separated). */
@@ -315,6 +350,10 @@ public final class PlanReader {
         }
         if (treeNode.isInstance(v)) {
             tree(v);
+            return true;
+        }
+        if (isA(v, PYTHON_FUNCTION)) {  // toJSON writes null: the walk reads the function's command
+            Json.value(out, PythonCode.function(v));
             return true;
         }
         if (v instanceof scala.Option) {
