@@ -34,8 +34,9 @@ from lineage_listener.lineage.model import (Attribute, Column, Flow, Influence, 
 from lineage_listener.lineage.walker import Walk, attributes, handler, rule
 from lineage_listener.plan import compact
 from lineage_listener.plan.tree import Node, from_compact
-from lineage_listener.pycode.reading import (AGGREGATE_KIND, ARROW_EVAL_TYPES, COGROUPED, EVAL_TYPES, GROUPED, MAP,
-                                             RDD, SCALAR, SCALAR_ITER, UDTF)
+from lineage_listener.pycode.reading import (AGGREGATE_ITER, AGGREGATE_KIND, AGGREGATES, ARROW_EVAL_TYPES,
+                                             COGROUPED, EVAL_TYPES, GROUPED, GROUPED_ITER, MAP, RDD, SCALAR,
+                                             SCALAR_ITER, UDTF)
 
 #: Transforms of a reading, as the walk names them.
 _TRANSFORMS = {"copy": Transform.COPY, "derived": Transform.DERIVED, "aggregate": Transform.AGGREGATE}
@@ -120,14 +121,14 @@ def python_udf(node: Node, walk: Walk) -> Origin:
     args = [walk.expression(c) for c in node.children]
     kind = kind_of(node) or (AGGREGATE_KIND if node.name == "PythonUDAF" else None)
     sql = sqltext.call(_name(node), [a.sql if a.sql is not None else exp.null() for a in args])
-    raise_to = Transform.AGGREGATE if kind == AGGREGATE_KIND else Transform.DERIVED
-    if kind not in (SCALAR, SCALAR_ITER, AGGREGATE_KIND):
+    raise_to = Transform.AGGREGATE if kind in AGGREGATES else Transform.DERIVED
+    if kind not in (SCALAR, SCALAR_ITER, AGGREGATE_KIND, AGGREGATE_ITER):
         return combine(args, raise_to, sql)
     fields = _struct_fields(node.get("dataType"))
     shape = pycode.Shape(kind, tuple(f"_{i}" for i in range(len(args))), fields,
                          arrow=node.get("evalType") in ARROW_EVAL_TYPES)
     read = reading(node, shape, walk)
-    lift = Transform.AGGREGATE if kind == AGGREGATE_KIND else None
+    lift = Transform.AGGREGATE if kind in AGGREGATES else None
     outs = [output_origin(o, args, sql, lift) for o in read.outputs]
     if not fields:
         return outs[0]
@@ -152,7 +153,8 @@ def python_udtf(node: Node, walk: Walk) -> Origin:
     if not fields or any(c.name.startswith("FunctionTableSubquery") for c in node.children):
         return whole
     read = reading(node, pycode.Shape(UDTF, tuple(f"_{i}" for i in range(len(args))), fields), walk)
-    parts = [output_origin(o, args, sqltext.column(f)) for o, f in zip(read.outputs, fields)]
+    parts = [output_origin(o, args, exp.Dot(this=sql, expression=exp.to_identifier(f)))
+             for o, f in zip(read.outputs, fields)]
     flows: set[Flow] = set()
     for p in parts:
         flows |= p.flows
@@ -212,7 +214,8 @@ def grouped_map(node: Node, walk: Walk) -> list[Attribute]:
     data = list(udf.children)
     inputs = [walk.expression(c) for c in (*keys, *data)]
     names = tuple(str(c.get("name") or f"_{i}") for i, c in enumerate((*keys, *data)))
-    shape = pycode.Shape(GROUPED, names, tuple(a.name for a in outs), ((len(keys), len(data)),),
+    kind = GROUPED_ITER if kind_of(udf) == GROUPED_ITER else GROUPED
+    shape = pycode.Shape(kind, names, tuple(a.name for a in outs), ((len(keys), len(data)),),
                          arrow=udf.get("evalType") in ARROW_EVAL_TYPES)
     read = reading(udf, shape, walk)
     _define(walk, outs, read, inputs, _name(udf))

@@ -78,10 +78,21 @@ def binary(a: Value, b: Value) -> Value:
             return Const(a.value + b.value) if isinstance(a.value, (list, tuple, str)) else Const(None)
         except TypeError:
             return Const(None)
+    if isinstance(a, (Seq, Const)) and isinstance(b, (Seq, Const)) and _items(a) is not None \
+            and _items(b) is not None and (isinstance(a, Seq) or isinstance(b, Seq)):  # ``key + (x,)``
+        return Seq.of(_items(a) + _items(b))  # type: ignore[operator]
     if isinstance(a, Table) and isinstance(b, (Const, Obj)):  # ``pdf * 2``: each column
         return a.each(lambda v: derive([v]) if v is not None else v)
     t = derive([a, b])
     return Taint(t.flows, t.guess, taint(a).vector or taint(b).vector)
+
+
+def _items(value: Value) -> list[Value] | None:
+    if isinstance(value, Seq):
+        return list(value.items) if value.items is not None else None
+    if isinstance(value, Const) and isinstance(value.value, tuple):
+        return [Const(v) for v in value.value]
+    return None
 
 
 def either(values: list[Value]) -> Value:
@@ -135,7 +146,8 @@ def unpack(reader: "Reader", value: Value, n: int) -> list[Value]:
 
 
 def _missing(reader: "Reader", table: Table, name: Any) -> Value:
-    return reader.guess(f"column {name!r} is not one the reader saw made", table)
+    """A column the reader did not see made: it lost track of something, so it may hold any input."""
+    return reader.guess(f"column {name!r} is not one the reader saw made")
 
 
 def column(reader: "Reader", table: Table, name: Any) -> Value:
@@ -300,8 +312,8 @@ def set_item(reader: "Reader", base: Value, key: Value, value: Value, accessor: 
         return table_guess(reader, base, "a column is written that is chosen at run time", value)
     if isinstance(base, Seq):
         return Seq(None, union([element(reader, base), value]))
-    if isinstance(base, Instance):
-        return None
+    if isinstance(base, Taint):  # a struct argument (a pandas frame of its fields): every field may hold it
+        return reader.guess("a value is written into by key", union([base, value]))
     return None
 
 
@@ -372,7 +384,8 @@ def _column_method(reader: "Reader", col: Taint, name: str, args: list[Value], k
     if name in REDUCTIONS:
         return Taint(derive([col] + everything, AGGREGATE).flows, col.guess, False)
     if name in ("copy", "rename", "to_numpy", "tolist", "to_list", "to_pylist", "reset_index", "to_pandas",
-                "combine_chunks", "to_frame", "head", "tail", "sort_values", "dropna", "drop_duplicates", "sample"):
+                "combine_chunks", "to_frame", "head", "tail", "sort_values", "dropna", "drop_duplicates", "sample",
+                "as_py", "cast", "astype"):
         return Taint(col.flows, col.guess or any(taint(a).guess for a in everything), col.vector)
     if name in ("filter", "where") and args and isinstance(args[0], Taint) and name == "filter":
         reader.filters.update(i for i, _ in args[0].flows)
@@ -523,7 +536,7 @@ def _table_method(reader: "Reader", table: Table, name: str, args: list[Value], 
         if keys is None:
             return reader.guess("rows are grouped by keys chosen at run time", table), None
         return Group(table, tuple(keys)), None
-    if name in ("merge", "join") and args and isinstance(args[0], Table):
+    if name in ("merge", "join", "merge_asof", "merge_ordered") and args and isinstance(args[0], Table):
         other: Table = args[0]  # type: ignore[assignment]
         on = _names(kwargs.get("on", Const(None))) or ([kwargs["on"].value] if isinstance(kwargs.get("on"), Const)
                                                        and isinstance(kwargs["on"].value, str) else [])
@@ -633,6 +646,8 @@ def library_call(reader: "Reader", path: str, args: list[Value],  # noqa: C901 -
             extra = kwargs.pop("**", None)
             return Table(tuple(kwargs.items()), extra, "row")  # type: ignore[arg-type]
         return Seq.of(args)
+    if path == "builtins.len" and args and isinstance(args[0], Taint) and not args[0].vector:
+        return derive(args[:1])  # the length of one row's value (a string, a list), not a count of rows
     if path in ("builtins.len", "builtins.isinstance", "builtins.print", "builtins.type", "builtins.hasattr",
                 "builtins.id", "builtins.callable", "builtins.range", "builtins.issubclass"):
         if path == "builtins.range":
@@ -680,15 +695,15 @@ def library_call(reader: "Reader", path: str, args: list[Value],  # noqa: C901 -
         return Taint(part.flows, part.guess, True)
     if path.startswith("pandas") and last == "concat" and args:
         return _concat(reader, args[0], kwargs.get("axis", Const(0)))
-    if path.startswith("pandas") and last == "merge" and len(args) >= 2:
-        return method(reader, args[0], "merge", args[1:], kwargs)[0]
+    if path.startswith("pandas") and last in ("merge", "merge_asof", "merge_ordered") and len(args) >= 2:
+        return method(reader, args[0], last, args[1:], kwargs)[0]
     if path.startswith("pyarrow") and last in ("from_pandas",) and args:
         source = args[0]
         if isinstance(source, Table):
             return Table(source.cols, source.extra, "batch")
         return Taint(taint(source).flows, taint(source).guess, True)
     if path.startswith("pyarrow") and last in ("from_pydict", "table", "record_batch") and args:
-        source = args[0]
+        source = as_table(args[0])
         if isinstance(source, Table):
             return Table(source.cols, source.extra, "batch")
         if isinstance(source, (Seq, Const)) and "names" in kwargs:
@@ -721,6 +736,13 @@ def library_call(reader: "Reader", path: str, args: list[Value],  # noqa: C901 -
     return reader._unknown_call(f"{path.lstrip('?')}()", args, kwargs)
 
 
+def as_table(value: Value) -> Value:
+    """A dict of constants as a table of constant columns (``{"left": [n]}``); other values as they are."""
+    if isinstance(value, Const) and isinstance(value.value, dict):
+        return Table(tuple((k, Const(None)) for k in value.value), None, "dict")
+    return value
+
+
 def _from_arrays(reader: "Reader", arrays: Value, names: Value | None) -> Value:
     labels = _names(names) if names is not None else None
     items = arrays.items if isinstance(arrays, Seq) else None
@@ -749,6 +771,8 @@ def _frame(reader: "Reader", args: list[Value], kwargs: dict[str, Value]) -> Val
         return table.select(columns, lambda n: Const(None)) if columns is not None else table
     if isinstance(row, Seq) and row.items is not None and columns is not None and len(columns) == len(row.items):
         return Table(tuple((n, _vector(v)) for n, v in zip(columns, row.items)), None, "frame")
+    if isinstance(row, Seq) and row.items is not None and columns is None:  # columns 0, 1, ... by position
+        return Table(tuple((i, _vector(v)) for i, v in enumerate(row.items)), None, "frame")
     if isinstance(row, Taint) and columns is not None and len(columns) == 1:
         return Table(((columns[0], _vector(row)),), None, "frame")
     everything = reader.guess("a frame is built from values the reader cannot line up with columns", data)

@@ -277,8 +277,9 @@ class Reader:
         for param, default in zip(spec.kwonlyargs, spec.kw_defaults):
             env.scope.vars[param.arg] = kwargs.pop(param.arg, Const(None) if default is None else
                                                    self.ev(default, Env(defining or Scope(), Outcome())))
-        if spec.kwarg is not None:
-            env.scope.vars[spec.kwarg.arg] = Table(tuple(kwargs.items()), None, "dict")
+        if spec.kwarg is not None:  # PySpark may pass named arguments the plan gives by position
+            env.scope.vars[spec.kwarg.arg] = Table(tuple(kwargs.items()), self.top if self.depth == 1 else None,
+                                                   "dict")
 
     # -- statements -----------------------------------------------------------------
     def block(self, stmts: list[ast.stmt], env: Env | None) -> Env | None:
@@ -643,6 +644,8 @@ class Reader:
                 value = self.ev(a.value, env)
                 if isinstance(value, Seq) and value.items is not None:
                     args.extend(value.items)
+                elif isinstance(value, Table) and value.kind == "row" and value.extra is None:
+                    args.extend(v for _, v in value.cols)
                 elif isinstance(value, Const) and isinstance(value.value, (list, tuple)):
                     args.extend(Const(v) for v in value.value)
                 else:

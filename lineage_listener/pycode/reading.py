@@ -28,23 +28,27 @@ from lineage_listener.pycode.values import (AGGREGATE, Const, Func, Instance, It
 from lineage_listener.pycode import frames
 
 #: Kinds of functions, by what PySpark calls them with (``PythonEvalType``).
-SCALAR, SCALAR_ITER, AGGREGATE_KIND, MAP, GROUPED, COGROUPED, UDTF, RDD = (
-    "scalar", "scalar_iter", "aggregate", "map", "grouped", "cogrouped", "udtf", "rdd")
+SCALAR, SCALAR_ITER, AGGREGATE_KIND, AGGREGATE_ITER, MAP, GROUPED, GROUPED_ITER, COGROUPED, UDTF, RDD = (
+    "scalar", "scalar_iter", "aggregate", "aggregate_iter", "map", "grouped", "grouped_iter", "cogrouped", "udtf",
+    "rdd")
 
 #: ``PythonEvalType`` -> kind (PySpark 3.5 and 4.x).
 EVAL_TYPES: dict[int, str] = {
     100: SCALAR, 101: SCALAR, 200: SCALAR, 250: SCALAR,
     204: SCALAR_ITER, 251: SCALAR_ITER,
     202: AGGREGATE_KIND, 203: AGGREGATE_KIND, 252: AGGREGATE_KIND, 253: AGGREGATE_KIND,
+    217: AGGREGATE_ITER, 254: AGGREGATE_ITER,
     205: MAP, 207: MAP,
-    201: GROUPED, 209: GROUPED,
+    201: GROUPED, 209: GROUPED, 215: GROUPED_ITER, 216: GROUPED_ITER,
     206: COGROUPED, 210: COGROUPED,
     300: UDTF, 301: UDTF, 302: UDTF,
 }
 #: Kinds whose values are pandas or Arrow columns (a reduction over them is ``aggregate``).
-_VECTOR_KINDS = frozenset({MAP, GROUPED, COGROUPED, AGGREGATE_KIND})
+_VECTOR_KINDS = frozenset({MAP, GROUPED, GROUPED_ITER, COGROUPED, AGGREGATE_KIND, AGGREGATE_ITER})
+#: Kinds whose result is reduced over the rows it receives.
+AGGREGATES = frozenset({AGGREGATE_KIND, AGGREGATE_ITER})
 #: Eval types passing Arrow batches rather than pandas frames.
-ARROW_EVAL_TYPES = frozenset({207, 209, 210, 250, 251, 252, 253})
+ARROW_EVAL_TYPES = frozenset({207, 209, 210, 215, 250, 251, 252, 253, 254})
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,8 @@ class Shape:
     outputs: tuple[str, ...] = ()
     frames: tuple[tuple[int, int], ...] = ()
     arrow: bool = False
+    #: An RDD's elements are single values (lines of a text file), not rows of named columns.
+    plain: bool = False
 
     @property
     def width(self) -> int:
@@ -199,6 +205,11 @@ class _Context:
             if called == "builtins.getattr" and len(raw.args) == 2 and isinstance(raw.args[1], str):
                 base = self.value(raw.args[0])
                 return Obj(f"{base.path}.{raw.args[1]}") if isinstance(base, Obj) else Obj("?")
+            fields = raw.args[2] if called == "copyreg._reconstructor" and len(raw.args) == 3 \
+                and raw.args[0] == pickled.Ref("pyspark.sql.types", "Row") else raw.args \
+                if called == "pyspark.sql.types.Row" else None
+            if isinstance(fields, tuple) and fields and all(isinstance(a, str) for a in fields):
+                return Obj("rowclass:" + "\0".join(fields))  # ``Person = Row("name", "age")``
             if called.endswith("_make_skeleton_class") or called.endswith("_make_skeleton_enum"):
                 cls = pickled.class_of(raw)
                 return Obj(f"?class:{cls.name if cls else '?'}")
@@ -300,12 +311,12 @@ def _call(reader: Reader, fn: Func, shape: Shape) -> Value:
     kind_of_table = "batch" if shape.arrow else "frame"
     if shape.kind in (SCALAR, AGGREGATE_KIND):
         return reader.call(fn, columns)
-    if shape.kind == SCALAR_ITER:
+    if shape.kind in (SCALAR_ITER, AGGREGATE_ITER):
         batch: Value = columns[0] if len(columns) == 1 else Seq.of(columns)
         return reader.call(fn, [Iter(batch)])
     if shape.kind == MAP:
         return reader.call(fn, [Iter(Table.of(shape.inputs, 0, kind_of_table))])
-    if shape.kind in (GROUPED, COGROUPED):
+    if shape.kind in (GROUPED, GROUPED_ITER, COGROUPED):
         groups = shape.frames or ((0, len(shape.inputs)),)
         tables: list[Value] = []
         keys: list[Value] = []
@@ -313,7 +324,8 @@ def _call(reader: Reader, fn: Func, shape: Shape) -> Value:
         for nkeys, ncols in groups:
             keys += [Taint(frozenset({(offset + k, "copy")}), False, False) for k in range(nkeys)]
             offset += nkeys
-            tables.append(Table.of(shape.inputs[offset: offset + ncols], offset, kind_of_table))
+            table = Table.of(shape.inputs[offset: offset + ncols], offset, kind_of_table)
+            tables.append(Iter(table) if shape.kind == GROUPED_ITER else table)
             offset += ncols
         first_keys = keys[: groups[0][0]]
         args = tables if _arity(fn) <= len(tables) else [Seq.of(first_keys)] + tables
@@ -324,13 +336,16 @@ def _call(reader: Reader, fn: Func, shape: Shape) -> Value:
 def _outputs(reader: Reader, value: Value, shape: Shape) -> list[Taint]:
     """Each output's value, from what the function gives back: by name from a frame, dict or
     Row, by position from a tuple; an iterator's items for map and iterator functions."""
-    if shape.kind in (MAP, SCALAR_ITER) and isinstance(value, Iter):
+    if shape.kind in (MAP, SCALAR_ITER, GROUPED_ITER) and isinstance(value, Iter):
         value = value.elem
     if not shape.outputs:
         return [taint(value)]
     if isinstance(value, Iter):
         value = value.elem
     out: list[Taint] = []
+    if isinstance(value, Table) and value.extra is None and value.cols \
+            and all(isinstance(n, int) for n in value.names()):  # a frame of unnamed columns: by position
+        value = Seq.of([v for _, v in value.cols])
     if isinstance(value, Table):
         by_name = value.kind != "row" or all(value.column(n) is not None for n in shape.outputs)
         for i, name in enumerate(shape.outputs):
@@ -338,6 +353,9 @@ def _outputs(reader: Reader, value: Value, shape: Shape) -> list[Taint]:
             out.append(taint(found) if found is not None else
                        reader.guess(f"output {name!r} is not among the columns the function makes", value))
         return out
+    if isinstance(value, Const) and isinstance(value.value, (tuple, list)) \
+            and len(value.value) == len(shape.outputs):  # constants only
+        return [taint(None) for _ in shape.outputs]
     if isinstance(value, Seq) and value.items is not None:
         if len(value.items) != len(shape.outputs):
             return [reader.guess("it gives back a tuple of another width than its output", value)
@@ -357,9 +375,9 @@ def _finish(reader: Reader, shape: Shape, label: str, results: list[Value], extr
     for i in range(shape.width):
         value = union([p[i] for p in per_output])
         t = taint(value)
-        if shape.kind == AGGREGATE_KIND:
+        if shape.kind in AGGREGATES:
             t = t.raised(AGGREGATE)
-        flows = frozenset((j, "derived" if tr == "copy" and shape.kind == AGGREGATE_KIND else tr)
+        flows = frozenset((j, tr)
                           for j, tr in t.flows if 0 <= j < len(shape.inputs))
         outs.append(Output(flows, t.guess or len(results) > 1))
     reasons = tuple(reader.reasons) + extra
@@ -468,7 +486,8 @@ def _read_rdd(context: _Context, main: Any, shape: Shape) -> Reading:
     conversion into the new DataFrame's schema: each output column from the row's columns."""
     reader = context.reader
     steps = stages(main)
-    value: Value = Iter(Table(tuple((n, Taint(frozenset({(i, "copy")}), False, False))
+    value: Value = Iter(Taint(frozenset({(0, "copy")})) if shape.plain and len(shape.inputs) == 1 else
+                        Table(tuple((n, Taint(frozenset({(i, "copy")}), False, False))
                                     for i, n in enumerate(shape.inputs)), None, "row"))
     labels: list[str] = []
     for what, raw in steps:
