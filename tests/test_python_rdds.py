@@ -41,7 +41,8 @@ def test_rdd_round_trips_link_to_the_source_column_by_column(lineage, orders, tm
     assert {(e.target_column, e.source_dataset, e.source_column, e.transform) for e in by_position.edges} == {
         ("id", src_name, "id", "identity"), ("amount2", src_name, "amount", "derived")}
 
-    rows = lineage.run(lambda: src.where("amount > 0").rdd
+    positive = src.where("amount > 0")  # held by Python while the RDD is made and written
+    rows = lineage.run(lambda: positive.rdd
                        .filter(lambda r: r["name"] != "x")
                        .flatMap(lambda r: [Row(key=r[0], domain=r.email.split("@")[1])])
                        .toDF().write.parquet(str(tmp_path / "b")))

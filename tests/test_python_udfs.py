@@ -6,9 +6,11 @@ reason recorded. The same idioms under zero-code capture: ``tests/test_python_ze
 """
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pandas as pd
 import pytest
-from pyspark.sql import functions as F
 from pyspark.sql.functions import pandas_udf, udf
 
 from lineage_listener.query import open_store
@@ -87,7 +89,13 @@ def test_a_function_that_cannot_be_read_is_a_marked_guess_with_its_reason(lineag
     errors = [r[0] for r in lineage_errors(lineage.store, got.query_ids)]
     assert len(errors) == 1 and "opaque" in errors[0] and "eval()" in errors[0], errors
     g = open_store(lineage.store).upstream(f"file:{out}", "x")
-    assert all(d["guess"] for _, _, d in g.edges(data=True))
+    assert g.number_of_edges() == 2 and all(d["guess"] for _, _, d in g.edges(data=True))
+    text = subprocess.run([sys.executable, "-m", "lineage_listener", "upstream", "--store", str(lineage.store),
+                           f"file:{out}", "x"], capture_output=True, text=True, timeout=300).stdout
+    assert text.count("[guess]") == 2, text
+    impact = subprocess.run([sys.executable, "-m", "lineage_listener", "impact", "--store", str(lineage.store),
+                             f"file:{people}", "email"], capture_output=True, text=True, timeout=300).stdout
+    assert f"file:{people} [email] (guess)" in impact, impact
 
 
 def lineage_errors(store, query_ids):
@@ -106,4 +114,3 @@ def test_a_python_udf_used_in_a_filter_reads_what_its_code_reads(lineage, people
     src = lineage.spark.read.parquet(people)
     got = lineage.run(lambda: src.where(big("amount", "name")).select("id").write.parquet(str(tmp_path / "f")))
     assert got.simple("indirect") == {(None, "amount", "filter")}
-    assert F is not None

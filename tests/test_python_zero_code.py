@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_bridge_jobs import capture_args, query, run_job
+from tests.test_bridge_jobs import capture_args, finish, query, submit
 
 JOB = '''
 import sys
@@ -23,7 +23,7 @@ spark = SparkSession.builder.appName("python_code_zero_code").getOrCreate()
 base = sys.argv[1]
 spark.createDataFrame([(1, "ann@x.org", "ann", 10.0, "a"), (2, "bob@y.org", "bob", 200.0, "b")],
                       "id int, email string, name string, amount double, dept string").write.parquet(base + "/src")
-src = spark.read.parquet(base + "/src")
+src = spark.read.parquet(base + "/src").coalesce(1)  # one Python worker per step
 
 
 @udf("struct<domain string, shout string>")
@@ -111,7 +111,8 @@ def captured(tmp_path_factory) -> tuple[Path, Path]:
     (base / "job.py").write_text(JOB)
     (base / "lines.txt").write_text("1,ann\n2,bob\n")
     store = base / "lineage.duckdb"
-    rc, out, err = run_job([*capture_args(store), str(base / "job.py"), str(base)], base)
+    # eleven Python steps, each starting pandas in a worker: a few minutes on a loaded 2-core machine
+    rc, out, err = finish(submit([*capture_args(store), str(base / "job.py"), str(base)], base), timeout=900)
     assert rc == 0, out[-3000:] + err[-3000:]
     return store, base
 

@@ -14,6 +14,7 @@ from typing import Any
 from lineage_listener import redact
 from lineage_listener.capture.jvm import jvm_call_failed
 from lineage_listener.capture.nullfields import _follow, path_to
+from lineage_listener.plan.scan import dicts
 
 log = redact.logger(__name__)
 
@@ -27,18 +28,8 @@ def present(text: str | None) -> bool:
 
 
 def _unread(items: Any) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    stack = [items]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, list):
-            stack.extend(value)
-        elif isinstance(value, dict):
-            short = str(value.get("class", "")).rsplit(".", 1)[-1]
-            if short in PYTHON_FUNCTIONS and value.get("func") is None:
-                out.append(value)
-            stack.extend(v for v in value.values() if isinstance(v, (list, dict)))
-    return out
+    return [d for d in dicts(items)
+            if str(d.get("class", "")).rsplit(".", 1)[-1] in PYTHON_FUNCTIONS and d.get("func") is None]
 
 
 def command_bytes(seq: Any) -> bytes:

@@ -205,7 +205,7 @@ def get_item(reader: "Reader", base: Value, key: Value, accessor: str | None) ->
             return base
         return element(reader, base) if not isinstance(key, Taint) else union([element(reader, base), derive([key])])
     if isinstance(base, Group):
-        names = _names(key)
+        names = [key.value] if isinstance(key, Const) and isinstance(key.value, str) else _names(key)
         return Group(base.table, base.keys, tuple(names)) if names is not None else base
     if isinstance(base, Taint):
         if isinstance(key, Taint):  # ``s[mask]``: the rows of s a condition picks
@@ -294,7 +294,7 @@ def set_item(reader: "Reader", base: Value, key: Value, value: Value, accessor: 
             for n in names:  # some rows get the new value: the column is either, decided by ``rows``
                 old = base.column(n)
                 new = union([old, value]) if old is not None else value
-                out = out.with_column(n, Taint(derive([new, rows]).flows, taint(new).guess, True)
+                out = out.with_column(n, Taint(derive([new, rows]).flows, taint(new).guess or rows.guess, True)
                                       if isinstance(rows, Taint) else new)
             return out
         if isinstance(key, Const) and isinstance(key.value, (str, int)) and not isinstance(key.value, bool):
@@ -544,6 +544,11 @@ def _table_method(reader: "Reader", table: Table, name: str, args: list[Value], 
             reader.filters.update(i for i, _ in taint(table.column(key)).flows)
             reader.filters.update(i for i, _ in taint(other.column(key)).flows)
         return union([table, other]) if isinstance(union([table, other]), Table) else table, None
+    if name in ("merge", "join") and args and isinstance(args[0], Taint):  # a Series joined by index
+        return Table(table.cols, union([table.extra, reader.guess(f"{name}() adds a column the reader cannot "
+                                                                  "name", args[0])]) if table.extra else
+                     reader.guess(f"{name}() adds a column the reader cannot name", args[0]), table.kind,
+                     table.index), None
     if name == "pipe" and args and isinstance(args[0], Func):
         return reader.call(args[0], [table] + args[1:], kwargs), None
     if name == "apply" and args and isinstance(args[0], Func):
@@ -587,6 +592,10 @@ def _group_method(reader: "Reader", group: Group, name: str, args: list[Value], 
     if group.selected is not None:
         data = data.select(group.selected, lambda n: EMPTY)
     as_index = kwargs.get("as_index")
+    if name in REDUCTIONS and group.selected is not None and len(group.selected) == 1 \
+            and not isinstance(as_index, Const):  # ``groupby(k)["a"].sum()``: one column, a Series
+        only = data.column(group.selected[0])
+        return Taint(derive([only], AGGREGATE).flows, taint(only).guess, True)
     if name in REDUCTIONS and not args and name not in ("agg", "aggregate"):
         values = data.each(lambda v: Taint(derive([v], AGGREGATE).flows, taint(v).guess, True) if v is not None else v)
         return _grouped(values, keys, as_index)

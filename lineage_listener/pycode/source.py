@@ -52,6 +52,7 @@ def parsed(filename: str) -> ast.Module:
                 from None
         if len(_PARSED) >= _MAX_PARSED:
             _PARSED.clear()
+            _BY_LINE.clear()
         _PARSED[key] = found
     return found
 
@@ -65,14 +66,28 @@ def _name(node: Definition) -> str:
     return "<lambda>" if isinstance(node, ast.Lambda) else node.name
 
 
+#: Each parsed module's definitions by the lines they may start on (their first decorator's, their own).
+#: (Each entry holds its module, so the id it is kept by names no other while it is kept.)
+_BY_LINE: dict[int, tuple[ast.Module, dict[int, list[Definition]]]] = {}
+
+
+def _definitions(module: ast.Module) -> dict[int, list[Definition]]:
+    entry = _BY_LINE.get(id(module))
+    if entry is None or entry[0] is not module:
+        found: dict[int, list[Definition]] = {}
+        for node in ast.walk(module):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                for line in {_start(node), node.lineno}:
+                    found.setdefault(line, []).append(node)
+        if len(_BY_LINE) >= _MAX_PARSED:
+            _BY_LINE.clear()
+        entry = _BY_LINE[id(module)] = (module, found)
+    return entry[1]
+
+
 def candidates(module: ast.Module, code: Code) -> list[Definition]:
     """Definitions starting on the code's first line with its name."""
-    out: list[Definition] = []
-    for node in ast.walk(module):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)) \
-                and _name(node) == code.name and (_start(node) == code.firstlineno or node.lineno == code.firstlineno):
-            out.append(node)
-    return out
+    return [n for n in _definitions(module).get(code.firstlineno, ()) if _name(n) == code.name]
 
 
 def _source_words(node: ast.AST) -> tuple[set[str], set[str], set[str], set[str]]:

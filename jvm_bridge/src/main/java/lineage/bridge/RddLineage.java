@@ -46,44 +46,33 @@ final class RddLineage {
 
     /** One LogicalRDD's facts, or null when no Python function made its RDD. */
     static Result read(Object logicalRdd) throws Exception {
-        Object rdd = Facts.call(logicalRdd, "rdd");
         List<Map<String, Object>> functions = new ArrayList<>();
         List<Object> executions = new ArrayList<>();
         List<Object> leaves = new ArrayList<>();
-        boolean shuffled = false;
-        ArrayDeque<Object> todo = new ArrayDeque<>();
-        Map<Object, Boolean> seen = new IdentityHashMap<>();
-        todo.add(rdd);
-        while (!todo.isEmpty() && seen.size() < MAX_RDDS) {
-            Object r = todo.poll();
-            if (seen.put(r, Boolean.TRUE) != null) {
-                continue;
-            }
+        boolean[] shuffled = {false};
+        walk(Facts.call(logicalRdd, "rdd"), (r, deps) -> {
             String kind = r.getClass().getSimpleName();
             if (kind.equals("PythonRDD")) {
                 functions.add(PythonCode.function(field(r, "func")));
             } else if (kind.equals("SQLExecutionRDD")) {
                 executions.add(r);
-                continue;  // below it: the source DataFrame's executed plan
+                return false;  // below it: the source DataFrame's executed plan
             }
-            List<Object> deps = Facts.seq(Facts.call(r, "dependencies"));
             if (deps.isEmpty()) {
                 leaves.add(r);
             }
             for (Object dep : deps) {
-                if (dep.getClass().getSimpleName().startsWith("Shuffle")) {
-                    shuffled = true;
-                }
-                todo.add(Facts.call(dep, "rdd"));
+                shuffled[0] |= dep.getClass().getSimpleName().startsWith("Shuffle");
             }
-        }
+            return true;
+        });
         if (functions.isEmpty()) {
             return null;
         }
         Collections.reverse(functions);  // met from the DataFrame down: run from the source up
         Map<String, Object> fact = new LinkedHashMap<>();
         fact.put("functions", functions);
-        if (shuffled) {
+        if (shuffled[0]) {
             fact.put("shuffled", Boolean.TRUE);
         }
         Result result = new Result(fact);
@@ -95,14 +84,18 @@ final class RddLineage {
             }
             fact.put("reason", "the DataFrame its rows came from is no longer held by Python: the columns it "
                     + "read are known, not which of them each column comes from");
-            leaves.addAll(leavesBelow(executions.get(0)));
         } else if (executions.size() > 1) {
             fact.put("reason", "its rows come from several DataFrames");
-            for (Object e : executions) {
-                leaves.addAll(leavesBelow(e));
-            }
         } else {
             fact.put("reason", "its rows do not come from a DataFrame");
+        }
+        for (Object e : executions) {
+            walk(e, (r, deps) -> {
+                if (deps.isEmpty()) {
+                    leaves.add(r);
+                }
+                return true;
+            });
         }
         List<Map<String, Object>> read = new ArrayList<>();
         for (Object leaf : leaves) {
@@ -113,6 +106,31 @@ final class RddLineage {
         }
         fact.put("leaves", read);
         return result;
+    }
+
+    /** What {@link #walk} asks of each RDD met: whether to go on below it. */
+    private interface Visit {
+        boolean visit(Object rdd, List<Object> dependencies) throws Exception;
+    }
+
+    /** Each RDD below {@code rdd} once, breadth first, down its dependencies (shuffles too). */
+    private static void walk(Object rdd, Visit visit) throws Exception {
+        ArrayDeque<Object> todo = new ArrayDeque<>();
+        Map<Object, Boolean> seen = new IdentityHashMap<>();
+        todo.add(rdd);
+        while (!todo.isEmpty() && seen.size() < MAX_RDDS) {
+            Object r = todo.poll();
+            if (seen.put(r, Boolean.TRUE) != null) {
+                continue;
+            }
+            List<Object> deps = new ArrayList<>();
+            for (Object dep : Facts.seq(Facts.call(r, "dependencies"))) {
+                deps.add(Facts.call(dep, "rdd"));
+            }
+            if (visit.visit(r, deps)) {
+                todo.addAll(deps);
+            }
+        }
     }
 
     /** A LogicalRDD's facts and, when its source DataFrame was found, that DataFrame's analyzed plan. */
@@ -234,31 +252,6 @@ final class RddLineage {
     }
 
     // -- the floor: datasets the leaf RDDs read ------------------------------------------------
-    private static List<Object> leavesBelow(Object rdd) throws Exception {
-        List<Object> out = new ArrayList<>();
-        ArrayDeque<Object> todo = new ArrayDeque<>();
-        Map<Object, Boolean> seen = new IdentityHashMap<>();
-        todo.add(rdd);
-        while (!todo.isEmpty() && seen.size() < MAX_RDDS) {
-            Object r = todo.poll();
-            if (seen.put(r, Boolean.TRUE) != null) {
-                continue;
-            }
-            if (r.getClass().getSimpleName().equals("SQLExecutionRDD")) {
-                todo.add(Facts.call(r, "sqlRDD"));
-                continue;
-            }
-            List<Object> deps = Facts.seq(Facts.call(r, "dependencies"));
-            if (deps.isEmpty()) {
-                out.add(r);
-            }
-            for (Object dep : deps) {
-                todo.add(Facts.call(dep, "rdd"));
-            }
-        }
-        return out;
-    }
-
     /** The dataset a leaf RDD reads ({@code paths}, {@code columns}), or null (in-memory data). */
     static Map<String, Object> leafFact(Object rdd) {
         String kind = rdd.getClass().getSimpleName();
