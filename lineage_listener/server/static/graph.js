@@ -86,6 +86,8 @@ const GRAPH_STYLE = [
   {selector: "edge[kind = 'indirect']", style: {"line-style": "dashed", "line-color": "#999", "target-arrow-color": "#999"}},
   {selector: "edge[masking = 1]", style: {"line-color": "#1e8449", "target-arrow-color": "#1e8449", "color": "#1e8449", "width": 2.5}},
   {selector: "edge[alarm = 1]", style: {"line-color": "#c0392b", "target-arrow-color": "#c0392b", "color": "#c0392b", "width": 3}},
+  // a conservative guess: a Python function that could not be read (docs/reference/semantics.md, Python code)
+  {selector: "edge[guess = 1]", style: {"line-style": "dotted", "line-color": "#9b59b6", "target-arrow-color": "#9b59b6", "width": 2}},
   // a hop written before the window: faded, a hollow circle where it leaves its source
   {selector: "edge[before = 1]", style: {"opacity": 0.55, "source-arrow-shape": "circle", "source-arrow-fill": "hollow",
     "source-arrow-color": "#6b5b95", "arrow-scale": 1.2}},
@@ -259,7 +261,8 @@ function draw(data, opts = {}) {
 
 /** A payload edge ``e`` as edge data (``alarm``: it carries the start's values in clear). */
 function edgeData(id, e, alarm) {
-  return {id, source: nodeId(e.source), target: nodeId(e.target), label: e.transform + (e.masking ? " (masked)" : ""),
+  return {id, source: nodeId(e.source), target: nodeId(e.target),
+          label: e.transform + (e.masking ? " (masked)" : "") + (e.guess ? " (guess)" : ""), guess: e.guess ? 1 : 0,
           kind: e.kind, masking: e.masking ? 1 : 0, alarm: alarm ? 1 : 0, before: e.before_window ? 1 : 0, show: 0, mx: 0, my: 0,
           cpd: [], cpw: [], way: "fwd", expression: e.expression || "", query: e.query_id || "",
           run: e.run_id || "", at: e.captured_at || ""};
@@ -506,7 +509,7 @@ function graphTable(nodes, edges, names, opts, side) {
     : `<a href="${columnHref(ds, col, opts.query)}" title="${esc(ds)}">${esc(names[ds] || ds)} [${esc(col)}]</a>`;
   body.innerHTML = `<table id="edges-table"><thead><tr><th>from</th><th>to</th><th>transform</th><th>kind</th><th>masked</th><th>expression</th><th>captured</th></tr></thead><tbody>
     ${edges.map(e => `<tr><td>${link(e.source.dataset, e.source.column)}</td><td>${link(e.target.dataset, e.target.column)}</td>
-      <td>${esc(e.transform)}</td><td>${esc(e.kind)}</td><td>${e.masking ? "masked" : ""}</td><td><code>${esc(e.expression || "")}</code></td>
+      <td>${esc(e.transform)}${e.guess ? " (guess)" : ""}</td><td>${esc(e.kind)}</td><td>${e.masking ? "masked" : ""}</td><td><code>${esc(e.expression || "")}</code></td>
       <td>${e.before_window ? "before the window: " : ""}${esc(when(e.captured_at))}</td></tr>`).join("") || emptyRow(7, "no edge")}</tbody></table>
     <p>${plural(nodes.length, "column")}: ${nodes.map(n => {
       const notes = reachNotes({...n, via: (n.via || []).join(", "), side: side(n), before: n.before_window});

@@ -8,7 +8,7 @@ function impactCells(d) {
 }
 /** The steps that wrote an impact row's column (``from``; of one ``kind`` only, when given), its applications and runs. */
 function writerCells(d, kind) {
-  return `<td>${d.from.filter(f => !kind || f.kind === kind).map(f => `<span title="${esc(f.dataset)}">${esc(f.column)}</span> <small>(${esc(f.transform)}${f.masking ? ", masked" : ""}${f.kind === "indirect" ? ", indirect" : ""}${f.before_window ? ", before the window" : ""})</small>`).join("<br>")}</td>
+  return `<td>${d.from.filter(f => !kind || f.kind === kind).map(f => `<span title="${esc(f.dataset)}">${esc(f.column)}</span> <small>(${esc(f.transform)}${f.masking ? ", masked" : ""}${f.guess ? ", guess" : ""}${f.kind === "indirect" ? ", indirect" : ""}${f.before_window ? ", before the window" : ""})</small>`).join("<br>")}</td>
       <td>${d.applications.map(esc).join(", ")}</td><td>${d.runs.map(x => `<a href="#/run/${enc(x)}">${esc(x)}</a>`).join(" ")}</td>`;
 }
 
