@@ -138,6 +138,7 @@ bench: install
 	$(BIN)/python bench/make_synthetic_store.py $(BENCH_STORE) --edges 10000000
 	$(BIN)/python bench/query_bench.py $(BENCH_STORE) --runs 20
 	$(BIN)/python bench/labels_bench.py $(BENCH_STORE) --runs 20
+	$(BIN)/python bench/current_state_bench.py
 	$(BIN)/python bench/server_bench.py $(BENCH_STORE) --runs 20
 	$(BIN)/python bench/writers_bench.py --seconds 300 --clients 200 --burst 1000
 	$(BIN)/python bench/ui_bench.py

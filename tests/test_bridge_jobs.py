@@ -18,15 +18,11 @@ import pytest
 
 pytest.importorskip("lineage_listener.capture.pipeline")
 
-import pyspark  # noqa: E402
 
 from lineage_listener.jar import bridge_jar  # noqa: E402
+from tests.jobs import BASE_CONF, SPARK_HOME, capture_args, finish, job_env  # noqa: E402,F401 - also imported from here
 
 REPO = Path(__file__).resolve().parent.parent
-SPARK_HOME = Path(pyspark.__file__).resolve().parent
-BASE_CONF = ["--master", "local[2]", "--conf", "spark.ui.enabled=false",
-             "--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.lineage.drainTimeoutMs=60000",
-             "--driver-java-options", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"]  # short jobs: start fast
 OFF_LINE = "lineage capture is OFF"
 ORDERS = "id,customer,amount\n1,ann,5.0\n2,bob,20.0\n3,cid,30.5\n"
 
@@ -155,21 +151,6 @@ CREATE TABLE dst USING parquet AS SELECT id, lower(name) AS lname, amount FROM s
 
 # ---- helpers -------------------------------------------------------------------------
 
-def job_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET", "SPARK_CONF_DIR")}
-    env.update(SPARK_HOME=str(SPARK_HOME), PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
-               PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}")
-    return env
-
-
-def capture_args(store: Path) -> list[str]:
-    """Exactly what a user runs: ``$(lineage-listener spark-conf --store STORE)``."""
-    done = subprocess.run([sys.executable, "-m", "lineage_listener", "spark-conf", "--store", str(store)],
-                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
-                          capture_output=True, text=True, check=True)
-    return done.stdout.split()
-
 
 def without_confs(args: list[str], *keys: str) -> list[str]:
     """``args`` minus the ``--conf KEY=...`` pairs for ``keys``."""
@@ -188,16 +169,6 @@ def without_confs(args: list[str], *keys: str) -> list[str]:
 def submit(args: list[str], cwd: Path, tool: str = "spark-submit") -> subprocess.Popen:
     return subprocess.Popen([str(SPARK_HOME / "bin" / tool), *BASE_CONF, *args], cwd=cwd, env=job_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def finish(proc: subprocess.Popen, timeout: float = 300) -> tuple[int, str, str]:
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()  # never leave a hung driver behind
-        proc.communicate()
-        raise
-    return proc.returncode, out, err
 
 
 def run_job(args: list[str], cwd: Path, tool: str = "spark-submit") -> tuple[int, str, str]:

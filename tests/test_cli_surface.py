@@ -139,3 +139,61 @@ def test_a_missing_dependency_breaks_only_the_commands_that_need_it(tmp_path):
     err = one_line(cli("check", "--store", str(store), "--policy", str(policy), block="yaml"))
     assert err.strip() == ("lineage-listener: check: needs PyYAML, a dependency of lineage-listener "
                            "(module 'yaml' is missing): pip install 'PyYAML'")
+
+
+def _labelled_store(tmp_path):
+    from tests.test_current_state import CLEAN, CLEAR, RAW, store_of
+
+    return store_of(tmp_path, [(1, RAW, CLEAN, CLEAR, "replace")]), RAW, CLEAN
+
+
+def test_unset_of_a_label_never_declared_says_so(tmp_path):
+    store, raw, _ = _labelled_store(tmp_path)
+    err = one_line(cli("classify", "unset", "--store", str(store), raw, "email", "pii.phone"))
+    assert f"{raw} [email] has no label 'pii.phone' declared by set (declared by set: pii.email)" in err
+    assert cli("classify", "unset", "--store", str(store), raw, "email", "pii.email").returncode == 0
+
+
+def test_prune_of_a_mistyped_store_creates_nothing(tmp_path):
+    missing = tmp_path / "lineage.duckbd"
+    for extra in (["--dry-run"], []):
+        err = one_line(cli("prune", "--store", str(missing), "--keep", "30d", *extra))
+        assert "no store at" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_classify_list_of_a_dataset_shows_its_unlabelled_columns(tmp_path):
+    store, raw, clean = _labelled_store(tmp_path)
+    from lineage_listener.store.rows import DatasetColumnRow
+    from lineage_listener.store.batch import Batch
+    from lineage_listener.store.writer import StoreWriter
+
+    b = Batch()
+    for i, column in enumerate(("email", "country"), 1):
+        b.add(DatasetColumnRow(dataset=clean, column_name=column, data_type="string", nullable=True,
+                               first_seen=None, last_seen=None, ordinal=i))
+    assert StoreWriter(store).write(b)
+    out = cli("classify", "list", "--store", str(store), "--dataset", clean, "--propagated")
+    assert out.returncode == 0, out.stderr
+    rows = [line.split() for line in out.stdout.splitlines()]
+    assert [f"{clean}.country", "-", "no", "label"] in rows
+    assert [f"{clean}.email", "pii.email", "copy"] == rows[2][:3] or any(r[:3] == [f"{clean}.email", "pii.email", "copy"]
+                                                                         for r in rows)
+
+
+def test_classify_set_on_a_store_it_cannot_write_says_why_and_where_it_waits(tmp_path):
+    """A store on a read-only file system: the declaration waits in the fallback spool folder, and the
+    one line says so (not "busy", not "beside it")."""
+    from tests.test_faults import remount, tmpfs
+
+    with tmpfs(tmp_path / "disk") as disk:
+        store, raw, _ = _labelled_store(disk)
+        remount(disk, "ro")
+        try:
+            done = cli("classify", "set", "--store", str(store), raw, "email", "pii.contact")
+        finally:
+            remount(disk, "rw")
+    assert done.returncode == 1, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"set pii.contact=true on {raw} [email]: not in the store {store} yet (")
+    assert "busy" not in line and f"{store}.spool" not in line and "spooled to /" in line, line

@@ -217,8 +217,6 @@ def test_check_since_keeps_paths_whose_last_hop_is_in_the_window(retail, store, 
     ("rules: [{name: a, kind: allow, label: pii}]", ["rule 'a'", "unknown kind 'allow'"]),
     ("rules: [{name: a, kind: forbid, label: pii}]", ["rule 'a'", "needs datasets"]),
     ("rules: [{name: a, kind: forbid, label: 'p ii', datasets: [x]}]", ["rule 'a'", "not a dotted name"]),
-    ("rules: [{name: a, kind: forbid, label: pii, datasets: ['file:/**/nowhere/**']}]",
-     ["rule 'a'", "'file:/**/nowhere/**' matches no dataset"]),
     ("rules: [{name: a, kind: protect, datasets: ['spark_catalog.*.*'], days: 0}]", ["rule 'a'", "days"]),
 ])
 def test_a_bad_policy_is_one_line_and_exit_2(store, tmp_path, text, expected):
@@ -227,22 +225,50 @@ def test_a_bad_policy_is_one_line_and_exit_2(store, tmp_path, text, expected):
     one_line(cli("check", "--store", str(store), "--policy", str(policy)), *expected)
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("classifications: [{dataset: x, columns: {a: [pii]}", ["not valid YAML"]),
+def test_a_pattern_that_matches_nothing_is_a_warning_unless_strict(store, tmp_path):
+    """A rule pattern naming data the store does not hold yet warns, and the rule's other pattern is
+    checked; ``--strict`` makes it one line and exit 2."""
+    policy = tmp_path / "policy.yml"
+    policy.write_text("rules: [{name: a, kind: forbid, label: pii, datasets: ['file:/**/nowhere/**', 'file:/**/exports/**']}]")
+    proc = cli("check", "--store", str(store), "--policy", str(policy))
+    assert proc.returncode in (0, 1), proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"lineage-listener: warning: {policy}: rule 'a': dataset pattern 'file:/**/nowhere/**' matches no dataset "
+        "of the store", f"lineage-listener: warning: {policy}: rule 'a': label 'pii' is declared on no column"]
+    assert "1 rules over" in proc.stdout
+    one_line(cli("check", "--store", str(store), "--policy", str(policy), "--strict"), "rule 'a'",
+             "'file:/**/nowhere/**' matches no dataset")
+
+
+@pytest.mark.parametrize("text, expected, strict", [
+    ("classifications: [{dataset: x, columns: {a: [pii]}", ["not valid YAML"], False),
     ("classifications: [{dataset: 'file:/**/raw/nothing.csv', columns: {email: [pii]}}]",
-     ["entry 1", "matches no dataset"]),
+     ["entry 1", "matches no dataset"], True),
     ("classifications: [{dataset: 'file:/**/raw/customers.csv', columns: {emial: [pii]}}]",
-     ["entry 1", "no dataset matching", "'emial'", "closest: email"]),
+     ["entry 1", "no dataset matching", "'emial'", "closest: email"], True),
     ("classifications: [{dataset: 'file:/**/raw/customers.csv', columns: {email: ['pii email']}}]",
-     ["entry 1", "'email'", "not a dotted name"]),
-    ("classification: []", ["unknown key 'classification'"]),
+     ["entry 1", "'email'", "not a dotted name"], False),
+    ("classification: []", ["unknown key 'classification'"], False),
 ])
-def test_a_bad_classifications_file_is_one_line_and_writes_nothing(store, tmp_path, text, expected):
+def test_a_bad_classifications_file_is_one_line_and_writes_nothing(store, tmp_path, text, expected, strict):
+    """A malformed file is an error; an entry or column that matches nothing is one with ``--strict``."""
     path = tmp_path / "labels.yml"
     path.write_text(text)
     before = label_rows(store)
-    one_line(cli("classify", "load", "--store", str(store), str(path)), *expected)
+    one_line(cli("classify", "load", "--store", str(store), str(path), *(["--strict"] if strict else [])), *expected)
     assert label_rows(store) == before
+
+
+def test_a_classifications_entry_that_matches_nothing_is_a_warning(retail, store, tmp_path):
+    """Without ``--strict`` the entry that matches nothing is a warning line and the rest is loaded."""
+    path = tmp_path / "labels.yml"
+    path.write_text("classifications: [{dataset: 'file:/**/raw/nothing.csv', columns: {email: [pii]}},\n"
+                    "                  {dataset: 'file:/**/raw/customers.csv', columns: {email: [pii.email]}}]")
+    proc = cli("classify", "load", "--store", str(store), str(path))
+    assert proc.returncode == 0, proc.stderr
+    (warning,) = proc.stderr.strip().splitlines()
+    assert warning.startswith("lineage-listener: warning: ") and "entry 1" in warning and "matches no dataset" in warning
+    assert proc.stdout.startswith("loaded 1 label on 1 column")
 
 
 def test_labels_on_unknown_names_are_one_line(retail, store):

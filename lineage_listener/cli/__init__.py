@@ -20,7 +20,7 @@ import sys
 import traceback
 from typing import NoReturn
 
-from lineage_listener import __version__
+from lineage_listener.version import __version__
 
 #: The sub-commands, in help order: name, module of ``lineage_listener.cli``, one-line help.
 COMMANDS: tuple[tuple[str, str, str], ...] = (

@@ -46,17 +46,23 @@ def register(p: argparse.ArgumentParser) -> None:
     ls.add_argument("--dataset", help="only this dataset's columns (every known column, labelled or not)")
     ls.add_argument("--column", help="only this column (with --dataset)")
     ls.add_argument("--propagated", action="store_true",
-                    help="also labels propagated along copies, masked copies and influence")
+                    help="also labels propagated along copies, masked copies and influence (as the data is now)")
+    ls.add_argument("--history", action="store_true",
+                    help="with --propagated: also copies a later replacing write overwrote")
     ls.add_argument("--format", choices=("text", "json"), default="text")
     ls.set_defaults(func=run_list)
     ld = sub.add_parser("load", help="declare the labels of a classifications file (YAML)")
     ld.add_argument("--store", required=True, help="path of the DuckDB store")
     ld.add_argument("file", help="the classifications file")
     ld.add_argument("--by", help="who loads it (default: the OS user)")
+    ld.add_argument("--strict", action="store_true",
+                    help="an entry or column that matches nothing of the store is an error (exit 2, nothing "
+                         "loaded) rather than a warning")
     ld.set_defaults(func=run_load)
     w = sub.add_parser("why", help="the path each label took to a column")
     _target(w)
     w.add_argument("label", nargs="?", help="only this label (and its kinds)")
+    w.add_argument("--history", action="store_true", help="also paths a later replacing write made history")
     w.add_argument("--format", choices=("text", "json"), default="text")
     w.set_defaults(func=run_why)
 
@@ -67,11 +73,16 @@ def _target(p: argparse.ArgumentParser) -> None:
     p.add_argument("column", help="column name")
 
 
-def _written(ok: bool, what: str, store: str) -> None:
+def _written(ok: Any, what: str, store: str) -> None:
+    """What was declared; when it did not reach the store now, why and where it waits (one line)."""
     if ok:
         print(what)
-    else:
-        print(f"{what} (the store {store} is busy: spooled beside it, written on the next write)", file=sys.stderr)
+        return
+    reason = getattr(ok, "reason", None) or "busy"
+    spooled = getattr(ok, "spooled", None)
+    where = f"spooled to {spooled.parent}" if spooled is not None else "kept nowhere: it is lost"
+    print(f"{what}: not in the store {store} yet ({reason}); {where}, written by the next write that can",
+          file=sys.stderr)
 
 
 def run_set(args: argparse.Namespace) -> int:
@@ -82,7 +93,7 @@ def run_set(args: argparse.Namespace) -> int:
     value = not args.label.startswith("!") and args.value is not False
     _written(ok, f"set {args.label.lstrip('!')}={str(value).lower()} on {name((args.dataset, args.column))}",
              args.store)
-    return 0
+    return 0 if ok else 1
 
 
 def run_unset(args: argparse.Namespace) -> int:
@@ -92,20 +103,22 @@ def run_unset(args: argparse.Namespace) -> int:
     ok = guard(unset_labels, args.store, [(args.dataset, args.column, args.label)], by=args.by, source=args.source)
     what = f"unset {args.label.lstrip('!')}" + (f" ({args.source})" if args.source != "set" else "")
     _written(ok, f"{what} on {name((args.dataset, args.column))}", args.store)
-    return 0
+    return 0 if ok else 1
 
 
 def run_load(args: argparse.Namespace) -> int:
     from lineage_listener.govern.declare import load_file
 
     open_for_cli(args.store)
-    found, ok = guard(load_file, args.store, args.file, by=args.by)
+    found, ok = guard(load_file, args.store, args.file, by=args.by, strict=args.strict)
+    for line in found.skipped:
+        print(f"lineage-listener: warning: {line} (not loaded)", file=sys.stderr)
     columns = {(d, c) for d, c, _, _ in found.labels}
     functions = len(found.masking_functions)
     _written(ok, f"loaded {_n(len(found.labels), 'label')} on {_n(len(columns), 'column')}"
              + (f" and {_n(functions, 'masking function')}" if functions else "")
              + f" from {args.file}", args.store)
-    return 0
+    return 0 if ok else 1
 
 
 def _n(count: int, word: str) -> str:
@@ -122,8 +135,9 @@ def run_list(args: argparse.Namespace) -> int:
 
     if args.column and not args.dataset:
         raise CliError("--column needs --dataset")
-    answer = guard(column_labels, open_for_cli(args.store), args.dataset, args.column, propagated=args.propagated)
-    print(to_json(answer) if args.format == "json" else list_text(answer, args.propagated))
+    answer = guard(column_labels, open_for_cli(args.store), args.dataset, args.column, propagated=args.propagated,
+                   history=args.history)
+    print(to_json(answer) if args.format == "json" else list_text(answer, args.propagated, every=bool(args.dataset)))
     return 0
 
 
@@ -132,7 +146,7 @@ def run_why(args: argparse.Namespace) -> int:
     from lineage_listener.govern.patterns import check_label, is_kind_of
 
     wanted = guard(check_label, args.label.lstrip("!")) if args.label else None
-    answer = guard(column_labels, open_for_cli(args.store), args.dataset, args.column)
+    answer = guard(column_labels, open_for_cli(args.store), args.dataset, args.column, history=args.history)
     row = answer["columns"][0]
     keep = lambda items: [x for x in items if wanted is None or is_kind_of(x["label"], wanted)]  # noqa: E731
     row = {**row, "labels": keep(row["labels"]), "masked": keep(row["masked"]),
@@ -149,9 +163,13 @@ def _source(item: dict[str, Any]) -> str:
     return f"{item['source']}{by} {when(item.get('set_at'))}".strip()
 
 
-def list_text(answer: dict[str, Any], propagated: bool) -> str:
+def list_text(answer: dict[str, Any], propagated: bool, every: bool = False) -> str:
+    """The answer as a table, one row per label of a column; ``every``: a column without a label too
+    (``--dataset``: every known column of the dataset, labelled or not)."""
     rows = []
     for col in answer["columns"]:
+        if every and not (col["labels"] or col.get("masked") or col.get("influenced_by")):
+            rows.append([name((col["dataset"], col["column"])), "-", "no label", ""])
         for item in col["labels"]:
             label = item["label"] if item["value"] else f"!{item['label']} (not {item['label']})"
             rows.append([name((col["dataset"], col["column"])), label, "declared" if item["source"] != "propagated"

@@ -72,8 +72,9 @@ def graph_dot(g: nx.DiGraph) -> str:
         style = ", style=bold" if n == g.graph["start"] else ""
         out.append(f"  {i} [label={json.dumps(name(n))}{style}];")
     for u, v, d in sorted(g.edges(data=True)):
-        label = d["transform"] + (" (masked)" if d["masking"] else "") + (" (guess)" if d.get("guess") else "")
-        dash = ", style=dashed" if d["kind"] != "direct" else ""
+        label = d["transform"] + (" (masked)" if d["masking"] else "") + (" (guess)" if d.get("guess") else "") \
+            + (" (history)" if d.get("history") else "")
+        dash = ", style=dashed" if d["kind"] != "direct" else ", style=dotted" if d.get("history") else ""
         out.append(f"  {ids[u]} -> {ids[v]} [label={json.dumps(label)}{dash}];")
     out.append("}")
     return "\n".join(out)
@@ -116,20 +117,29 @@ def graph_text(g: nx.DiGraph, path_limit: int = 50) -> str:
             expr = f"  {d['expression']}" if d["expression"] else ""
             mask = "  [masked]" if d["masking"] else ""
             guess = "  [guess]" if d.get("guess") else ""
-            out.append(f"    {arrow} {name(b)}   {d['transform']}{expr}{mask}{guess}")
+            out.append(f"    {arrow} {name(b)}   {d['transform']}{expr}{mask}{guess}{_history(d)}")
     if shown >= path_limit:
         out.append(f"... more paths not shown (first {path_limit}); see --format json")
     far = (lambda u, v: u) if direction == "upstream" else (lambda u, v: v)
     out += ["", table(
         ["hop", "source", "target", "transform", "kind", "expression", "captures", "last query", "captured_at",
          "reach"],
-        [(d["hop"], name(u), name(v), ",".join(d["transforms"]) + (" (guess)" if d.get("guess") else ""),
-          d["kind"], d["expression"],
+        [(d["hop"], name(u), name(v), ",".join(d["transforms"]) + (" (guess)" if d.get("guess") else "")
+          + _history(d), d["kind"], d["expression"],
           d["captures"], d["query_id"], when(d["captured_at"]), _reach(g.nodes[far(u, v)]))
          for u, v, d in sorted(g.edges(data=True), key=lambda e: (e[2]["hop"], e[0], e[1]))])]
     if outside:
         out += ["", f"Outside the window: {outside['message']}."]
     return "\n".join(out)
+
+
+def _history(edge: dict[str, Any]) -> str:
+    """`` [history: replaced ...]`` for an edge a later replacing write of its target overwrote (or for
+    those of its transforms only such writes hold)."""
+    replaced = edge.get("history")
+    if replaced:
+        return f"  [history: replaced {when(replaced['captured_at'])}]"
+    return f"  [history: {','.join(edge['replaced'])}]" if edge.get("replaced") else ""
 
 
 def _reach(node: dict[str, Any]) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from lineage_listener.cli import CliError
 from lineage_listener.cli.diff import diff_text
-from lineage_listener.cli.check import text as check_text
+from lineage_listener.cli.check import text as check_text, warn
 from lineage_listener.cli.lineage_format import guard, name, open_for_cli, to_json
 from lineage_listener.cli.render import table
 from lineage_listener.govern import checks, policy as policies
@@ -39,11 +39,17 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                    help="a Spark SQL setting of the job (e.g. spark.sql.ansi.enabled=false); repeatable")
     p.add_argument("--diff", action="store_true", help="compare with how the store last saw the same targets written")
-    p.add_argument("--policy", metavar="FILE", help="check the lineage against the policy in FILE")
+    p.add_argument("--policy", metavar="FILE", help="check the lineage against the policy in FILE, on the data as "
+                                                    "it would be after these statements")
     p.add_argument("--sql-text", choices=("full", "masked", "none"), default="full",
                    help="what to show of SQL text, as spark.lineage.sqlText keeps it at capture: masked shows "
                         "literal values as ?, none no statement text (default %(default)s; a job captured "
                         "masked compares with --diff edge for edge only when previewed masked)")
+    p.add_argument("--history", action="store_true",
+                   help="with --policy: judge every path ever captured, also those a replacing write made history")
+    p.add_argument("--strict", action="store_true",
+                   help="with --policy: a rule pattern that matches no dataset, or a label declared on no column, "
+                        "is an error (exit 2) rather than a warning")
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.add_argument("--exit-code", action="store_true",
                    help="exit 1 when --diff finds changes or the policy is violated")
@@ -78,10 +84,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"lineage-listener: {exc}", file=sys.stderr)
         return 1
     result = keeping(result, args.sql_text)
-    edges = [edge_data(i, e) for i, e in result.edges()]
+    modes = result.write_modes()
+    edges = [edge_data(i, e, modes.get(i)) for i, e in result.edges()]
     d = against_capture(store, [e for _, e in result.edges()], f"preview of {args.file}", args.app) \
         if args.diff else None
-    report = checks.check_edges(store, policy, edges, application=args.app or "preview") if policy is not None else None
+    try:
+        report = checks.check_edges(store, policy, edges, application=args.app or "preview", history=args.history,
+                                    strict=args.strict) if policy is not None else None
+    except policies.PolicyError as exc:
+        raise CliError(str(exc)) from None
+    if report is not None:
+        warn(report)
     found = report["violations"] if report is not None else []
     if args.format == "json":
         print(to_json({"edges": edges, "diff": d.data() if d else None, "violations": found,

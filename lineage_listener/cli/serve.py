@@ -40,6 +40,10 @@ def register(p: argparse.ArgumentParser) -> None:
     g.add_argument("--classifications", metavar="FILE",
                    help="a classifications file (YAML), declared on the store at start and as datasets arrive")
     g.add_argument("--policy", metavar="FILE", help="a policy file (YAML) checked on every batch, off the writer")
+    g.add_argument("--strict", action="store_true",
+                   help="refuse to start when a policy pattern or a classifications entry matches nothing of the "
+                        "store, or a policy label is declared on no column (default: a warning, checked as data "
+                        "arrives)")
     g.add_argument("--webhook", metavar="URL", help="POST each new policy violation here (retried with backoff)")
     g.add_argument("--webhook-token-env", default=WEBHOOK_TOKEN_ENV, metavar="NAME",
                    help="environment variable holding the webhook's bearer token (default %(default)s)")
@@ -139,6 +143,8 @@ def _governance(args: argparse.Namespace):  # noqa: ANN202 - server.governance_a
             classifications = Path(args.classifications).expanduser().absolute()
     except (PolicyError, ClassificationsError) as exc:
         raise CliError(str(exc)) from None
+    if args.strict and (policy or classifications) and Path(args.store).exists():
+        _refuse_unmatched(args.store, policy, classifications)
     if args.webhook and not policy:
         raise CliError("--webhook needs --policy (the webhook gets the policy's violations)")
     if args.webhook_attempts < 1 or args.webhook_backoff < 0:
@@ -147,6 +153,22 @@ def _governance(args: argparse.Namespace):  # noqa: ANN202 - server.governance_a
                       webhook_attempts=args.webhook_attempts, webhook_backoff=args.webhook_backoff,
                       classifications=classifications,
                       token_name=args.token_name)
+
+
+def _refuse_unmatched(store: str, policy, classifications) -> None:  # noqa: ANN001 - govern types, imported late
+    """``--strict``: a policy pattern or classifications entry matching nothing is one line and exit 2."""
+    from lineage_listener.govern import classfile
+    from lineage_listener.govern.checks import unmatched
+    from lineage_listener.store.connection import open_readonly
+
+    con = open_readonly(store)
+    try:
+        problems = (unmatched(con, policy) if policy else []) + (
+            classfile.load(con, classifications, strict=False).skipped if classifications else [])
+    finally:
+        con.close()
+    if problems:
+        raise CliError(f"{problems[0]} (--strict)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ from lineage_listener.govern.classfile import known_columns
 from lineage_listener.govern.labelstore import Declared, effective
 from lineage_listener.govern.propagate import Reached, path_rows, propagate
 from lineage_listener.govern.reach import CaptureBook, Hops, copies_to, reachable_datasets, upstream_datasets, walk
+from lineage_listener.query.current import Replaces, edge_times, replaces, split_ids
 from lineage_listener.query.expand import Filters, columns_of, nearest_captures
 from lineage_listener.query.types import Edge, Node
 from lineage_listener.query.names import Aliases
@@ -42,6 +43,8 @@ class Propagation:
     masking: frozenset[str]
     since: datetime | None = None
     until: datetime | None = None
+    #: the replacing writes it judged the current state by (None: the labels over all time)
+    current: Replaces | None = None
 
     def carried(self, node: Node) -> dict[str, Reached | Declared]:
         """The labels ``node`` carries: declared (true) ones and propagated copies."""
@@ -62,11 +65,17 @@ class Propagation:
 
 def run(con: duckdb.DuckDBPyConnection, starts: Iterable[Node] | None = None, since: datetime | None = None,
         until: datetime | None = None, masking: Iterable[str] = (), influence: bool = True,
-        extra: Iterable[Edge] = (), aliases: Aliases | None = None, hops: Hops | None = None) -> Propagation:
+        extra: Iterable[Edge] = (), aliases: Aliases | None = None, hops: Hops | None = None,
+        current: bool | Replaces = False) -> Propagation:
     """Propagate every declared label: to ``starts`` (the labels those columns get: from the
     declared columns upstream of them), or downstream of every declared column when ``starts`` is
     None. ``extra``: edges not in the store (a preview) walked as if captured; ``hops``: hops
-    between datasets read before (:data:`~lineage_listener.govern.reach.Hops`)."""
+    between datasets read before (:data:`~lineage_listener.govern.reach.Hops`).
+
+    ``current``: the labels the columns carry now (docs/reference/semantics.md, "Current state"):
+    a hop into a dataset a later write replaced carries nothing there any more. True reads the
+    store's replacing writes; :class:`~lineage_listener.query.current.Replaces` gives them (a
+    preview adds the writes it plans)."""
     aliases = aliases or Aliases(con)
     starts = None if starts is None else list(starts)
     decl = labelstore.declared(con, aliases)
@@ -97,9 +106,11 @@ def run(con: duckdb.DuckDBPyConnection, starts: Iterable[Node] | None = None, si
         g.add_nodes_from(starts)
     on_graph = {n: items for n, items in decl.items() if n in g}
     eff = {n: {label: d.value for label, d in effective(items).items()} for n, items in on_graph.items()}
+    replaced = (replaces(con, aliases, until) if current is True else current) or None
+    times = edge_times(con, split_ids(g, replaced), filters) if replaced else None
     reached = propagate(g, eff, names, lambda asked: nearest_captures(con, asked, filters), since, until,
-                        at=None if starts is None else starts)
-    return Propagation(g, on_graph, reached, CaptureBook(con, until), aliases, names, since, until)
+                        at=None if starts is None else starts, current=replaced, times=times)
+    return Propagation(g, on_graph, reached, CaptureBook(con, until), aliases, names, since, until, replaced)
 
 
 def _declared_row(d: Declared, node: Node) -> dict[str, Any]:
@@ -162,7 +173,7 @@ def collection_paused() -> Iterator[None]:
 def column_labels(store: LineageStore, dataset: str | None = None, column: str | None = None,
                   propagated: bool = True, since: str | datetime | None = None,
                   until: str | datetime | None = None, masking: Iterable[str] = (),
-                  influence: bool = True) -> dict[str, Any]:
+                  influence: bool = True, history: bool = False) -> dict[str, Any]:
     """``{"columns": [{"dataset", "column", "labels": [{"label", "source", "path", ...}], "masked",
     "influenced_by"}]}``: every labelled column of the store, of ``dataset``, or one column.
 
@@ -170,8 +181,13 @@ def column_labels(store: LineageStore, dataset: str | None = None, column: str |
     ``[[dataset, column, transform], ...]`` from the labelled column to this one. ``influence=False``
     leaves out what only indirect edges reach (a walk over direct edges only: quicker). Inside
     ``store.session()``, what one question learnt of names and hops serves the next. Python's cyclic
-    garbage collector waits while it runs (:func:`collection_paused`)."""
+    garbage collector waits while it runs (:func:`collection_paused`).
+
+    Without a window, the labels the columns carry now: a copy a later replacing write of its
+    dataset overwrote is gone (docs/reference/semantics.md, "Current state"); ``history``, or a
+    window (``since``/``until``), looks at the past: every path captured in it."""
     lo, hi = window(since, until)
+    current = not history and lo is None and hi is None
     with collection_paused(), store.connect() as con:
         aliases = store.reuse("aliases", lambda: Aliases(con))
         if dataset is None:
@@ -180,11 +196,12 @@ def column_labels(store: LineageStore, dataset: str | None = None, column: str |
                 p = Propagation(nx.DiGraph(), decl, {}, CaptureBook(con), aliases, frozenset())
                 rows = [column_row(p, n, propagated=False) for n in sorted(decl)]
                 return {"columns": [r for r in rows if r["labels"]]}
-            p = run(con, None, lo, hi, masking, influence, aliases=aliases)
+            p = run(con, None, lo, hi, masking, influence, aliases=aliases, current=current)
             nodes = sorted(set(p.graph.nodes) | set(p.declared))
         else:
             nodes = columns(con, aliases, dataset, column)
-            p = run(con, nodes, lo, hi, masking, influence, aliases=aliases, hops=store.reuse("hops", dict))
+            p = run(con, nodes, lo, hi, masking, influence, aliases=aliases, hops=store.reuse("hops", dict),
+                    current=current)
         wanted = set(nodes)
         p.book.load(h for found in p.reached.values() for n, r in found.items() if n in wanted for h in r.hops)
         rows = [column_row(p, n, propagated) for n in nodes]
@@ -220,7 +237,7 @@ def dataset_labels(con: duckdb.DuckDBPyConnection, datasets: Iterable[str]
     for name in wanted:
         canonical = aliases.canonical(name)
         nodes[name] = [(canonical, c) for c in columns_of(con, {canonical}, aliases).get(canonical, [])]
-    p = run(con, sorted({n for ns in nodes.values() for n in ns}), influence=False, aliases=aliases)
+    p = run(con, sorted({n for ns in nodes.values() for n in ns}), influence=False, aliases=aliases, current=True)
     out: dict[str, list[tuple[str, str, bool, str]]] = {}
     for name, ns in nodes.items():
         rows = []

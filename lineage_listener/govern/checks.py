@@ -26,22 +26,28 @@ from typing import Any
 
 import duckdb
 
+from lineage_listener.govern import labelstore
 from lineage_listener.govern.answers import Propagation, run
 from lineage_listener.govern.classfile import known_datasets
 from lineage_listener.govern.labelstore import Declared
-from lineage_listener.govern.patterns import any_matches, is_kind_of
+from lineage_listener.govern.patterns import any_matches, is_kind_of, kinds_of
 from lineage_listener.govern.policy import Policy, PolicyError, Rule
 from lineage_listener.govern.propagate import Reached, path_rows
 from lineage_listener.query.expand import FAILED_WRITES
 from lineage_listener.query.types import Edge, Node
-from lineage_listener.query.names import Aliases
+from lineage_listener.query.current import Replaces, replaces
+from lineage_listener.query.names import Aliases, closest
 from lineage_listener.query.store import LineageStore
 from lineage_listener.timewindow import utcnow, window
 
 
 @dataclass
 class Context:
-    """What every rule of one check shares: the store, the window, the scope, the propagations."""
+    """What every rule of one check shares: the store, the window, the scope, the propagations.
+
+    Without a window and without ``history``, the rules judge the data as it is now
+    (docs/reference/semantics.md, "Current state"): a copy that a later replacing write of its
+    dataset overwrote is gone; ``planned`` are datasets a preview's statements replace."""
 
     con: duckdb.DuckDBPyConnection
     policy: Policy
@@ -50,16 +56,33 @@ class Context:
     scope: set[Node] | None = None      # the columns written (None: every column)
     reads: set[Node] | None = None      # the columns read (with a scope: for ``readers``)
     extra: list[Edge] = field(default_factory=list)
+    history: bool = False
+    planned: tuple[str, ...] = ()
     aliases: Aliases = field(init=False)
     _matches: dict[tuple[tuple[str, ...], str], bool] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.aliases = Aliases(self.con)
 
+    @property
+    def current(self) -> bool:
+        """Whether the rules judge the current state (no window, no ``history``)."""
+        return not self.history and self.since is None and self.until is None
+
+    @cached_property
+    def replaced(self) -> Replaces | None:
+        """The replacing writes the current state is judged by (None: judging the past)."""
+        if not self.current:
+            return None
+        found = replaces(self.con, self.aliases)
+        if self.planned:
+            found = found.with_replaced({self.aliases.canonical(d) for d in self.planned}, utcnow(), "preview")
+        return found
+
     def _run(self, since: datetime | None) -> Propagation:
         starts = sorted(self.scope | (self.reads or set())) if self.scope is not None else None
         return run(self.con, starts, since, self.until, self.policy.masking_functions, influence=False,
-                   extra=self.extra, aliases=self.aliases)
+                   extra=self.extra, aliases=self.aliases, current=self.replaced or False)
 
     @cached_property
     def carrying(self) -> Propagation:
@@ -116,9 +139,21 @@ def _copy_violation(rule: Rule, ctx: Context, node: Node, label: str, how: Reach
                           f"{node[0]} [{node[1]}] is declared {label} ({how.source}, by {how.set_by})")
     hops = ctx.recent.hops(how)
     origin = f"{how.origin[0]} [{how.origin[1]}]"
-    return _violation(rule, label, node, path_rows(how), _apps(hops), how.hops[-1].last_seen,
-                      f"{label} of {origin} reaches {node[0]} [{node[1]}] {what} ({len(how.hops)} hop"
-                      f"{'s' if len(how.hops) != 1 else ''})", hops)
+    v = _violation(rule, label, node, path_rows(how), _apps(hops), how.hops[-1].last_seen,
+                   f"{label} of {origin} reaches {node[0]} [{node[1]}] {what} ({len(how.hops)} hop"
+                   f"{'s' if len(how.hops) != 1 else ''})", hops)
+    return {**v, "written_by": _written_by(ctx, node, hops)}
+
+
+def _written_by(ctx: Context, node: Node, hops: list[dict]) -> dict[str, Any] | None:
+    """The write the path's last hop goes through (the one that put the data where it is now), and
+    whether it replaced the dataset (the current state began with it)."""
+    if not hops:
+        return None
+    last = hops[-1]
+    replaced = ctx.replaced.last(node[0]) if ctx.replaced else None
+    return {"query_id": last["query_id"], "application": last["application"], "captured_at": last["captured_at"],
+            "replaced": replaced is not None and replaced[1] == last["query_id"]}
 
 
 def forbid(rule: Rule, ctx: Context) -> list[dict[str, Any]]:
@@ -147,15 +182,17 @@ def readers(rule: Rule, ctx: Context) -> list[dict[str, Any]]:
                 carriers.setdefault(node, (label, how))
     if not carriers:
         return []
-    names, columns, keys = [], [], []
+    names, columns, keys, cuts = [], [], [], []
     for node in carriers:
+        last = ctx.replaced.last(node[0]) if ctx.replaced else None
         for name in ctx.aliases.names(node[0]):
             names.append(name)
             columns.append(node[1])
             keys.append(f"{node[0]}\x00{node[1]}")
+            cuts.append(last[0] if last else None)  # now: reads of the data there since its last replace
     rows = ctx.con.execute(
-        f"""WITH wanted AS (SELECT unnest($d) AS d, unnest($c) AS c, unnest($k) AS k),
-            e AS (SELECT w.k, unnest(e.sets) AS set_id FROM edges e
+        f"""WITH wanted AS (SELECT unnest($d) AS d, unnest($c) AS c, unnest($k) AS k, unnest($x) AS x),
+            e AS (SELECT w.k, w.x, unnest(e.sets) AS set_id FROM edges e
                   JOIN wanted w ON e.source_dataset = w.d AND e.source_column = w.c
                   WHERE e.source_dataset IN (SELECT d FROM wanted))
             SELECT e.k, coalesce(r.app_name, c.run_id) AS app, max(c.captured_at) AS last_read,
@@ -164,8 +201,9 @@ def readers(rule: Rule, ctx: Context) -> list[dict[str, Any]]:
             LEFT JOIN runs r ON r.run_id = c.run_id
             WHERE c.query_id IS NOT NULL AND c.query_id NOT IN ({FAILED_WRITES})
               AND ($since IS NULL OR c.captured_at >= $since) AND ($until IS NULL OR c.captured_at <= $until)
+              AND (e.x IS NULL OR c.captured_at >= e.x)
             GROUP BY ALL""",
-        {"d": names, "c": columns, "k": keys, "since": ctx.since, "until": ctx.until}).fetchall()
+        {"d": names, "c": columns, "k": keys, "x": cuts, "since": ctx.since, "until": ctx.until}).fetchall()
     rows += [(f"{e.source[0]}\x00{e.source[1]}", e.run_id, e.captured_at, 1)
              for e in ctx.extra if e.source in carriers]
     bad: dict[Node, list[tuple[str, datetime, int]]] = {}
@@ -260,55 +298,109 @@ CHECKS: dict[str, Callable[[Rule, Context], list[dict[str, Any]]]] = {
 
 
 def unmatched(con: duckdb.DuckDBPyConnection, policy: Policy, extra_names: Iterable[str] = ()) -> list[str]:
-    """One line per rule glob that matches no dataset of the store (nor of ``extra_names``)."""
+    """One line per rule glob that matches no dataset of the store (nor of ``extra_names``), and per
+    rule label declared on no column (a rule about ``pii`` is about ``pii.email`` too), with the
+    closest known label."""
     aliases = Aliases(con)
     names = known_datasets(con) + list(extra_names)
     aliases.resolve(names)
     pool = {n for d in {aliases.canonical(x) for x in names} for n in aliases.names(d)} | set(names)
+    declared = labelstore.known_labels(con)
     problems = []
     for rule in policy.rules:
         for glob in rule.datasets:
             if not any_matches([glob], pool):
                 problems.append(f"{policy.origin}: rule {rule.name!r}: dataset pattern {glob!r} matches no "
                                 f"dataset of the store")
+        if rule.label and not any(is_kind_of(label, rule.label) for label in declared):
+            hint = closest(rule.label, sorted({p for label in declared for p in kinds_of(label)}))
+            problems.append(f"{policy.origin}: rule {rule.name!r}: label {rule.label!r} is declared on no column"
+                            + (f" (closest known: {', '.join(hint)})" if hint else ""))
     return problems
 
 
 def check(con: duckdb.DuckDBPyConnection, policy: Policy, since: datetime | None = None,
           until: datetime | None = None, scope: set[Node] | None = None, extra: Iterable[Edge] = (),
-          strict: bool = True, reads: set[Node] | None = None) -> dict[str, Any]:
-    """``{"violations": [...], "checked": {"rules", "columns"}}`` of ``policy`` over the store of ``con``.
+          strict: bool = False, reads: set[Node] | None = None, history: bool = False,
+          planned: Iterable[str] = ()) -> dict[str, Any]:
+    """``{"violations": [...], "checked": {"rules", "columns"}, "warnings": [...], "notes": [...]}`` of
+    ``policy`` over the store of ``con``.
 
-    ``strict``: a dataset glob matching nothing is :class:`PolicyError` (nothing is checked)."""
+    Without ``since``/``until`` and without ``history`` the rules judge the data as it is now
+    (:class:`Context`); ``planned``: datasets a preview's statements replace. ``warnings``: rule
+    globs that match no dataset and labels declared on no column (:func:`unmatched`): everything
+    else is still checked, unless ``strict`` (then :class:`PolicyError`, nothing checked).
+    ``notes``: what the store cannot tell about a violation (a partition overwrite)."""
     extra = list(extra)
-    if strict:
-        problems = unmatched(con, policy, [n for e in extra for n in (e.source[0], e.target[0])])
-        if problems:
-            raise PolicyError(problems[0])
-    ctx = Context(con, policy, since, until, scope, reads, extra)
+    warnings = unmatched(con, policy, [n for e in extra for n in (e.source[0], e.target[0])])
+    if strict and warnings:
+        raise PolicyError(warnings[0])
+    ctx = Context(con, policy, since, until, scope, reads, extra, history, tuple(planned))
     violations: list[dict[str, Any]] = []
     for rule in policy.rules:
         violations += CHECKS[rule.kind](rule, ctx)
     columns = set(ctx.nodes(ctx.recent))
     if "carrying" in ctx.__dict__:
         columns |= set(ctx.nodes(ctx.carrying))
-    return {"violations": violations, "checked": {"rules": len(policy.rules), "columns": len(columns)}}
+    return {"violations": violations, "checked": {"rules": len(policy.rules), "columns": len(columns)},
+            "warnings": warnings, "notes": _window_notes(ctx) + _notes(ctx, violations)}
+
+
+def _window_notes(ctx: Context) -> list[str]:
+    """A window in which nothing was captured says so, and when the store's captures were made."""
+    if ctx.since is None and ctx.until is None:
+        return []
+    inside, n, first, last = ctx.con.execute(
+        """SELECT count(*) FILTER (WHERE ($since IS NULL OR captured_at >= $since)
+                                     AND ($until IS NULL OR captured_at <= $until)),
+                  count(*), min(captured_at), max(captured_at)
+           FROM edge_captures WHERE query_id IS NOT NULL""", {"since": ctx.since, "until": ctx.until}).fetchone()
+    if inside:
+        return []
+    bounds = " and ".join(f"{word} {t:%Y-%m-%d %H:%M:%S}" for word, t in (("since", ctx.since), ("until", ctx.until))
+                          if t is not None)
+    future = ", a time still to come" if ctx.since is not None and ctx.since > utcnow() else ""
+    if not n:
+        return [f"the window ({bounds}{future}) is empty: the store holds no capture"]
+    made = f"at {first:%Y-%m-%d %H:%M:%S}" if first == last else \
+        f"from {first:%Y-%m-%d %H:%M:%S} to {last:%Y-%m-%d %H:%M:%S}"
+    return [f"the window ({bounds}{future}) is empty: nothing was captured in it; the store's "
+            f"{n} capture{'s were' if n != 1 else ' was'} made {made}"]
+
+
+def _notes(ctx: Context, violations: list[dict[str, Any]]) -> list[str]:
+    """What the store cannot tell about the datasets of ``violations``: one whose last write
+    overwrote some of its partitions keeps the edges of the writes before it."""
+    if not ctx.replaced:
+        return []
+    out = []
+    for dataset in sorted({v["dataset"] for v in violations}):
+        partial = ctx.replaced.partial.get(dataset)
+        if partial is not None:
+            out.append(f"{dataset} was last written by an overwrite of some of its partitions (query {partial[1]}, "
+                       f"{partial[0]:%Y-%m-%d %H:%M:%S}): the store cannot tell which, so the edges of the "
+                       f"writes before it still count")
+    return out
 
 
 def check_store(store: LineageStore, policy: Policy, since: str | datetime | None = None,
-                until: str | datetime | None = None) -> dict[str, Any]:
+                until: str | datetime | None = None, history: bool = False, strict: bool = False) -> dict[str, Any]:
     """:func:`check` over a whole store, ``since``/``until`` as the CLI takes them (``1d``, a date)."""
     lo, hi = window(since, until)
     with store.connect() as con:
-        return check(con, policy, lo, hi)
+        return check(con, policy, lo, hi, history=history, strict=strict)
 
 
 def check_edges(store: LineageStore, policy: Policy, edges: Iterable[dict[str, Any]],
-                application: str = "preview") -> dict[str, Any]:
+                application: str = "preview", history: bool = False, strict: bool = False) -> dict[str, Any]:
     """:func:`check` of edges not captured yet (a preview of SQL: dicts with ``target_dataset``,
     ``target_column``, ``source_dataset``, ``source_column``, ``transform``, ``kind``,
-    ``expression``, ``masking``), as if captured now on top of the store: the columns they write
-    are checked (forbid, require_masking, protect), and what they read (readers, as ``application``)."""
+    ``expression``, ``masking``, and the statement's ``write_mode``), as if captured now on top of
+    the store: the columns they write are checked (forbid, require_masking, protect), and what they
+    read (readers, as ``application``). A statement that replaces its target (``write_mode``
+    ``replace``) makes the store's edges into it history."""
+    edges = list(edges)
+    planned = {e["target_dataset"] for e in edges if e.get("write_mode") == "replace" and e.get("target_dataset")}
     now = utcnow()
     extra = [Edge((e["source_dataset"], e["source_column"]), (e["target_dataset"], e["target_column"]), 1,
                   e["transform"], e["kind"], e.get("expression"), bool(e.get("masking")), "preview", application,
@@ -319,7 +411,8 @@ def check_edges(store: LineageStore, policy: Policy, edges: Iterable[dict[str, A
         aliases.resolve(n for e in extra for n in (e.source[0], e.target[0]))
         extra = [replace(e, source=(aliases.canonical(e.source[0]), e.source[1]),
                          target=(aliases.canonical(e.target[0]), e.target[1])) for e in extra]
-        return check(con, policy, scope={e.target for e in extra}, reads={e.source for e in extra}, extra=extra)
+        return check(con, policy, scope={e.target for e in extra}, reads={e.source for e in extra}, extra=extra,
+                     history=history, strict=strict, planned=planned)
 
 
 def _queries(n: int) -> str:

@@ -11,8 +11,10 @@ True
 """
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from pathlib import Path
+from typing import NamedTuple
 
 import duckdb
 
@@ -22,6 +24,7 @@ from lineage_listener.query.names import Aliases
 from lineage_listener.query.store import open_store, resolve_column
 from lineage_listener.store.batch import Batch
 from lineage_listener.store.writer import StoreWriter
+from lineage_listener.store.writer import __name__ as writer_log
 
 #: (dataset, column, label text, value): ``value`` None reads it from the label (``!pii``: False).
 Request = tuple[str, str, str, bool | None]
@@ -38,22 +41,59 @@ def resolve(con: duckdb.DuckDBPyConnection, items: Iterable[Request]) -> list[tu
     return out
 
 
-def resolve_unset(con: duckdb.DuckDBPyConnection, items: Iterable[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+class NotDeclared(ValueError):
+    """A label to remove that the column does not have (from that source); the message says what it has."""
+
+
+def resolve_unset(con: duckdb.DuckDBPyConnection, items: Iterable[tuple[str, str, str]],
+                  source: str = "set") -> list[tuple[str, str, str]]:
+    """Each removal on the store's canonical names, or :class:`NotDeclared` for a label the column
+    does not have from ``source``."""
     aliases = Aliases(con)
+    declared = labelstore.declared(con, aliases)
     out = []
     for dataset, column, text in items:
         node = resolve_column(con, aliases, dataset, column)
-        out.append((node[0], node[1], check_label(text.lstrip("!"))))
+        label = check_label(text.lstrip("!"))
+        has = [d for d in declared.get(node, []) if d.source == source]
+        if not any(d.label == label for d in has):
+            what = ", ".join(sorted({("" if d.value else "!") + d.label for d in has})) or "none"
+            raise NotDeclared(f"{node[0]} [{node[1]}] has no label {label!r} declared by {source} "
+                              f"(declared by {source}: {what}): nothing to unset")
+        out.append((node[0], node[1], label))
     return out
 
 
-def write(path: str | Path, batch: Batch) -> bool:
-    """Write ``batch`` to the store at ``path``: True when written now, False when spooled beside it
-    (the store was busy; the next write puts it in)."""
-    return StoreWriter(path).write(batch)
+class Written(NamedTuple):
+    """Whether a declaration reached the store now (true), and if not, why and the spool file it
+    waits in (None: held nowhere; the next write puts what was spooled in)."""
+
+    ok: bool
+    reason: str | None = None
+    spooled: Path | None = None
+
+    def __bool__(self) -> bool:
+        return self.ok
 
 
-def set_labels(path: str | Path, items: Iterable[Request], by: str | None = None) -> bool:
+def write(path: str | Path, batch: Batch) -> Written:
+    """Write ``batch`` to the store at ``path``: written now, or spooled (the store was busy or not
+    writable; the next write puts it in)."""
+    writer = StoreWriter(path)
+    said = logging.getLogger(writer_log)
+    level = said.level
+    said.setLevel(logging.ERROR)   # the caller says why and where in its own words (capture's are about jobs)
+    try:
+        written = writer.write(batch)
+    finally:
+        said.setLevel(level)
+    if written:
+        return Written(True)
+    reason, spooled = writer.parked or ("not written", None)
+    return Written(False, reason, spooled)
+
+
+def set_labels(path: str | Path, items: Iterable[Request], by: str | None = None) -> Written:
     """Declare labels (source ``set``) on the store at ``path``."""
     with open_store(path).connect() as con:
         resolved = resolve(con, items)
@@ -61,16 +101,19 @@ def set_labels(path: str | Path, items: Iterable[Request], by: str | None = None
 
 
 def unset_labels(path: str | Path, items: Iterable[tuple[str, str, str]], by: str | None = None,
-                 source: str = "set") -> bool:
+                 source: str = "set") -> Written:
     """Remove labels declared with ``source`` (``set``; ``spark``: one Spark's metadata no longer has)."""
     with open_store(path).connect() as con:
-        resolved = resolve_unset(con, items)
+        resolved = resolve_unset(con, items, source)
     return write(path, labelstore.unset_batch(resolved, labelstore.who(by), source))
 
 
-def load_file(path: str | Path, file: str | Path, by: str | None = None) -> tuple[classfile.Classifications, bool]:
-    """Load a classifications file into the store (what it declared before and no longer does goes)."""
+def load_file(path: str | Path, file: str | Path, by: str | None = None,
+              strict: bool = False) -> tuple[classfile.Classifications, Written]:
+    """Load a classifications file into the store (what it declared before and no longer does goes).
+    An entry or column that matches nothing of the store is in ``skipped`` (``strict``:
+    :class:`~lineage_listener.govern.classfile.ClassificationsError`, nothing loaded)."""
     with open_store(path).connect() as con:
-        found = classfile.load(con, file)
+        found = classfile.load(con, file, strict=strict)
     return found, write(path, labelstore.file_batch(found.origin, found.labels, found.masking_functions,
                                                  labelstore.who(by)))

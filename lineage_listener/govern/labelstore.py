@@ -121,6 +121,13 @@ def declared(con: duckdb.DuckDBPyConnection, aliases: Aliases | None = None,
     return out
 
 
+def known_labels(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """The labels some column is declared to carry (a review saying a column does not is no carrier)."""
+    if not _table_exists(con, "column_labels"):
+        return set()
+    return {r[0] for r in con.execute("SELECT DISTINCT label FROM column_labels WHERE value").fetchall()}
+
+
 def effective(items: list[Declared]) -> dict[str, Declared]:
     """Per label, the declaration that counts (the best-ranked source)."""
     out: dict[str, Declared] = {}

@@ -92,6 +92,16 @@ def is_kind_of(label: str, general: str) -> bool:
     return label == general or label.startswith(general + ".")
 
 
+def kinds_of(label: str) -> list[str]:
+    """``label`` and every more general label it is a kind of.
+
+    >>> kinds_of("pii.contact.email")
+    ['pii', 'pii.contact', 'pii.contact.email']
+    """
+    parts = label.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
 def check_label(label: str) -> str:
     """``label`` in lower case, or :class:`PatternError` naming what is wrong with it."""
     if not isinstance(label, str):

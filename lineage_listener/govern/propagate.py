@@ -43,6 +43,7 @@ import networkx as nx
 from lineage_listener.govern.masking import masks_by, normalise
 from lineage_listener.govern.patterns import is_kind_of
 from lineage_listener.query.copies import CLEAR, INFLUENCED, MASKED, lane
+from lineage_listener.query.current import Replaces, by_epoch, column
 from lineage_listener.query.kept import Lanes, Lookup, keep, path
 
 Node = tuple[str, str]
@@ -126,28 +127,43 @@ def with_masking(g: nx.DiGraph, masking: Iterable[str]) -> nx.DiGraph:
 
 def propagate(g: nx.DiGraph, declared: Mapping[Node, Mapping[str, bool]], masking: Iterable[str] = (),
               lookup: Lookup | None = None, since: datetime | None = None, until: datetime | None = None,
-              labels: Iterable[str] | None = None, at: Iterable[Node] | None = None
+              labels: Iterable[str] | None = None, at: Iterable[Node] | None = None,
+              current: Replaces | None = None, times: Mapping[int, tuple[datetime, ...]] | None = None
               ) -> dict[str, dict[Node, Reached]]:
     """Per label, every column of ``g`` it reaches from its declared columns, at its best state
     (copy, else masked, else influenced) with the earliest path to it; declared columns are not
     included. ``declared``: per column, label -> value (the effective declarations); ``lookup``:
     exact capture times (:func:`~lineage_listener.query.expand.nearest_captures`); ``at``: only
-    those columns (the paths of no other are traced)."""
+    those columns (the paths of no other are traced).
+
+    ``current``: what the columns hold now (docs/reference/semantics.md, "Current state"): the
+    replacing writes of the datasets, and ``times``, every capture time of the edges of replaced
+    datasets (:func:`~lineage_listener.query.current.edge_times`). A path then reads each column in
+    the epoch its hop into it wrote, and a column is reached when its current epoch is."""
     g = with_masking(g, masking)
     wanted = set(labels) if labels is not None else {lb for d in declared.values() for lb, v in d.items() if v}
+    split = by_epoch(g, current, times or {}) if current else None
+    walked_all = split if split is not None else g
+    epochs: dict[Node, list[tuple]] = {}
+    for n in walked_all.nodes:
+        epochs.setdefault(column(n), []).append(n)
+    targets = None if at is None else set(at)
+    judged = None if split is None else {n for n in split.nodes if n[2] == current.current(n[0])
+                                         and (targets is None or column(n) in targets)}
     out: dict[str, dict[Node, Reached]] = {}
     made: Lanes = {}  # each edge's lanes, made once for every label's walk
     for label in sorted(wanted):
         seeds, stops = roles(declared, label)
-        seeds &= set(g.nodes)
+        seeds = {n for s in seeds for n in epochs.get(s, ())}
+        stopped = {n for s in stops for n in epochs.get(s, ())}
         if seeds:
-            walked = g.subgraph(n for n in g.nodes if n not in stops) if stops else g
+            walked = walked_all.subgraph(n for n in walked_all.nodes if n not in stopped) if stopped else walked_all
             k = keep(walked, sorted(seeds), "downstream", since, until, lookup, arrivals=True, made=made)
-            out[label] = _reached(k, label, seeds, None if at is None else set(at))
+            out[label] = _reached(k, label, seeds, targets if judged is None else judged)
     return out
 
 
-def _reached(k: nx.DiGraph, label: str, seeds: set[Node], at: set[Node] | None) -> dict[Node, Reached]:
+def _reached(k: nx.DiGraph, label: str, seeds: set, at: set | None) -> dict[Node, Reached]:
     found: dict[Node, Reached] = {}
     for node, data in k.nodes(data=True):
         arrived = data.get("arrivals")
@@ -155,18 +171,18 @@ def _reached(k: nx.DiGraph, label: str, seeds: set[Node], at: set[Node] | None) 
             continue
         state = next(s for s in (CLEAR, MASKED, INFLUENCED) if s in arrived)
         hops = tuple(_hop(k, u, v, name, at) for u, v, name, at in path(k, node, state))
-        found[node] = Reached(label, node, STATE[state], hops[0].source, hops,
-                              tuple(data.get("via", ())) if state == INFLUENCED else ())
+        found[column(node)] = Reached(label, column(node), STATE[state], hops[0].source, hops,
+                                      tuple(data.get("via", ())) if state == INFLUENCED else ())
     return found
 
 
-def _hop(k: nx.DiGraph, u: Node, v: Node, name: str, at: datetime | None) -> Hop:
+def _hop(k: nx.DiGraph, u: tuple, v: tuple, name: str, at: datetime | None) -> Hop:
     """The hop of a path over graph edge ``u -> v`` in lane ``name``, by the record captured at ``at``."""
     records = [r for r in k.edges[u, v].get("records") or [k.edges[u, v]] if lane(r) == name]
     r = next((r for r in records if at is not None and any(at in times for times in r.get("known", ()))), None) \
         or next((r for r in records if at is not None and r.get("earliest") is not None
                  and r["earliest"] <= at <= r["latest"]), records[0])
-    return Hop(u, v, r["transform"], r["kind"], r.get("expression"), bool(r.get("masking")), at,
+    return Hop(column(u), column(v), r["transform"], r["kind"], r.get("expression"), bool(r.get("masking")), at,
                r.get("first_seen"), r.get("captured_at"), r.get("edge_id"), r.get("query_id"), r.get("run_id"))
 
 

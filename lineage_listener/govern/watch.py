@@ -3,8 +3,8 @@
 The store writer hands each committed group of batches to :meth:`PolicyWatch.written`, which
 only notes the columns they wrote and read and when (nothing is read or checked on the writer
 thread). The watch's own thread takes everything noted so far and checks the policy on those
-columns only, on paths whose last hop is the new capture (an exact answer: a write can put a
-label only into the columns it writes). A batch that changes labels, and the start, check the
+columns only, on the data as it is now (a write can put a label only into the columns it writes,
+and a replacing write can take one away). A batch that changes labels, and the start, check the
 whole store.
 
 Each violation is kept in the store (``policy_violations``) with when it was found and what
@@ -71,7 +71,6 @@ class PolicyWatch:
         self._full = True  # the first check covers the whole store
         self._writes: set[tuple[str, str]] = set()
         self._reads: set[tuple[str, str]] = set()
-        self._since: datetime | None = None
         self._known: dict[str, dict[str, Any]] = {}
         self._unsaved: dict[str, dict[str, Any]] = {}
         self._stopping = False
@@ -83,7 +82,7 @@ class PolicyWatch:
     # -- what the writer thread calls --------------------------------------------------------
     def written(self, batches: list[Batch]) -> None:
         """Note what ``batches`` (just committed) wrote and read; returns at once."""
-        writes, reads, first, full = set(), set(), None, False
+        writes, reads, full = set(), set(), False
         for batch in batches:
             if any(batch.rows.get(t) for t in LABEL_TABLES):
                 full = True
@@ -91,22 +90,17 @@ class PolicyWatch:
                 with self._cond:
                     self._new_datasets = True
             for row in batch.rows.get("column_lineage", []):
-                t_ds, t_col, s_ds, s_col, at = row[2], row[3], row[4], row[5], row[10]
+                t_ds, t_col, s_ds, s_col = row[2], row[3], row[4], row[5]
                 if t_ds is not None and t_col is not None:
                     writes.add((t_ds, t_col))
                 if s_ds is not None and s_col is not None:
                     reads.add((s_ds, s_col))
-                stamp = _time(at)
-                if stamp is not None and (first is None or stamp < first):
-                    first = stamp
         if not (writes or reads or full):
             return
         with self._cond:
             self._full |= full
             self._writes |= writes
             self._reads |= reads
-            if first is not None:
-                self._since = first if self._since is None else min(self._since, first)
             self._cond.notify_all()
 
     # -- life --------------------------------------------------------------------------------
@@ -165,12 +159,12 @@ class PolicyWatch:
                     self._cond.wait()
                 if self._stopping:
                     return
-                full, writes, reads, since = self._full, self._writes, self._reads, self._since
-                self._full, self._writes, self._reads, self._since = False, set(), set(), None
+                full, writes, reads = self._full, self._writes, self._reads
+                self._full, self._writes, self._reads = False, set(), set()
                 self._busy = True
             started = time.monotonic()
             try:
-                self._check(full, writes, reads, since)
+                self._check(full, writes, reads)
                 with self._cond:
                     self._stats["checks"] += 1
                     self._stats["full_checks"] += int(full)
@@ -199,6 +193,9 @@ class PolicyWatch:
             self._new_datasets = False
         with self._read() as con:
             found = classfile.load(con, self.classifications, strict=False)
+        if self._applied is None:  # at start: what matches nothing yet, one warning line each
+            for line in found.skipped:
+                log.warning("lineage-listener: %s (yet: applied as datasets arrive)", line)
         key = (sorted(found.labels), sorted(found.masking_functions))
         if key != self._applied:
             self._write(labelstore.file_batch(found.origin, found.labels, found.masking_functions, "serve"))
@@ -206,21 +203,22 @@ class PolicyWatch:
             log.info("lineage-listener: classifications %s: %d labels on the store (%d entries match nothing yet)",
                      self.classifications, len(found.labels), len(found.skipped))
 
-    def _check(self, full: bool, writes: set[Node], reads: set[Node], since: datetime | None) -> None:
+    def _check(self, full: bool, writes: set[Node], reads: set[Node]) -> None:
         if self.classifications is not None:
             self._apply_classifications()
         if self.policy is None:
             return
         with self._read() as con:
             if full:
-                report = check(con, self.policy, strict=False)
+                report = check(con, self.policy)
                 scope = None
             else:
                 aliases = Aliases(con)
                 aliases.resolve(n for n, _ in writes | reads)
                 scope = {(aliases.canonical(d), c) for d, c in writes}
                 reads_c = {(aliases.canonical(d), c) for d, c in reads}
-                report = check(con, self.policy, since=since, scope=scope, reads=reads_c, strict=False)
+                # the data of those columns as it is now (a replacing write may have cleared a violation)
+                report = check(con, self.policy, scope=scope, reads=reads_c)
         now = utcnow()
         found = {violation_id(v): v for v in report["violations"]}
         fresh: list[dict[str, Any]] = []
@@ -247,7 +245,7 @@ class PolicyWatch:
             for v in fresh:
                 self.webhook.submit({**v, "id": violation_id(v)})
         if fresh:
-            log.warning("lineage-listener: %d new policy violations (%s)", len(fresh),
+            log.warning("lineage-listener: %d new policy violation%s (%s)", len(fresh), "" if len(fresh) == 1 else "s",
                         ", ".join(sorted({v["rule"] for v in fresh})))
 
     def _delivered(self, violation: dict[str, Any], ok: bool, attempts: int, error: str | None) -> None:
@@ -290,14 +288,3 @@ class PolicyWatch:
 
 def _cell(value: Any) -> Any:
     return value.isoformat() if isinstance(value, datetime) else value
-
-
-def _time(value: Any) -> datetime | None:
-    if isinstance(value, datetime):
-        return value
-    if isinstance(value, str):
-        try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).replace(tzinfo=None)
-        except ValueError:
-            return None
-    return None

@@ -98,11 +98,12 @@ class StatementLineage:
     target: str | None = None
     edges: tuple[Edge, ...] = ()
     note: str | None = None
+    write_mode: str | None = None   # what the write would do to its target's data (lineage/writes.py)
 
     def data(self) -> dict[str, Any]:
         sql = redact_text(self.sql)  # as capture stores SQL text: OPTIONS (password ...) and the like hidden
         return {"statement": self.index, "line": self.line, "status": self.status, "command": self.command,
-                "target": self.target, "edges": len(self.edges), "note": self.note,
+                "target": self.target, "write_mode": self.write_mode, "edges": len(self.edges), "note": self.note,
                 "sql": sql if len(sql) <= 200 else sql[:199] + "…"}
 
 
@@ -119,12 +120,18 @@ class Preview:
         """``(statement index, edge)`` of every statement, in file order."""
         return [(s.index, e) for s in self.statements for e in s.edges]
 
+    def write_modes(self) -> dict[int, str | None]:
+        """Each statement's write mode, by statement index."""
+        return {s.index: s.write_mode for s in self.statements}
 
-def edge_data(index: int, e: Edge) -> dict[str, Any]:
-    """An edge of a preview as JSON: the store's columns, and the statement it comes from."""
+
+def edge_data(index: int, e: Edge, write_mode: str | None = None) -> dict[str, Any]:
+    """An edge of a preview as JSON: the store's columns, the statement it comes from and what that
+    statement's write does to its target (``write_mode``)."""
     return {"target_dataset": e.target_dataset, "target_column": e.target_column,
             "source_dataset": e.source_dataset, "source_column": e.source_column, "transform": e.transform,
-            "kind": e.kind, "expression": e.expression, "masking": e.masking, "statement": index}
+            "kind": e.kind, "expression": e.expression, "masking": e.masking, "statement": index,
+            "write_mode": write_mode}
 
 
 def preview(store: LineageStore, sql: str, schema: str | None = None, app: str | None = None,
@@ -231,7 +238,7 @@ class _Workspace:
             notes.append("plan nodes without a handler, every output derived from every input: "
                          + ", ".join(sorted(result.fallbacks)))
         note = "; ".join(notes) or None
-        return StatementLineage(st.index, st.line, st.text, "lineage", root, name, edges, note)
+        return StatementLineage(st.index, st.line, st.text, "lineage", root, name, edges, note, result.write_mode)
 
     def _analyze(self, text: str) -> Any:
         qe = self.state.executePlan(self.state.sqlParser().parsePlan(text), self.skip)

@@ -149,7 +149,7 @@ def paths(g: nx.DiGraph, start: Node, direction: str, limit: int = 200) -> Itera
 #: Node attributes a walk sets (:func:`~lineage_listener.query.kept.keep`) that graph data carries.
 NODE_ATTRIBUTES = ("reach", "masking", "via", "before_window")
 EDGE_ATTRIBUTES = ("hop", "transform", "kind", "expression", "masking", "query_id", "run_id", "captured_at",
-                   "first_seen", "dataset_level", "captures", "before_window", "guess")
+                   "first_seen", "dataset_level", "captures", "before_window", "guess", "history", "replaced")
 
 
 def graph_data(g: nx.DiGraph) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import duckdb
 import networkx as nx
 
 from lineage_listener.lineage.column_path import lookups
+from lineage_listener.query.current import mark_history, replaces
 from lineage_listener.query.expand import Filters, expand, nearest_captures
 from lineage_listener.query.types import Direction, Node
 from lineage_listener.query.expand import captures as edge_captures
@@ -115,7 +116,9 @@ class LineageStore:
         write into ``dataset.column`` was captured in it (older hops upstream of it
         count). Nodes carry ``reach`` (``copy`` when a path of direct steps leads from
         them, ``influenced`` otherwise) and ``before_window``; ``g.graph["window"]`` says
-        what lies outside the window (docs/reference/semantics.md).
+        what lies outside the window (docs/reference/semantics.md). The answer is over time:
+        an edge whose every capture a later replacing write of its target overwrote carries
+        ``history`` (that write's ``query_id`` and ``captured_at``; None while its data is there).
         """
         return self._walk("upstream", dataset, column, depth, since, until, direct_only, include_failed)
 
@@ -213,6 +216,7 @@ class LineageStore:
             start = resolve_column(con, aliases, dataset, column)
             found = build_graph(start, expand(con, start, direction, depth, filters, aliases), direction)
             g = keep(found, start, direction, lo, hi, lambda asked: nearest_captures(con, asked, filters))
+            mark_history(g, replaces(con, aliases, hi, {v[0] for _, v in g.edges}))
         g.graph.update(since=lo, until=hi, depth=depth, direct_only=direct_only, include_failed=include_failed)
         return as_asked(g, dataset)
 

@@ -127,9 +127,10 @@ def column_lineage(dataset: str, column: str, start: str | None = None, end: str
                    st: ServerState = Depends(state)) -> dict:
     """A column's lineage graph in a time window: nodes (``reach``: copy or influenced, ``masking`` of
     copies going forward, ``before_window``) and edges (transform, kind, expression, masking, query,
-    time), the ``window`` with what lies outside it, and ``queries``: the application and run that wrote
-    each edge. ``backward``: where it came from; ``forward``: where it went. A path is kept when its last
-    write was captured in the window."""
+    time; ``history`` when a later replacing write of the target overwrote what the edge wrote,
+    ``replaced``: the transforms only such writes hold), the ``window`` with what lies outside it, and
+    ``queries``: the application and run that wrote each edge. ``backward``: where it came from;
+    ``forward``: where it went. A path is kept when its last write was captured in the window."""
     return _answer(payload.column_lineage, _store(st), dataset, column, direction, maxLevels, _time(start),
                    _time(end, end=True), directOnly, includeFailed)
 

@@ -76,17 +76,19 @@ def detach(app: FastAPI) -> None:
 @router.get("/api/labels")
 def get_labels(dataset: str | None = None, column: str | None = None, propagated: bool = True,
                datasets: list[str] = Query(default=[], max_length=100), influence: bool = True,
-               st: ServerState = Depends(state)) -> dict:
+               history: bool = False, st: ServerState = Depends(state)) -> dict:
     """Labels of every labelled column (no dataset), of a dataset's columns, of one column, or of the
     columns of several ``datasets`` (a graph's): ``{"columns": [{"dataset", "column", "labels": [{"label",
     "source": "set|file|spark|propagated", "path": [[dataset, column, transform], ...], "hops"}],
-    "masked", "influenced_by"}]}``."""
+    "masked", "influenced_by"}]}``. Propagated labels are those the data holds now; ``history``: also
+    copies a later replacing write overwrote."""
     if datasets:
-        return _answer(_labels_of, _store(st), datasets, influence)
-    return _answer(answers.column_labels, _store(st), dataset, column, propagated=propagated, influence=influence)
+        return _answer(_labels_of, _store(st), datasets, influence, history)
+    return _answer(answers.column_labels, _store(st), dataset, column, propagated=propagated, influence=influence,
+                   history=history)
 
 
-def _labels_of(store: LineageStore, datasets: list[str], influence: bool) -> dict:
+def _labels_of(store: LineageStore, datasets: list[str], influence: bool, history: bool = False) -> dict:
     """The labelled, masked or influenced columns of ``datasets``; a name the store does not know is left out."""
     with store.connect() as con:
         aliases = Aliases(con)
@@ -96,7 +98,7 @@ def _labels_of(store: LineageStore, datasets: list[str], influence: bool) -> dic
                 nodes += answers.columns(con, aliases, name)
             except UnknownNameError:
                 continue
-        p = answers.run(con, nodes, influence=influence, aliases=aliases)
+        p = answers.run(con, nodes, influence=influence, aliases=aliases, current=not history)
         out = [answers.column_row(p, n) for n in nodes]
     return {"columns": [r for r in out if r["labels"] or r["masked"] or r["influenced_by"]]}
 

@@ -78,6 +78,8 @@ class StoreWriter:
         self._warned: set[str] = set()
         #: Edges the last :meth:`write` added to the store (0 when all were there already).
         self.new_edges = 0
+        #: Why the last batch that did not reach the store did not, and the spool file it went to.
+        self.parked: tuple[str, Path | None] | None = None
         self._host: duckdb.DuckDBPyConnection | None = None  # the store is attached to it per batch
 
     def close(self) -> None:
@@ -184,11 +186,14 @@ class StoreWriter:
                     self.close()
 
     def _park(self, batch: Batch, reason: str, needs_action: bool = False) -> None:
-        """Keep ``batch`` (and anything held) for later: spool it, or hold it in memory."""
+        """Keep ``batch`` (and anything held) for later: spool it, or hold it in memory. :attr:`parked`
+        says why and where the batch went (None: held in memory)."""
         held, self._held = self._held, []
+        where = None
         for b in [*held, batch]:
             if len(b):
-                self._spool(b, reason, needs_action)
+                where = self._spool(b, reason, needs_action)
+        self.parked = (reason, where)
 
     def _quarantine(self, con: duckdb.DuckDBPyConnection, batch: Batch, exc: BaseException, what: str) -> bool:
         """Write ``batch`` query by query; keep what still fails as a ``.bad`` spool file (recorded).
