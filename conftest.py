@@ -18,10 +18,13 @@ from tests.jvm_cds import submit_opts
 
 os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", os.sys.executable)
-#: Every Spark application the tests start maps Spark's classes from the virtualenv's archive when
-#: ``make test`` made one (tests/jvm_cds.py): faster starts, the same runs.
-if "SPARK_SUBMIT_OPTS" not in os.environ and (_cds := submit_opts()):
-    os.environ["SPARK_SUBMIT_OPTS"] = _cds
+#: Every Spark application the tests start (the session, zero-code jobs, the scripts tests run) runs
+#: short, different queries: the JIT's first tier and the serial collector take about half the CPU of
+#: the default tiers and G1 there. Each also maps Spark's classes from the virtualenv's archive when
+#: ``make test`` made one (tests/jvm_cds.py). Faster, the same runs; your own SPARK_SUBMIT_OPTS wins.
+SUITE_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+if "SPARK_SUBMIT_OPTS" not in os.environ:
+    os.environ["SPARK_SUBMIT_OPTS"] = " ".join(filter(None, [SUITE_JVM, submit_opts()]))
 
 
 def _missing(module: str) -> bool:
@@ -50,10 +53,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.warehouse.dir", str(warehouse))
-        # Many short, different queries: the JIT's first tier and the serial collector take ~40% less
-        # CPU than the default tiers and G1 on the suite's files (as the zero-code jobs' BASE_CONF).
-        .config("spark.driver.extraJavaOptions",
-                f"-Dderby.system.home={warehouse} -XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+        .config("spark.driver.extraJavaOptions", "-Dderby.system.home=" + str(warehouse))
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
