@@ -150,7 +150,9 @@ def leaves_of(df: Any) -> list[str]:
 
 
 def reset(spark: Any) -> None:
-    """Drop what a file left (temporary views, tables, views, functions, settings)."""
+    """Drop what a file left (temporary views, tables, views, databases, settings); a file may have
+    left the session in a database it dropped, so first go back to ``default``."""
+    spark.sql("USE spark_catalog.default")
     for table in spark.catalog.listTables():
         try:
             if table.isTemporary:
@@ -271,9 +273,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dir", type=Path)
     parser.add_argument("--limit", type=int, default=None, help="probe the first N files only")
+    parser.add_argument("--start", default=None, help="skip the files whose path (under DIR) sorts before this")
     parser.add_argument("--store", type=Path, default=None, help="the DuckDB store (default: a temporary file)")
     args = parser.parse_args(argv)
-    files = sorted(p for p in args.dir.rglob("*.sql"))[:args.limit]
+    files = sorted(p for p in args.dir.rglob("*.sql")
+                   if args.start is None or str(p.relative_to(args.dir)) >= args.start)[:args.limit]
     tmp = Path(tempfile.mkdtemp(prefix="sql-corpus-probe-"))
     store = args.store or tmp / "lineage.duckdb"
     spark = session(tmp)

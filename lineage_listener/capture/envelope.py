@@ -25,6 +25,7 @@ from lineage_listener.capture import (
     stages,
     statement,
     streams,
+    variables,
 )
 from lineage_listener.capture.jvm import jvm_call_failed
 from lineage_listener.plan.classes import MICRO_BATCH_LEAF, WRITE_COMMANDS
@@ -65,6 +66,8 @@ class Envelope:
     stream: "streams.Progress | None" = None
     #: One write of a multi-insert event (:mod:`~lineage_listener.capture.multiwrite`): its position.
     part: int | None = None
+    #: A query that declares, sets, drops or reads SQL variables: its session (:mod:`.variables`).
+    variables: "variables.Scope | None" = None
 
 
 class Reader:
@@ -118,15 +121,23 @@ class Reader:
         action = replace(action, run=head.run, qe_id=head.qe_id, root=query.root, sql_text=query.sql_text)
         if skip == skips.FOLD:
             return self._read_target(qe, action)
+        scope = None
         try:
             read = self._read_plan(qe, head)
+            if variables.binds_arguments(query.sql_text):  # USING v: read the plan with v, not its value
+                rebound = variables.immediate_plan(qe)
+                if rebound is not None:
+                    head.jvm_plan = rebound
+                    read = self._read_plan(qe, head, own_plan=True)
             if skips.skipped(skips.PLAN, query):
                 return None
             read_error = read.fallback  # recorded (capture_errors), not an error of the capture
+            if variables.touches(query.root, read.text):
+                scope = variables.scope(qe, head.plan(), query.root)
         except (*jvm_call_failed(), ValueError, RecursionError) as exc:  # recorded; Python bugs surface
             read_error = f"{type(exc).__name__}: {str(exc)[:500]}"
         return replace(action, plan_json=query.plan_json, leaves=query.leaves, target=query.target,
-                       read_error=read_error, plan=query.plan)
+                       read_error=read_error, plan=query.plan, variables=scope)
 
     def _head(self, qe: Any, action: Envelope, error: Any) -> "_Head | Envelope":
         """What is known of the query before its plan is read; or the whole envelope of a statement
@@ -175,13 +186,14 @@ class Reader:
             return replace(action, read_error=f"{type(exc).__name__}: {str(exc)[:500]}")
         return replace(action, target=target)
 
-    def _read_plan(self, qe: Any, head: "_Head") -> planreader.QueryRead:
-        """The query's plan, its leaves' facts and its write target (into ``head.query``)."""
+    def _read_plan(self, qe: Any, head: "_Head", own_plan: bool = False) -> planreader.QueryRead:
+        """The query's plan, its leaves' facts and its write target (into ``head.query``);
+        ``own_plan``: read ``head``'s JVM plan, not the ``QueryExecution``'s."""
         query = head.query
         if threading.get_ident() not in self._nodelay_threads:  # before the first big reply
             self._nodelay_threads.add(threading.get_ident())
             nodelay.disable_nagle(qe)
-        read = planreader.read_query(qe, _writes(query))
+        read = None if own_plan else planreader.read_query(qe, _writes(query))
         if read is None:  # no compact reader: toJSON, facts by py4j calls
             text, decoded, fallback = planreader.read(head.plan())
             read = planreader.QueryRead(Plan(text, items=decoded), fallback=fallback)

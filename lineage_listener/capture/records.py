@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
-from lineage_listener.capture import classification, multiwrite, stages, wrappers
+from lineage_listener.capture import classification, multiwrite, stages, variables, wrappers
 from lineage_listener.capture.envelope import Envelope
 from lineage_listener.lineage import writes
 from lineage_listener.lineage.query import QueryLineage, lineage
@@ -125,6 +125,7 @@ class Recorder:
         self._lineage_errors: set[str] = set()
         self._streams: dict[str, StreamLineage] = {}  # stream run id -> its lineage
         self._open_runs: set[str] = set()  # runs this recorder has reopened (until it ends them)
+        self._variables = variables.Sessions()  # each session's SQL variables, as queries set them
 
     def run_row(self, env: Envelope, ended: datetime | None = None) -> RunRow:
         r = env.run
@@ -154,6 +155,10 @@ class Recorder:
             return Recorded(self.record_stream(env), None)
         if env.part is None and env.plan_json is not None and multiwrite.is_multi(env.target):
             return Recorded(self._record_writes(env), None)
+        if env.root in variables.DECLARATIONS:  # no query of its own: what the session's variables become
+            if env.plan_json is not None and env.error is None:
+                self._lineage(env)
+            return Recorded(Batch(), None)
         rows = self._run_rows(env)
         run_id = env.run["app_id"]
         query_id = query_id_of(env)
@@ -210,12 +215,19 @@ class Recorder:
         return Recorded(batch, write)
 
     def _lineage(self, env: Envelope) -> tuple[QueryLineage | None, str | None]:
-        """Walk the envelope's plan: its lineage, or None and the error."""
+        """Walk the envelope's plan: its lineage, or None and the error. A query that sets SQL
+        variables sets them here, for the session's later queries (:mod:`.variables`)."""
         try:
             with stages.timed("tree"):
                 root = _plan(env).root
             with stages.timed("walk"):
-                return lineage(root, env.leaves, env.target, scope=env.run.get("app_name")), None
+                scope = env.variables
+                result = lineage(root, env.leaves, env.target, scope=env.run.get("app_name"),
+                                 variables=self._variables.values(scope.session if scope else None),
+                                 declared=scope.declared if scope else ())
+                if result.assigns and scope is not None and env.error is None:
+                    self._variables.apply(scope.session, result.assigns)
+                return result, None
         except Exception as exc:  # noqa: BLE001 - an odd plan must not stop capture
             error = f"lineage: {type(exc).__name__}: {exc}"
             if (env.root or "?") not in self._lineage_errors:

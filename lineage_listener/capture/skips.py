@@ -28,7 +28,7 @@ from typing import Any
 
 from lineage_listener import redact
 from lineage_listener.capture import command_result, inference, internal
-from lineage_listener.plan.classes import STREAM_SINK_WRITES, WRITE_COMMANDS
+from lineage_listener.plan.classes import STREAM_SINK_WRITES, VARIABLE_COMMANDS, WRITE_COMMANDS
 from lineage_listener.plan.tree import Plan
 
 log = redact.logger(__name__)
@@ -75,8 +75,9 @@ def _command_result(q: Query) -> bool:
 
 def _utility_command(q: Query) -> bool:
     """A command's own execution that writes no data: DDL and utilities (``CREATE TABLE``, ``SET``,
-    ``SHOW TABLES``...); no lineage."""
-    return q.func_name == command_result.COMMAND and q.root not in WRITE_COMMANDS
+    ``SHOW TABLES``...); no lineage. SQL variables' commands are kept: a variable set from a query
+    carries its lineage into later statements (:mod:`~lineage_listener.capture.variables`)."""
+    return q.func_name == command_result.COMMAND and q.root not in WRITE_COMMANDS and q.root not in VARIABLE_COMMANDS
 
 
 def _recursion_step(q: Query) -> bool:

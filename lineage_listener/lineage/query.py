@@ -13,9 +13,10 @@ from typing import Any
 
 from lineage_listener.lineage import (column_path, expressions, nodes, python, rowlevel,  # noqa: F401 - handlers
                                       streaming)
+from lineage_listener.lineage import variables as sql_variables
 from lineage_listener.lineage.datasets import Dataset, datasets_of
 from lineage_listener.lineage.edges import edges as edges_of
-from lineage_listener.lineage.model import Attribute, Edge
+from lineage_listener.lineage.model import Attribute, Edge, Origin
 from lineage_listener.lineage.walker import HANDLERS, RULES, Walk
 from lineage_listener.lineage.writes import mode_of
 from lineage_listener.plan.classes import ROW_LEVEL_COMMANDS, WRITE_COMMANDS
@@ -34,6 +35,8 @@ class QueryLineage:
     problems: tuple[str, ...] = ()  # plan fields read another way; recorded as capture errors
     write_mode: str | None = None   # what the write does to its target's data (lineage/writes.py)
     guesses: tuple[str, ...] = ()  # why some edges are a guess (Python functions not read); recorded too
+    #: What a variable command does to the session's SQL variables (:mod:`.variables`).
+    assigns: sql_variables.Assignments = ()
 
 
 def _schema(text: Any) -> dict[str, tuple[Any, bool]]:
@@ -76,21 +79,31 @@ def is_write(root: Node) -> bool:
 
 
 def walk(plan: Node, leaves: Mapping[int, Mapping[str, Any]] | None = None,
-         scope: str | None = None) -> tuple[Walk, list[Attribute]]:
+         scope: str | None = None, variables: Mapping[str, Origin] | None = None) -> tuple[Walk, list[Attribute]]:
     """Walk ``plan`` with every handler and rule; return the finished walk and the plan's outputs."""
     assert expressions.derived_function is RULES[expressions.DEFAULT], "expression rules not registered"
     assert HANDLERS.get("MergeRows") is rowlevel.merge_rows, "row-level handlers not registered"
-    w = Walk(leaves=leaves or {}, scope=scope)
+    w = Walk(leaves=leaves or {}, scope=scope, variables=variables or {})
     return w, w.plan(plan)
 
 
 def lineage(root: Node, leaves: Mapping[int, Mapping[str, Any]] | None = None,
-            target: Mapping[str, Any] | None = None, scope: str | None = None) -> QueryLineage:
-    """Lineage of one action. ``target`` is the write target's relation fact (None: driver)."""
+            target: Mapping[str, Any] | None = None, scope: str | None = None,
+            variables: Mapping[str, Origin] | None = None, declared: tuple[str, ...] = ()) -> QueryLineage:
+    """Lineage of one action. ``target`` is the write target's relation fact (None: driver).
+    ``variables``: the values of the session's SQL variables (:mod:`.variables`); ``declared``: the
+    keys of the variables a ``DECLARE`` or ``DROP VARIABLE`` command names."""
+    if root.name in ("CreateVariable", "DropVariable"):  # no query: only what the session's variables become
+        w = Walk(leaves=leaves or {}, scope=scope, variables=variables or {})
+        return QueryLineage(None, [], assigns=sql_variables.assignments(root, w, [], declared))
     query = root if root.name in ROW_LEVEL_COMMANDS else query_of(root) if is_write(root) else root
     if query is None:
         return QueryLineage(None, [])
-    w, outputs = walk(query, leaves, scope)
+    w, outputs = walk(query, leaves, scope, variables)
+    if sql_variables.is_variable_command(root):
+        return QueryLineage(None, edges_of(w, outputs), dict(w.datasets), dict(w.columns), frozenset(w.fallbacks),
+                            tuple(w.problems), guesses=tuple(w.guesses),
+                            assigns=sql_variables.assignments(root, w, outputs, declared))
     names = output_names(root) if is_write(root) else None
     if not names and target and isinstance(target.get("output_columns"), list):
         names = list(target["output_columns"])  # CREATE VIEW v (x, y): read from the command

@@ -95,6 +95,7 @@ class Walk:
     common: list[list[Origin]] = field(default_factory=list)  # common expressions of enclosing ``With``s
     grouping_ids: dict[int, tuple[Node, ...]] = field(default_factory=dict)  # grouping-set id -> its columns
     guesses: list[str] = field(default_factory=list)  # why some edges are a guess, one line per function
+    variables: Mapping[str, Origin] = field(default_factory=dict)  # SQL variables' values (lineage/variables.py)
 
     def problem(self, message: str) -> None:
         """A plan field that matters was unusable: log it once per message, record it per query."""

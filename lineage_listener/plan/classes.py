@@ -72,6 +72,12 @@ INPUT_FILE_NAME = "InputFileName"
 #: The leaf holding a stream's micro-batch in a ``foreachBatch`` function's plans.
 MICRO_BATCH_LEAF = "LogicalRDD"
 
+#: Commands that declare, set or drop SQL variables (``DECLARE VARIABLE``, ``SET VAR``, ``DROP TEMPORARY
+#: VARIABLE``): no write, but a value the session's later statements may read.
+VARIABLE_COMMANDS = frozenset({"CreateVariable", "SetVariable", "DropVariable"})
+#: The expression naming a SQL variable in a plan.
+VARIABLE_REFERENCE = "VariableReference"
+
 #: Commands that wrap a nested write of the same logical operation (they fire after it).
 WRAPPER_COMMANDS = frozenset({
     "CreateDataSourceTableAsSelectCommand", "CreateHiveTableAsSelectCommand",
