@@ -24,6 +24,7 @@ from lineage_listener.capture import (
     skips,
     stages,
     statement,
+    statistics,
     streams,
     variables,
 )
@@ -68,6 +69,8 @@ class Envelope:
     part: int | None = None
     #: A query that declares, sets, drops or reads SQL variables: its session (:mod:`.variables`).
     variables: "variables.Scope | None" = None
+    #: What Spark measured running it: the write's rows, bytes, files; rows read (:mod:`.statistics`).
+    statistics: Mapping[str, Any] | None = None
 
 
 class Reader:
@@ -121,7 +124,7 @@ class Reader:
         action = replace(action, run=head.run, qe_id=head.qe_id, root=query.root, sql_text=query.sql_text)
         if skip == skips.FOLD:
             return self._read_target(qe, action)
-        scope = None
+        scope = measured = None
         try:
             read = self._read_plan(qe, head)
             if variables.binds_arguments(query.sql_text):  # USING v: read the plan with v, not its value
@@ -134,10 +137,12 @@ class Reader:
             read_error = read.fallback  # recorded (capture_errors), not an error of the capture
             if variables.touches(query.root, read.text):
                 scope = variables.scope(qe, head.plan(), query.root)
+            measured = read.statistics if read.leaves is not None else (
+                statistics.of_write(qe) if _writes(query) and error is None else None)
         except (*jvm_call_failed(), ValueError, RecursionError) as exc:  # recorded; Python bugs surface
             read_error = f"{type(exc).__name__}: {str(exc)[:500]}"
         return replace(action, plan_json=query.plan_json, leaves=query.leaves, target=query.target,
-                       read_error=read_error, plan=query.plan, variables=scope)
+                       read_error=read_error, plan=query.plan, variables=scope, statistics=measured)
 
     def _head(self, qe: Any, action: Envelope, error: Any) -> "_Head | Envelope":
         """What is known of the query before its plan is read; or the whole envelope of a statement

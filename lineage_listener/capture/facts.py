@@ -13,6 +13,7 @@ from typing import Any
 
 from lineage_listener import redact
 from lineage_listener.capture.jvm import jvm_call_failed, seq
+from lineage_listener.capture import parents
 from lineage_listener.capture.multiwrite import WRITES
 from lineage_listener.capture.nullfields import null_fields, repair_null_fields
 from lineage_listener.capture.readers import relation, target_of
@@ -153,4 +154,8 @@ def run_info(sc: Any) -> dict[str, Any]:
             info[key] = getattr(sc, getter)()
         except jvm_call_failed():
             info[key] = None
+    try:  # the scheduler's run that launched this one (Airflow's OpenLineage conf keys)
+        info.update(parents.of_conf(sc.getConf()))
+    except jvm_call_failed():
+        pass
     return info

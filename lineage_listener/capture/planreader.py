@@ -236,6 +236,8 @@ class QueryRead:
     #: The write target's facts, when the JVM side read them.
     target: dict[str, Any] | None = None
     fallback: str | None = None
+    #: What Spark measured running the query (:mod:`~lineage_listener.capture.statistics`), when read.
+    statistics: dict[str, Any] | None = None
 
     @property
     def text(self) -> str:
@@ -272,7 +274,8 @@ def read_query(qe: Any, target: bool) -> QueryRead | None:
             unresolved.add(int(eid))
         else:
             leaves[int(eid)] = fact
-    return QueryRead(plan, leaves, unresolved, int(facts.get("nulls", 0)), facts.get("target"))
+    return QueryRead(plan, leaves, unresolved, int(facts.get("nulls", 0)), facts.get("target"),
+                     statistics=facts.get("statistics"))
 
 
 def _failed(exc: BaseException) -> str:

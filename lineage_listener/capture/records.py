@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
-from lineage_listener.capture import classification, multiwrite, stages, variables, wrappers
+from lineage_listener.capture import classification, multiwrite, parents, stages, statistics, variables, wrappers
 from lineage_listener.capture.envelope import Envelope
 from lineage_listener.lineage import writes
 from lineage_listener.lineage.query import QueryLineage, lineage
@@ -133,7 +133,7 @@ class Recorder:
         started_at = datetime.fromtimestamp(started / 1000, tz=timezone.utc).replace(tzinfo=None) if started else None
         return RunRow(run_id=r["app_id"], app_id=r["app_id"], app_name=r.get("app_name"),
                       spark_version=r.get("spark_version"), spark_user=r.get("spark_user"), master=r.get("master"),
-                      started_at=iso(started_at), ended_at=iso(ended))
+                      started_at=iso(started_at), ended_at=iso(ended), **{k: r.get(k) for k in parents.KEYS})
 
     def _run_rows(self, env: Envelope) -> list[tuple[Any, ...]]:
         """The run's row; the first time this recorder sees the run, also reopen it: a capture
@@ -187,6 +187,7 @@ class Recorder:
             if target is not None:
                 write = wrappers.Write(row, env.qe_id, column_rows(result.columns, None, only=target))
             rows += self._lineage_rows(query_id, run_id, target, result, now)
+            rows += statistics.rows(query_id, target, env.statistics, env.leaves)
             if classification.present(env.plan_json, env.leaves, env.target):
                 rows += classification.rows(_plan(env).items, env.leaves, result.columns, env.run.get("spark_user"),
                                             now, (target, env.target) if target else None, result.edges)
@@ -199,7 +200,7 @@ class Recorder:
         batch = Batch()
         for i, part in enumerate(multiwrite.parts(_plan(env).items, env.target or {})):
             batch.extend(self.record(replace(env, root=part.root, plan=Plan(None, items=part.items), target=part.target,
-                                             part=i)).rows)
+                                             part=i, statistics=None)).rows)  # the counts are the event's, not a part's
         return batch
 
     def fold(self, env: Envelope, inner: wrappers.Write) -> Recorded:

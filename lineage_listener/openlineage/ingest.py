@@ -24,7 +24,8 @@ from typing import IO, Any
 from lineage_listener.lineage import column_path, writes
 from lineage_listener.openlineage import facets, naming, validate
 from lineage_listener.store.batch import Batch
-from lineage_listener.store.rows import DatasetColumnRow, DatasetRow, EdgeRow, QueryRow, QueryStarted, RunRow
+from lineage_listener.store.rows import (DatasetColumnRow, DatasetRow, EdgeRow, QueryRow, QueryStarted,
+                                         ReadStatisticsRow, RunRow, WriteStatisticsRow)
 
 #: Event types that end a run: its status, error and end time come from them.
 TERMINAL = ("COMPLETE", "FAIL", "ABORT")
@@ -91,6 +92,13 @@ class _Run:
     #: (dataset, field name as sent) -> stored name, for top-level columns whose names hold a dot
     dotted: dict[tuple[str, str], str] = field(default_factory=dict)
     edges: dict[tuple, facets.Edge] = field(default_factory=dict)
+    #: The scheduler's runs above an application run (its ``parent`` facet): ``runs.parent_*``,
+    #: ``runs.root_parent_*`` as (namespace, name, run id).
+    parent: tuple[str | None, str | None, str | None] | None = None
+    root: tuple[str | None, str | None, str | None] | None = None
+    #: ``outputStatistics`` of its output and ``inputStatistics`` of each input: (rows, bytes, files).
+    written: tuple[Any, Any, Any] | None = None
+    read: dict[str, tuple[Any, Any, Any]] = field(default_factory=dict)
 
 
 def to_batch(events: Iterable[dict], table_namespace: str | None = None) -> tuple[Batch, int]:
@@ -126,6 +134,9 @@ def to_batch(events: Iterable[dict], table_namespace: str | None = None) -> tupl
                 r = runs[run_id] = _Run(f"openlineage:{run_id}", app_run)
         if ours.get("queryId"):  # our own export: our ids back (START events do not carry them)
             r.query_id, r.run_id = ours["queryId"], ours.get("runId") or r.run_id
+        elif r.application and ours.get("runId"):  # our own application event: the run's id back
+            r.run_id = ours["runId"]
+        _family(r, parent)
         r.app_name = r.app_name or (parent.get("job") or {}).get("name") or ev["job"]["name"]
         engine = run_facets.get("processing_engine") or {}
         r.spark_version = r.spark_version or engine.get("version")
@@ -146,6 +157,20 @@ def to_batch(events: Iterable[dict], table_namespace: str | None = None) -> tupl
             r.error = err.get("message") or r.error
         _datasets(r, ev, name_of)
     return _rows(runs.values()), n
+
+
+def _family(r: _Run, parent: dict) -> None:
+    """The scheduler's runs above ``r`` from its ``parent`` facet: an application's parent (the task)
+    and root (the DAG run); for a job's run, whose parent is its application, the root only."""
+    def ids(facet: dict) -> tuple[str | None, str | None, str | None] | None:
+        job, run = facet.get("job") or {}, facet.get("run") or {}
+        return (job.get("namespace"), job.get("name"), run.get("runId")) if run.get("runId") else None
+
+    if r.application:
+        r.parent = ids(parent) or r.parent
+    root = ids(parent.get("root") or {})
+    if root is not None and root != ids(parent):
+        r.root = root
 
 
 def _static(runs: dict[str, _Run], ev: dict, name_of) -> None:
@@ -180,13 +205,19 @@ def _static(runs: dict[str, _Run], ev: dict, name_of) -> None:
 def _datasets(r: _Run, ev: dict, name_of) -> None:
     """The event's input and output datasets, and the output datasets' column lineage, into ``r``."""
     for ds in ev.get("inputs") or []:
-        _dataset(r, ds, name_of)
+        name = _dataset(r, ds, name_of)
+        counts = _counts((ds.get("inputFacets") or {}).get("inputStatistics"))
+        if counts is not None:
+            r.read[name] = counts
     for ds in ev.get("outputs") or []:
         target = _dataset(r, ds, name_of)
         r.target = r.target or target
         change = ((ds.get("facets") or {}).get("lifecycleStateChange") or {}).get("lifecycleStateChange")
         if target == r.target and str(change).upper() in REPLACING:
             r.write_mode = writes.REPLACE
+        counts = _counts((ds.get("outputFacets") or {}).get("outputStatistics"))
+        if counts is not None and target == r.target:
+            r.written = counts
         lineage = (ds.get("facets") or {}).get("columnLineage")
         if lineage:
             for e in facets.edges_of(lineage, name_of):
@@ -195,6 +226,19 @@ def _datasets(r: _Run, ev: dict, name_of) -> None:
             for f in [*(f for spec in (lineage.get("fields") or {}).values() for f in spec["inputFields"]),
                       *(lineage.get("dataset") or [])]:
                 r.datasets.setdefault(name_of(f["namespace"], f["name"]), (naming.kind_of(f["namespace"]), None))
+
+
+def _counts(facet: Any) -> tuple[Any, Any, Any] | None:
+    """(rows, bytes, files) of a statistics facet (``rowCount``, ``size``, ``fileCount``; integers or null).
+
+    >>> _counts({"rowCount": 3, "size": 10}), _counts({"size": "x"}), _counts(None)
+    ((3, 10, None), None, None)
+    """
+    if not isinstance(facet, dict):
+        return None
+    counts = tuple(v if isinstance(v, int) and not isinstance(v, bool) else None
+                   for v in (facet.get("rowCount"), facet.get("size"), facet.get("fileCount")))
+    return counts if any(v is not None for v in counts) else None
 
 
 def _dataset(r: _Run, ds: dict, name_of) -> str:
@@ -243,10 +287,14 @@ def _rows(runs: Iterable[_Run]) -> Batch:
         at = (ended or r.seen or datetime.now(timezone.utc).replace(tzinfo=None)).isoformat(sep=" ")
         if r.record:
             app = r.application
+            parent, root = r.parent or (None, None, None), r.root or (None, None, None)
             b.add(RunRow(run_id=r.run_id, app_id=None, app_name=r.app_name, spark_version=r.spark_version,
                          spark_user=None, master=None,
                          started_at=r.started.isoformat(sep=" ") if app and r.started else None,
-                         ended_at=ended.isoformat(sep=" ") if app and ended else None))
+                         ended_at=ended.isoformat(sep=" ") if app and ended else None,
+                         parent_job_namespace=parent[0], parent_job_name=parent[1], parent_run_id=parent[2],
+                         root_parent_job_namespace=root[0], root_parent_job_name=root[1],
+                         root_parent_run_id=root[2]))
             if r.edges or not app:
                 _query_rows(b, r, ended, at)
         for name, (kind, location) in r.datasets.items():
@@ -268,6 +316,10 @@ def _query_rows(b: Batch, r: _Run, ended: datetime | None, at: str) -> None:
                    write_mode=r.write_mode))
     # The store keeps the start (and computes the duration) whichever event comes first.
     b.add(QueryStarted(query_id=r.query_id, started_at=r.started.isoformat(sep=" ") if r.started else None))
+    if r.written is not None and r.target is not None:
+        b.add(WriteStatisticsRow(query_id=r.query_id, rows=r.written[0], bytes=r.written[1], files=r.written[2]))
+    for name, (rows, size, files) in r.read.items():
+        b.add(ReadStatisticsRow(query_id=r.query_id, dataset=name, rows=rows, bytes=size, files=files))
     for (target, *_), e in r.edges.items():
         # A field name is a column path (``address.city``: field city of struct address), unless the
         # dataset's schema facet has a top-level column of that very name.

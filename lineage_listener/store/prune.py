@@ -1,8 +1,8 @@
 """Retention: drop per-run records older than a cut-off; every edge keeps its first and last time.
 
-What goes: ``queries`` rows captured before the cut-off (with their ``query_starts`` and
-``openlineage_sent`` rows), their ``edge_captures`` rows, ``runs`` left with no query,
-and old ``capture_errors``. A stream whose last batch is after the cut-off keeps its query.
+What goes: ``queries`` rows captured before the cut-off (with their ``query_starts``,
+``openlineage_sent``, ``write_statistics`` and ``read_statistics`` rows), their ``edge_captures``
+rows, ``runs`` left with no query, and old ``capture_errors``. A stream whose last batch is after the cut-off keeps its query.
 
 What stays: ``edges`` and ``edge_sets``, ``datasets`` and ``dataset_columns`` (with their
 first/last seen), and, for each set of edges, at most two summary ``edge_captures`` rows
@@ -94,7 +94,7 @@ def prune(con: duckdb.DuckDBPyConnection, cutoff: datetime | None, dry_run: bool
         if not dry_run:
             _summarise(con)
             con.execute("DELETE FROM edge_captures WHERE rowid IN (SELECT r FROM _old_captures)")
-            for table in ("query_starts", "openlineage_sent", "queries"):
+            for table in ("query_starts", "openlineage_sent", "write_statistics", "read_statistics", "queries"):
                 con.execute(f"DELETE FROM {table} WHERE query_id IN (SELECT query_id FROM _old_queries)")
             con.execute("""DELETE FROM runs WHERE coalesce(ended_at, started_at) < $cutoff
                            AND run_id NOT IN (SELECT run_id FROM queries WHERE run_id IS NOT NULL)""",

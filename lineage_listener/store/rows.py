@@ -101,13 +101,22 @@ class RunRow(NamedTuple):
     master: str | None
     started_at: Any
     ended_at: Any
+    #: The run that launched this one and the root of its hierarchy (an Airflow task and its DAG run).
+    parent_job_namespace: str | None = None
+    parent_job_name: str | None = None
+    parent_run_id: str | None = None
+    root_parent_job_namespace: str | None = None
+    root_parent_job_name: str | None = None
+    root_parent_run_id: str | None = None
 
     TABLE = "runs"
     KEY = ("run_id",)
     SHARED = True
     # never clear a known value with null; the first start stays, a given end replaces the known one
     MERGE, FOLD = upsert("runs", app_id="last", app_name="given", spark_version="given", spark_user="given",
-                         master="given", started_at="kept", ended_at="given")
+                         master="given", started_at="kept", ended_at="given", parent_job_namespace="given",
+                         parent_job_name="given", parent_run_id="given", root_parent_job_namespace="given",
+                         root_parent_job_name="given", root_parent_run_id="given")
 
 
 @_spec
@@ -139,6 +148,35 @@ class QueryRow(NamedTuple):
              "ELSE queries.captured_at END, "
              "target_dataset=coalesce(excluded.target_dataset, queries.target_dataset), "
              "write_mode=coalesce(excluded.write_mode, queries.write_mode)")
+
+
+@_spec
+class WriteStatisticsRow(NamedTuple):
+    """What one write produced: rows, bytes, files (``write_statistics``)."""
+
+    query_id: str
+    rows: int | None
+    bytes: int | None
+    files: int | None
+
+    TABLE = "write_statistics"
+    KEY = ("query_id",)
+    MERGE, FOLD = upsert("write_statistics", rows="given", bytes="given", files="given")
+
+
+@_spec
+class ReadStatisticsRow(NamedTuple):
+    """Rows (and, where known, bytes and files) a query read from one dataset (``read_statistics``)."""
+
+    query_id: str
+    dataset: str
+    rows: int | None
+    bytes: int | None = None
+    files: int | None = None
+
+    TABLE = "read_statistics"
+    KEY = ("query_id", "dataset")
+    MERGE, FOLD = upsert("read_statistics", rows="given", bytes="given", files="given")
 
 
 @_spec
@@ -378,7 +416,7 @@ class RunReopened(NamedTuple):
 #: Every row type, in the order the writer writes tables.
 ROWS: tuple[type, ...] = (RunRow, QueryRow, DatasetRow, DatasetColumnRow, EdgeRow, CaptureErrorRow, SentRow,
                           StreamRow, Retarget, QueryStarted, LabelRow, LabelUnset, LabelFile, MaskingFunctionRow,
-                          ViolationRow, AuditRow, RunReopened)
+                          ViolationRow, AuditRow, RunReopened, WriteStatisticsRow, ReadStatisticsRow)
 #: Row type by its name in a batch.
 TABLES: dict[str, Any] = {cls.TABLE: cls for cls in ROWS}
 #: Instructions to the writer (not tables), applied by type.

@@ -14,9 +14,17 @@ CREATE TABLE IF NOT EXISTS runs (
     spark_user    TEXT,               -- the user the application runs as
     master        TEXT,               -- local[2], yarn, k8s://..., spark://...
     started_at    TIMESTAMP,          -- when the application started
-    ended_at      TIMESTAMP           -- when the application ended, or when the last disable() of the process
+    ended_at      TIMESTAMP,          -- when the application ended, or when the last disable() of the process
                                       -- stopped capturing it; null while it runs. A capture enabled again in
                                       -- the same application sets it back to null
+    parent_job_namespace      TEXT,   -- the run that launched this one (an Airflow task), as the Spark conf
+                                      -- spark.openlineage.parentJobNamespace gives it; null when not given
+    parent_job_name           TEXT,   -- spark.openlineage.parentJobName: `<dag_id>.<task_id>` for Airflow
+    parent_run_id             TEXT,   -- spark.openlineage.parentRunId: the task run's OpenLineage run id (a UUID)
+    root_parent_job_namespace TEXT,   -- the root of that hierarchy (an Airflow DAG run):
+                                      -- spark.openlineage.rootParentJobNamespace
+    root_parent_job_name      TEXT,   -- spark.openlineage.rootParentJobName: `<dag_id>` for Airflow
+    root_parent_run_id        TEXT    -- spark.openlineage.rootParentRunId: the DAG run's OpenLineage run id
 );
 
 -- One row per captured logical action: a write, or an action returning rows to the driver.
@@ -45,6 +53,28 @@ CREATE TABLE IF NOT EXISTS queries (
                                       -- CTAS, RTAS, INSERT OVERWRITE of the whole table) | append | modify (MERGE,
                                       -- UPDATE, DELETE) | partitions (an overwrite of some partitions); null when
                                       -- not a write, or not known (docs/reference/semantics.md, "Current state")
+);
+
+-- What one write produced, as Spark measured it while running it (the write command's metrics:
+-- numOutputRows, numOutputBytes, numFiles), or as an OpenLineage outputStatistics facet says. One row per
+-- write (queries.query_id); its dataset is the query's target_dataset. No row: not measured (a JDBC
+-- write, a table format that keeps its own counts).
+CREATE TABLE IF NOT EXISTS write_statistics (
+    query_id TEXT PRIMARY KEY,        -- the write (queries.query_id)
+    rows     BIGINT,                  -- rows written; 0 is a write of nothing
+    bytes    BIGINT,                  -- bytes written (files' sizes); null when not measured
+    files    BIGINT                   -- files written; null when not measured
+);
+
+-- Rows a query read from each dataset, where Spark's scan measured them (its numOutputRows: after
+-- partition pruning and the source's own filters), or as an OpenLineage inputStatistics facet says.
+CREATE TABLE IF NOT EXISTS read_statistics (
+    query_id TEXT,                    -- the query (queries.query_id)
+    dataset  TEXT,                    -- the dataset read (canonical name)
+    rows     BIGINT,                  -- rows the scans of that dataset returned
+    bytes    BIGINT,                  -- bytes read, when the source reports them (OpenLineage's size)
+    files    BIGINT,                  -- files read, when the source reports them
+    PRIMARY KEY (query_id, dataset)
 );
 
 -- One row per dataset ever seen, under its canonical name.

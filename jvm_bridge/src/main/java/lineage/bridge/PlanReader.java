@@ -53,6 +53,11 @@ public final class PlanReader {
     /** First output id -> facts (null: for the Python side to read) of the source leaves met. */
     private final Map<Long, Map<String, Object>> leaves = new java.util.LinkedHashMap<>();
     private boolean readLeaves;
+    /** What each source leaf met reads, and the leaf itself, by identity -> its key ({@link Metrics}). */
+    private final Map<Object, Long> relations = Metrics.byIdentity();
+    private final Map<Object, Long> leafNodes = Metrics.byIdentity();
+    /** The QueryExecution whose statistics {@link #encodeQuery} reads with its plan (null: none). */
+    private Object measured;
     private int nulls;
     /** Short class name -> fields whose null the Python side must repair ({@link #watchNulls}). */
     private final Map<String, java.util.Set<String>> watched = new HashMap<>();
@@ -83,7 +88,12 @@ public final class PlanReader {
      */
     public synchronized String encodeQuery(Object qe, boolean target) throws Exception {
         Object plan = Facts.call(qe, "analyzed");
-        return encode(plan, true, target ? Facts.call(plan, "nodeName") : null);
+        measured = qe;
+        try {
+            return encode(plan, true, target ? Facts.call(plan, "nodeName") : null);
+        } finally {
+            measured = null;
+        }
     }
 
     /** {@link Facts#target} of {@code qe}'s analyzed plan as JSON ({@code null}: the Python side reads it). */
@@ -155,6 +165,8 @@ public final class PlanReader {
         attrs.setLength(0);
         attrIndex.clear();
         leaves.clear();
+        relations.clear();
+        leafNodes.clear();
         readLeaves = withFacts;
         nulls = 0;
         tree(plan);
@@ -175,11 +187,17 @@ public final class PlanReader {
                     facts.put("target", target);
                 }
             }
+            Map<String, Object> statistics = measured == null ? null : Metrics.of(measured, relations, leafNodes);
+            if (statistics != null) {
+                facts.put("statistics", statistics);
+            }
             text.append(",\"facts\":");
             Json.value(text, facts);
         }
         text.append(",\"plan\":").append(body).append('}');
         leaves.clear();
+        relations.clear();
+        leafNodes.clear();
         return text.toString();
     }
 
@@ -198,6 +216,13 @@ public final class PlanReader {
             Long key = ((Number) id).longValue();
             if (!leaves.containsKey(key)) {
                 leaves.put(key, Facts.leaf(node, name));
+            }
+            if (measured != null) {
+                leafNodes.put(node, key);
+                Object relation = Metrics.relationOf(node, name);
+                if (relation != null) {
+                    relations.put(relation, key);
+                }
             }
         } catch (Exception e) {
             // no id: the Python side finds this leaf in the plan and reads it
