@@ -173,7 +173,7 @@ def _random_rows(cls: type, rng: random.Random, n: int, types: dict[str, str]) -
                 values.append(rng.choice(["k1", "k2"]))
             elif field.endswith(("_at", "_seen")):
                 values.append(rng.choice([None, f"2026-01-0{rng.randint(1, 9)} 10:00:00"]))
-            elif field in ("ordinal", "attempts"):
+            elif field in ("ordinal", "attempts") or types[field] in ("BIGINT", "INTEGER"):
                 values.append(rng.choice([None, 1, 2, 3]))
             elif field == "nullable":
                 values.append(rng.choice([None, True, False]))

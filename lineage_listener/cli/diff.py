@@ -28,6 +28,9 @@ def register(p: argparse.ArgumentParser) -> None:
                         "..7d; a bare date includes its day)")
     p.add_argument("--against", metavar="OTHER_STORE",
                    help="another store as the old side (each side: --app's last run, else all its lineage)")
+    p.add_argument("--rows-factor", type=float, metavar="F",
+                   help="also list the datasets whose rows written changed by more than F times (F > 1), "
+                        "and every write of 0 rows where the other side wrote some")
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.add_argument("--exit-code", action="store_true", help="exit 1 when something changed, 0 when nothing did")
     p.set_defaults(func=run)
@@ -36,7 +39,8 @@ def register(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     store = open_for_cli(args.store)
     against = open_for_cli(args.against) if args.against else None
-    d = guard(diff, store, app=args.app, runs=args.runs, windows=args.windows, against=against)
+    d = guard(diff, store, app=args.app, runs=args.runs, windows=args.windows, against=against,
+              rows_factor=args.rows_factor)
     print(to_json(d.data()) if args.format == "json" else diff_text(d.data()))
     return 1 if args.exit_code and not d.empty else 0
 
@@ -70,9 +74,10 @@ def _rows(change: str, items: list[dict[str, Any]]) -> list[tuple]:
 def diff_text(data: dict[str, Any]) -> str:
     """A diff (``Diff.data()``) as text: what was compared, then one table of every change."""
     head = f"Lineage diff: {data['old']['label']} -> {data['new']['label']}"
+    rows = _row_counts(data.get("rows") or [])
     if not (data["added"] or data["removed"] or data["changed"] or data["labels"]):
-        return (f"{head}\nNo changes: the same {data['new']['edges']} edge"
-                f"{'s' if data['new']['edges'] != 1 else ''} on both sides.")
+        return (f"{head}\nNo {'lineage ' if rows else ''}changes: the same {data['new']['edges']} edge"
+                f"{'s' if data['new']['edges'] != 1 else ''} on both sides." + rows)
     counts = ", ".join(f"{len(data[k])} {k}" for k in ("added", "removed", "changed"))
     out = [head, f"{counts} (datasets, columns and edges)", "",
            table(["change", "item", "target", "source", "fields", "edge"],
@@ -83,5 +88,15 @@ def diff_text(data: dict[str, Any]) -> str:
                 table(["label", "column", "from"],
                       [(lab["label"], name((lab["dataset"], lab["column"])),
                         name((lab["from"]["dataset"], lab["from"]["column"]))) for lab in data["labels"]])]
-    return "\n".join(out)
+    return "\n".join(out) + rows
+
+
+def _row_counts(moved: list[dict[str, Any]]) -> str:
+    """The datasets whose rows written changed by more than the factor asked, as a table after a blank line."""
+    if not moved:
+        return ""
+    return "\n\nRows written changed:\n" + table(
+        ["dataset", "old rows", "new rows", "ratio"],
+        [(m["dataset"], f"{m['old_rows']:,}", f"{m['new_rows']:,}",
+          "-" if m["ratio"] is None else f"{m['ratio']:.3g}x") for m in moved])
 

@@ -38,7 +38,7 @@ from typing import Any
 
 import duckdb
 
-from lineage_listener.govern import reaching, sides
+from lineage_listener.govern import reaching, sides, volumes
 from lineage_listener.govern.sides import SIDE_COLUMNS, Edge, Side, Window, edges_side
 from lineage_listener.query.names import Aliases
 from lineage_listener.query.store import LineageStore
@@ -63,20 +63,22 @@ class Diff:
     changed: list[dict[str, Any]]
     labels: list[dict[str, Any]] = field(default_factory=list)
     edges: tuple[int, int] = (0, 0)  # distinct edges on each side
+    #: Datasets whose rows written changed by more than the factor asked (:mod:`.volumes`).
+    rows: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
-        """No dataset, column or edge differs, and no label newly reaches a column."""
-        return not (self.added or self.removed or self.changed or self.labels)
+        """No dataset, column or edge differs, no label newly reaches a column, no row count moved."""
+        return not (self.added or self.removed or self.changed or self.labels or self.rows)
 
     def counts(self) -> dict[str, int]:
         return {"added": len(self.added), "removed": len(self.removed), "changed": len(self.changed),
-                "labels": len(self.labels)}
+                "labels": len(self.labels), "rows": len(self.rows)}
 
     def data(self) -> dict[str, Any]:
-        """JSON-ready: ``added``, ``removed``, ``changed``, ``labels``, and what ``old``/``new`` were."""
+        """JSON-ready: ``added``, ``removed``, ``changed``, ``labels``, ``rows``, and what ``old``/``new`` were."""
         return {"added": self.added, "removed": self.removed, "changed": self.changed, "labels": self.labels,
-                "old": self.old.data(self.edges[0]), "new": self.new.data(self.edges[1])}
+                "rows": self.rows, "old": self.old.data(self.edges[0]), "new": self.new.data(self.edges[1])}
 
 
 def _record(e: Any) -> dict[str, Any]:
@@ -135,8 +137,9 @@ _ENDS = """(SELECT source_dataset AS dataset, source_column AS col FROM {t}
            UNION SELECT target_dataset, target_column FROM {t} WHERE target_dataset IS NOT NULL)"""
 
 
-def compare(con: duckdb.DuckDBPyConnection, old: Side, new: Side) -> Diff:
-    """The :class:`Diff` from ``old`` to ``new``, both read with ``con``."""
+def compare(con: duckdb.DuckDBPyConnection, old: Side, new: Side, rows_factor: float | None = None) -> Diff:
+    """The :class:`Diff` from ``old`` to ``new``, both read with ``con``; with ``rows_factor``, also
+    the datasets whose rows written changed by more than it (:mod:`.volumes`)."""
     o, n = _materialize(con, old), _materialize(con, new)
     try:
         counts = con.execute(f"SELECT (SELECT count(*) FROM {o}), (SELECT count(*) FROM {n})").fetchone()
@@ -173,8 +176,10 @@ def compare(con: duckdb.DuckDBPyConnection, old: Side, new: Side) -> Diff:
     finally:
         for table in (o, n):
             con.execute(f"DROP TABLE IF EXISTS {table}")
+    moved = volumes.row_changes(volumes.written(con, *old.writes, db=old.db),
+                                volumes.written(con, *new.writes, db=new.db), rows_factor) if rows_factor else []
     return Diff(old, new, sorted(added, key=_sort_key), sorted(removed, key=_sort_key),
-                sorted(changed, key=_sort_key), reached, (int(counts[0]), int(counts[1])))
+                sorted(changed, key=_sort_key), reached, (int(counts[0]), int(counts[1])), moved)
 
 
 def _order(e: Edge) -> tuple:
@@ -195,14 +200,17 @@ def _changed(pair: Pair, gone: dict[Edge, dict], came: dict[Edge, dict]) -> dict
 # -- the question, over stores -------------------------------------------------------------
 
 def diff(store: LineageStore, app: str | None = None, runs: tuple[str, str] | list[str] | None = None,
-         windows: tuple[str, str] | list[str] | None = None, against: LineageStore | None = None) -> Diff:
+         windows: tuple[str, str] | list[str] | None = None, against: LineageStore | None = None,
+         rows_factor: float | None = None) -> Diff:
     """Compare two sides of ``store``'s lineage, or ``store`` with ``against``.
 
     - ``app`` alone: its last run against the run before (a first run: against nothing);
     - ``runs=(A, B)``: run A (old) against run B (new), of ``app`` when given;
     - ``windows=("FROM..TO", "FROM..TO")``: what was captured in each window (by ``app`` when given);
     - ``against=other``: ``other`` is the old side, ``store`` the new one; each side is ``app``'s last
-      run when given, else everything the store holds.
+      run when given, else everything the store holds;
+    - ``rows_factor=F``: also list the datasets whose rows written changed by more than ``F`` times
+      (a write of 0 rows where the other side wrote some, always).
 
     Raises :class:`~lineage_listener.query.store.UnknownNameError` (an unknown application or run,
     with the closest known names) and ValueError (a bad window, a bad combination).
@@ -221,13 +229,15 @@ def diff(store: LineageStore, app: str | None = None, runs: tuple[str, str] | li
     for name, value in (("runs", runs), ("windows", windows)):
         if value is not None and len(value) != 2:
             raise ValueError(f"{name} needs exactly two values (old, new), got {len(value)}")
+    if rows_factor is not None and not rows_factor > 1:
+        raise ValueError(f"the rows factor must be more than 1 (got {rows_factor})")
     with store.connect() as con:
         if against is not None:
             con.execute(f"ATTACH '{str(against.path).replace(chr(39), chr(39) * 2)}' AS {OTHER} (READ_ONLY)")
             try:
                 old = sides.latest_side(con, app, f"store {against.path}", db=OTHER + ".")
                 new = sides.latest_side(con, app, f"store {store.path}")
-                return compare(con, old, new)
+                return compare(con, old, new, rows_factor)
             finally:
                 con.execute(f"DETACH {OTHER}")
         if runs is not None:
@@ -240,7 +250,7 @@ def diff(store: LineageStore, app: str | None = None, runs: tuple[str, str] | li
             new = sides.run_side(con, known[-1][0], app)
             old = sides.run_side(con, known[-2][0], app) if len(known) > 1 else \
                 Side(f"no earlier run of {app}", sides.NOTHING_SQL)
-        return compare(con, old, new)
+        return compare(con, old, new, rows_factor)
 
 
 def against_capture(store: LineageStore, edges: Iterable[Edge], label: str, app: str | None = None) -> Diff:

@@ -57,6 +57,9 @@ class Side:
     runs: tuple[str, ...] = ()
     started: datetime | None = None
     db: str = ""
+    #: Which of the store's queries (``q``) are the side's writes: a condition and its parameters
+    #: (their row counts are compared: :mod:`~lineage_listener.govern.volumes`); none by default.
+    writes: tuple[str, dict[str, Any]] = ("false", {})
 
     def data(self, edges: int | None = None) -> dict[str, Any]:
         return {"label": self.label, "runs": list(self.runs), "edges": edges}
@@ -198,7 +201,7 @@ def run_side(con: duckdb.DuckDBPyConnection, run_id: str, app: str | None = None
     app_name, started = run_info(con, run_id, app, db)
     sql, params = captures_sql(db, runs=[run_id])
     return Side(f"run {run_id}" + (f" of {app_name}" if app_name else "") + f" ({when(started)})", sql, params,
-                (run_id,), started, db)
+                (run_id,), started, db, ("q.run_id = $run", {"run": run_id}))
 
 
 def window_side(con: duckdb.DuckDBPyConnection, window: Window, app: str | None = None) -> Side:
@@ -211,16 +214,19 @@ def window_side(con: duckdb.DuckDBPyConnection, window: Window, app: str | None 
         f"SELECT DISTINCT run_id FROM edge_captures c WHERE {where} AND run_id IS NOT NULL ORDER BY 1",
         values).fetchall())
     span = f"{when(window.since) if window.since else 'the start'} .. {when(window.until) if window.until else 'now'}"
-    return Side(f"captures {span}" + (f" of {app}" if app else ""), sql, params, runs, window.since)
+    writes = ("q.captured_at >= coalesce($since, q.captured_at) AND q.captured_at <= coalesce($until, q.captured_at)"
+              " AND ($app IS NULL OR q.run_id IN (SELECT run_id FROM runs WHERE app_name = $app))",
+              {"since": window.since, "until": window.until, "app": app})
+    return Side(f"captures {span}" + (f" of {app}" if app else ""), sql, params, runs, window.since, writes=writes)
 
 
 def latest_side(con: duckdb.DuckDBPyConnection, app: str | None, where: str, db: str = "") -> Side:
     """``app``'s last run in a store, else everything the store holds."""
     if app is None:
         sql, params = captures_sql(db)
-        return Side(f"all lineage of {where}", sql, params, db=db)
+        return Side(f"all lineage of {where}", sql, params, db=db, writes=("true", {}))
     side = run_side(con, app_runs(con, app, db)[-1][0], app, db)
-    return Side(f"{side.label} in {where}", side.sql, side.params, side.runs, side.started, db)
+    return Side(f"{side.label} in {where}", side.sql, side.params, side.runs, side.started, db, side.writes)
 
 
 def last_writes(con: duckdb.DuckDBPyConnection, datasets: Iterable[str], app: str | None = None) -> Side:

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
-from lineage_listener.query import reports
+from lineage_listener.query import families, reports
 from lineage_listener.query import payload
 from lineage_listener.query.names import Aliases, closest
 from lineage_listener.query.store import LineageStore, UnknownNameError
@@ -104,7 +104,11 @@ def dataset(dataset: str, st: ServerState = Depends(state)) -> dict:
         downstream = con.execute(_NEIGHBOURS.format(near="source_dataset", far="target_dataset"), p).fetchall()
         queries = con.execute(
             """SELECT q.query_id, q.run_id, r.app_name, q.action, q.status, q.captured_at,
-                      CASE WHEN q.target_dataset IN (SELECT unnest($n)) THEN 'wrote' ELSE 'read' END AS role
+                      CASE WHEN q.target_dataset IN (SELECT unnest($n)) THEN 'wrote' ELSE 'read' END AS role,
+                      CASE WHEN q.target_dataset IN (SELECT unnest($n)) THEN
+                           (SELECT w.rows FROM write_statistics w WHERE w.query_id = q.query_id)
+                      ELSE (SELECT sum(s.rows) FROM read_statistics s WHERE s.query_id = q.query_id
+                            AND s.dataset IN (SELECT unnest($n))) END AS rows
                FROM queries q LEFT JOIN runs r USING (run_id)
                WHERE q.target_dataset IN (SELECT unnest($n))
                   OR q.query_id IN (SELECT c.query_id FROM edge_captures c WHERE c.set_id IN (
@@ -114,8 +118,8 @@ def dataset(dataset: str, st: ServerState = Depends(state)) -> dict:
         "dataset": info[0], "kind": info[1], "format": info[2], "location": info[3], "first_seen": info[4],
         "last_seen": info[5], "columns": [{"name": c, "type": t} for c, t in columns],
         "upstream": [r[0] for r in upstream], "downstream": [r[0] for r in downstream],
-        "queries": [dict(zip(("query_id", "run_id", "app_name", "action", "status", "captured_at", "role"), q))
-                    for q in queries],
+        "queries": [dict(zip(("query_id", "run_id", "app_name", "action", "status", "captured_at", "role", "rows"),
+                             q)) for q in queries],
     }
 
 
@@ -173,7 +177,9 @@ def streams(request: Request, limit: int = Query(100, ge=1, le=1000), st: Server
 
 @router.get("/api/runs/{run_id:path}")
 def run(run_id: str, st: ServerState = Depends(state)) -> dict:
-    """One run and its queries, with SQL text and status."""
+    """One run and its queries, with SQL text, status, what each write produced (``rows``, ``bytes``,
+    ``files``) and read (``reads``); the scheduler's runs above it (``parent``: the task, ``root``: the
+    DAG run) and the runs launched under it (``children``)."""
     with st.read() as con:
         r = con.execute("SELECT run_id, app_name, spark_version, master, started_at, ended_at FROM runs "
                         "WHERE run_id = ?", [run_id]).fetchone()
@@ -181,14 +187,22 @@ def run(run_id: str, st: ServerState = Depends(state)) -> dict:
             known = [x[0] for x in con.execute("SELECT run_id FROM runs").fetchall()]
             raise HTTPException(404, {"error": f"unknown run {run_id!r}", "closest": closest(run_id, known)})
         qs = con.execute("""SELECT q.query_id, action, command, status, error, sql_text, duration_ms, captured_at,
-                                   target_dataset, coalesce(n.edges, 0)
+                                   target_dataset, coalesce(n.edges, 0), w.rows, w.bytes, w.files
                             FROM queries q LEFT JOIN (
                                 SELECT c.query_id, count(*) AS edges FROM edge_captures c
                                 JOIN edge_sets s ON s.set_id = c.set_id
                                 WHERE c.query_id IN (SELECT query_id FROM queries WHERE run_id = $1) GROUP BY 1
                             ) n ON n.query_id = q.query_id
+                            LEFT JOIN write_statistics w ON w.query_id = q.query_id
                             WHERE run_id = $1 ORDER BY captured_at""", [run_id]).fetchall()
+        reads: dict[str, list[dict[str, Any]]] = {}
+        for qid, ds, n, size, files in con.execute(
+                """SELECT query_id, dataset, rows, bytes, files FROM read_statistics
+                   WHERE query_id IN (SELECT query_id FROM queries WHERE run_id = ?) ORDER BY dataset""",
+                [run_id]).fetchall():
+            reads.setdefault(qid, []).append({"dataset": ds, "rows": n, "bytes": size, "files": files})
+        related = families.family(con, run_id)
     keys = ("query_id", "action", "command", "status", "error", "sql_text", "duration_ms", "captured_at",
-            "target_dataset", "edges")
+            "target_dataset", "edges", "rows", "bytes", "files")
     return {**dict(zip(("run_id", "app_name", "spark_version", "master", "started_at", "ended_at"), r)),
-            "queries": [dict(zip(keys, q)) for q in qs]}
+            **related, "queries": [{**dict(zip(keys, q)), "reads": reads.get(q[0], [])} for q in qs]}

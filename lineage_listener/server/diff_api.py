@@ -16,12 +16,13 @@ router = APIRouter()
 
 @router.get("/api/diff")
 def diff(app: str | None = None, runs: list[str] | None = Query(None), windows: list[str] | None = Query(None),
-         st: ServerState = Depends(state)) -> dict:
+         rows_factor: float | None = Query(None, gt=1), st: ServerState = Depends(state)) -> dict:
     """What changed: ``app`` alone compares its last run with the run before; ``runs=OLD&runs=NEW``
     two runs; ``windows=FROM..TO&windows=FROM..TO`` two capture time windows (of ``app`` when given).
     ``added``/``removed``: datasets, columns and edges; ``changed``: edges whose transform, kind,
-    expression or masking changed (``before``/``after``); ``labels``: labels newly reaching a column."""
-    return _answer(lineage_diff, _store(st), app=app, runs=runs, windows=windows).data()
+    expression or masking changed (``before``/``after``); ``labels``: labels newly reaching a column;
+    with ``rows_factor=F``, ``rows``: datasets whose rows written changed by more than ``F`` times."""
+    return _answer(lineage_diff, _store(st), app=app, runs=runs, windows=windows, rows_factor=rows_factor).data()
 
 
 @router.get("/api/diff/history")

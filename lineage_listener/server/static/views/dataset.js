@@ -16,9 +16,10 @@ async function dataset(n, name) {
     <h3>Upstream datasets</h3><ul>${d.upstream.map(u => `<li>${datasetLink(u)}</li>`).join("") || "<li>none</li>"}</ul>
     <h3>Downstream datasets</h3><ul>${d.downstream.map(u => `<li>${datasetLink(u)}</li>`).join("") || "<li>none</li>"}</ul>
     <h3>Recent queries <span class="count">(latest ${d.queries.length})</span></h3>
-    <table><thead><tr><th>when</th><th>role</th><th>app</th><th>action</th><th>status</th><th>run</th></tr></thead><tbody>
-    ${d.queries.map(q => `<tr class="${q.status === "succeeded" ? "" : "failed"}"><td>${esc(when(q.captured_at))}</td><td>${q.role}</td><td>${esc(q.app_name)}</td><td>${esc(q.action)}</td>
-      <td>${esc(q.status)}</td><td><a href="#/run/${enc(q.run_id)}">${esc(q.run_id)}</a></td></tr>`).join("") || emptyRow(6, "no query wrote or read it")}</tbody></table>`;
+    <table id="dataset-queries"><thead><tr><th>when</th><th>role</th><th>rows</th><th>app</th><th>action</th><th>status</th><th>run</th></tr></thead><tbody>
+    ${d.queries.map(q => `<tr class="${q.status === "succeeded" ? "" : "failed"}"><td>${esc(when(q.captured_at))}</td><td>${q.role}</td>
+      <td class="rows">${q.rows === null || q.rows === undefined ? "" : q.rows === 0 && q.role === "wrote" ? `<span class="alarm">0</span>` : esc(q.rows.toLocaleString("en"))}</td><td>${esc(q.app_name)}</td><td>${esc(q.action)}</td>
+      <td>${esc(q.status)}</td><td><a href="#/run/${enc(q.run_id)}">${esc(q.run_id)}</a></td></tr>`).join("") || emptyRow(7, "no query wrote or read it")}</tbody></table>`;
   $("column-filter").oninput = ev => {
     const f = ev.target.value.toLowerCase();
     for (const tr of document.querySelectorAll("#columns tbody tr")) tr.hidden = !tr.dataset.name.includes(f);

@@ -37,11 +37,35 @@ async function run(n, id) {
   view.innerHTML = `<h2 class="mono">${esc(r.app_name || "")} <small>${esc(r.run_id)}</small></h2>
     <p>Spark ${esc(r.spark_version)} · ${esc(r.master || "")} · ${esc(when(r.started_at))} – ${r.ended_at ? esc(when(r.ended_at)) : "running"}
      · ${plural(r.queries.length, "query")}${failed ? ` · <span class="alarm">${failed} failed</span>` : ""}</p>
-    <table id="queries"><thead><tr><th>captured</th><th>action</th><th>status</th><th>duration</th><th>target</th><th>edges</th><th>SQL</th></tr></thead><tbody>
+    ${runFamily(r)}
+    <table id="queries"><thead><tr><th>captured</th><th>action</th><th>status</th><th>duration</th><th>target</th><th>wrote</th><th>read</th><th>edges</th><th>SQL</th></tr></thead><tbody>
     ${r.queries.map(q => `<tr class="${q.status === "succeeded" ? "" : "failed"}"><td>${esc(when(q.captured_at))}</td><td>${esc(q.action)}<br><small>${esc(q.command || "")}</small></td>
       <td class="status">${esc(q.status)}${q.error ? `<br><small>${esc(q.error)}</small>` : ""}</td><td>${duration(q.duration_ms)}</td>
-      <td>${q.target_dataset ? datasetLink(q.target_dataset) : "(driver)"}</td><td>${q.edges}</td>
-      <td>${q.sql_text ? `<pre>${esc(q.sql_text)}</pre>` : `<span class="none">not from SQL</span>`}</td></tr>`).join("") || emptyRow(7, "no query captured in this run")}</tbody></table>`;
+      <td>${q.target_dataset ? datasetLink(q.target_dataset) : "(driver)"}</td><td class="wrote">${writtenCounts(q)}</td>
+      <td class="read">${(q.reads || []).map(x => `${esc(countOf(x.rows, "row"))} <small>${esc(x.dataset)}</small>`).join("<br>")}</td><td>${q.edges}</td>
+      <td>${q.sql_text ? `<pre>${esc(q.sql_text)}</pre>` : `<span class="none">not from SQL</span>`}</td></tr>`).join("") || emptyRow(9, "no query captured in this run")}</tbody></table>`;
+}
+
+/** What a write produced: rows (0 is flagged), bytes, files; empty when Spark measured nothing. */
+function writtenCounts(q) {
+  if (q.rows === null || q.rows === undefined) return "";
+  const rows = q.rows === 0 ? `<span class="alarm">0 rows</span>` : esc(countOf(q.rows, "row"));
+  return `${rows}${q.bytes !== null && q.bytes !== undefined ? `<br><small>${esc(countOf(q.bytes, "byte"))}` +
+    `${q.files !== null && q.files !== undefined ? `, ${esc(countOf(q.files, "file"))}` : ""}</small>` : ""}`;
+}
+function countOf(n, word) { return n === null || n === undefined ? "" : plural(n, word); }
+
+/** The scheduler's runs above this one (its task and DAG run) and the runs launched under it. */
+function runFamily(r) {
+  const link = (runId, text) => runId ? `<a href="#/run/${enc(runId)}">${esc(text)}</a>` : esc(text);
+  const parts = [];
+  if (r.parent) parts.push(`launched by ${link(r.parent.run_id, `${r.parent.namespace || ""}/${r.parent.name || ""}`)}
+    <small class="mono">${esc(r.parent.openlineage_run_id)}</small>`);
+  if (r.root) parts.push(`root ${link(r.root.run_id, `${r.root.namespace || ""}/${r.root.name || ""}`)}
+    <small class="mono">${esc(r.root.openlineage_run_id)}</small>`);
+  const kids = (r.children || []).map(c => `<li>${link(c.run_id, `${c.app_name || ""} ${c.run_id}`)}${c.task ? ` <small>${esc(c.task)}</small>` : ""}</li>`);
+  return (parts.length ? `<p id="run-family">${parts.join(" · ")}</p>` : "") +
+    (kids.length ? `<h3>Runs launched under it</h3><ul id="run-children">${kids.join("")}</ul>` : "");
 }
 
 PAGES.runs = (n, parts, q) => runs(n, offsetOf(q), sizeOf(q));
