@@ -56,10 +56,12 @@ def attribute(node: Node, walk: Walk) -> Origin:
 
 
 @rule("Alias", "KnownNotNull", "KnownFloatingPointNormalized", "PromotePrecision",
-      "CheckOverflow", "NormalizeNaNAndZero", "Unevaluable", "AssertNotNull", "UpCast", "SQLScalarFunction")
+      "CheckOverflow", "NormalizeNaNAndZero", "Unevaluable", "AssertNotNull", "UpCast", "SQLScalarFunction",
+      "TempResolvedColumn")
 def passthrough(node: Node, walk: Walk) -> Origin:
     """Wrappers whose value is their child's (a SQL scalar function's child is its body, its
-    arguments in place: docs/reference/semantics.md)."""
+    arguments in place: docs/reference/semantics.md; a column of HAVING the analyzer resolved
+    can stay wrapped in a ``TempResolvedColumn`` inside a rewritten function's arguments)."""
     return evaluate(node.children[0], walk) if node.children else Origin()
 
 

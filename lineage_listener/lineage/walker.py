@@ -144,8 +144,8 @@ class Walk:
             _once("plan:" + node.name, logging.WARNING, "unknown plan node %s: every output is treated as "
                   "derived from every input it references", node.name)
             fn = HANDLERS[DEFAULT]
-        for name in node.get(READ_FROM_JVM) or ():
-            self.problem(f"{node.name}.{name} was null in the plan JSON: read from the JVM object")
+        for name in node.get(READ_FROM_JVM) or ():  # read whole: nothing lost, so no problem of the query
+            log.debug("%s.%s was null in the plan JSON: read from the JVM object", node.name, name)
         for name in EXPRESSION_FIELDS.get(node.name, ()):
             if name in node.fields and node.fields[name] is None:
                 self.problem(f"{node.name}.{name} was null in the plan JSON: "
