@@ -208,3 +208,13 @@ def test_having_reads_through_the_names_spark_resolved_for_it(lineage, people):
     got = lineage.run("SELECT sum(amount) AS s FROM people HAVING sum(ifnull(amount, 1)) > 1")
     assert got.simple("direct") == {("s", "amount", "aggregate")}
     assert not [e.expression for e in got.edges if "temp" in e.expression.lower()]
+
+
+def test_sliding_time_window_is_read_whole(lineage, people):
+    """A sliding window is an Expand whose rows toJSON writes as null: read from the JVM object,
+    the lineage is whole and the query has no capture error."""
+    got = lineage.run("SELECT window.start AS w, count(amount) AS c FROM people "
+                      "GROUP BY window(CAST(id AS TIMESTAMP), '10 seconds', '5 seconds')")
+    assert got.simple("direct") == {("w", "id", "derived"), ("c", "amount", "aggregate")}
+    with duckdb.connect(str(got.store), read_only=True) as con:
+        assert con.execute("SELECT error FROM capture_errors").fetchall() == []
