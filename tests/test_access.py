@@ -301,6 +301,10 @@ def test_sql_is_shown_only_when_every_dataset_of_the_query_is_readable(served, a
     assert "VISIBLELITERAL" in queries[TOTALS]["sql_text"] and "withheld" not in queries[TOTALS]
     assert queries[SUMMARY]["sql_text"] is None and queries[SUMMARY]["withheld"] is True  # it read staging
     assert RAW not in queries and STAGING not in queries
+    # what a write produced and what it read: counts of readable datasets only
+    assert queries[TOTALS]["rows"] > 0 and queries[SUMMARY]["rows"] > 0
+    assert {r["dataset"] for q in queries.values() for r in q["reads"]} <= {SUMMARY, TOTALS}
+    assert json.loads(body)["children"] == []
 
 
 def test_hidden_is_answered_as_never_existing(served):

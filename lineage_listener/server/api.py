@@ -175,8 +175,24 @@ def streams(request: Request, limit: int = Query(100, ge=1, le=1000), st: Server
         return stream_rows(con, limit, within=sight(request).within)
 
 
+def _visible_family(con: Any, request: Request, related: dict[str, Any]) -> dict[str, Any]:
+    """A run's parent, root and children as the reader may see them: a linked run or task it may not
+    read is unlinked (its name is the visible run's own conf), a child run it may not read left out."""
+    with_seen, runs_cond, _, params = readable_runs(request, "run_id", "query_id")
+    if not params:
+        return related
+    linked = [x for x in (related["parent"], related["root"]) if x and x.get("run_id")]
+    ids = sorted({x["run_id"] for x in linked} | {c["run_id"] for c in related["children"]})
+    seen = {r[0] for r in con.execute(f"{with_seen} SELECT run_id FROM runs WHERE run_id IN (SELECT unnest($ids)) "
+                                      f"AND {runs_cond}", {**params, "ids": ids}).fetchall()} if ids else set()
+    for x in linked:
+        if x["run_id"] not in seen:
+            x.update(run_id=None, **({"query_id": None} if "query_id" in x else {}))
+    return {**related, "children": [c for c in related["children"] if c["run_id"] in seen]}
+
+
 @router.get("/api/runs/{run_id:path}")
-def run(run_id: str, st: ServerState = Depends(state)) -> dict:
+def run(request: Request, run_id: str, st: ServerState = Depends(state)) -> dict:
     """One run and its queries, with SQL text, status, what each write produced (``rows``, ``bytes``,
     ``files``) and read (``reads``); the scheduler's runs above it (``parent``: the task, ``root``: the
     DAG run) and the runs launched under it (``children``)."""
@@ -201,7 +217,7 @@ def run(run_id: str, st: ServerState = Depends(state)) -> dict:
                    WHERE query_id IN (SELECT query_id FROM queries WHERE run_id = ?) ORDER BY dataset""",
                 [run_id]).fetchall():
             reads.setdefault(qid, []).append({"dataset": ds, "rows": n, "bytes": size, "files": files})
-        related = families.family(con, run_id)
+        related = _visible_family(con, request, families.family(con, run_id))
     keys = ("query_id", "action", "command", "status", "error", "sql_text", "duration_ms", "captured_at",
             "target_dataset", "edges", "rows", "bytes", "files")
     return {**dict(zip(("run_id", "app_name", "spark_version", "master", "started_at", "ended_at"), r)),

@@ -40,7 +40,7 @@ log = redact.logger(__name__)
 SCHEMA_FILES = ("schema.sql", "views.sql")
 
 #: Bump when schema.sql or views.sql change; older stores are migrated to it on first write.
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 _VERSION_DDL = """
 -- The schema version the store was written at: a row per version that created or migrated it.

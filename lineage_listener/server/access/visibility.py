@@ -63,6 +63,8 @@ EDGE_KEEPS = frozenset({"item", "hop", "transform", "kind", "masking", "before_w
 #: Keys of numbers that may count hidden edges (a query's, a side of a diff): withheld unless they are a
 #: query's whose datasets may all be read.
 EDGE_COUNTS = frozenset({"edges"})
+#: Keys of what a query wrote into its target (rows, bytes, files): withheld with a hidden target.
+WRITE_COUNTS = frozenset({"rows", "bytes", "files"})
 #: Keys of counts of the lists beside them (``{"added": 3, ...}``): counted again once the lists are shaped.
 RECOUNTED = frozenset({"counts"})
 #: Keys the last pass does not look into (text of queries, shaped by their own rule).
@@ -442,6 +444,8 @@ class _Shaper:
             if self.hidden(out.get(k)):
                 out[k] = None
                 out["withheld"] = True
+                if k == "target_dataset":
+                    out.update({c: None for c in WRITE_COUNTS & out.keys()})
         if not clear:
             for k in QUERY_TEXT:
                 if out.get(k) is not None:
