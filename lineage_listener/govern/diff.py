@@ -63,8 +63,9 @@ class Diff:
     changed: list[dict[str, Any]]
     labels: list[dict[str, Any]] = field(default_factory=list)
     edges: tuple[int, int] = (0, 0)  # distinct edges on each side
-    #: Datasets whose rows written changed by more than the factor asked (:mod:`.volumes`).
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    #: Datasets whose rows written changed by more than the factor asked (:mod:`.volumes`); None
+    #: when no factor was asked (the answer then has no ``rows``).
+    rows: list[dict[str, Any]] | None = None
 
     @property
     def empty(self) -> bool:
@@ -73,12 +74,14 @@ class Diff:
 
     def counts(self) -> dict[str, int]:
         return {"added": len(self.added), "removed": len(self.removed), "changed": len(self.changed),
-                "labels": len(self.labels), "rows": len(self.rows)}
+                "labels": len(self.labels), **({"rows": len(self.rows)} if self.rows is not None else {})}
 
     def data(self) -> dict[str, Any]:
-        """JSON-ready: ``added``, ``removed``, ``changed``, ``labels``, ``rows``, and what ``old``/``new`` were."""
+        """JSON-ready: ``added``, ``removed``, ``changed``, ``labels``, ``rows`` (when asked), and what
+        ``old``/``new`` were."""
         return {"added": self.added, "removed": self.removed, "changed": self.changed, "labels": self.labels,
-                "rows": self.rows, "old": self.old.data(self.edges[0]), "new": self.new.data(self.edges[1])}
+                **({"rows": self.rows} if self.rows is not None else {}),
+                "old": self.old.data(self.edges[0]), "new": self.new.data(self.edges[1])}
 
 
 def _record(e: Any) -> dict[str, Any]:
@@ -177,7 +180,7 @@ def compare(con: duckdb.DuckDBPyConnection, old: Side, new: Side, rows_factor: f
         for table in (o, n):
             con.execute(f"DROP TABLE IF EXISTS {table}")
     moved = volumes.row_changes(volumes.written(con, *old.writes, db=old.db),
-                                volumes.written(con, *new.writes, db=new.db), rows_factor) if rows_factor else []
+                                volumes.written(con, *new.writes, db=new.db), rows_factor) if rows_factor else None
     return Diff(old, new, sorted(added, key=_sort_key), sorted(removed, key=_sort_key),
                 sorted(changed, key=_sort_key), reached, (int(counts[0]), int(counts[1])), moved)
 
