@@ -65,8 +65,12 @@ def test_an_rdd_whose_dataframe_is_gone_still_links_to_the_datasets_read(lineage
     gateway = spark.sparkContext._gateway
     gateway._gateway_client.garbage_collect_object(df._jdf._target_id)  # Python no longer holds the DataFrame
     got = lineage.run(lambda: rdd.toDF(["id", "shout"]).write.parquet(str(tmp_path / "gone")))
-    assert {(e.target_column, e.source_dataset, e.source_column, e.guess) for e in got.edges} == {
-        (t, f"file:{orders}", s, True) for t in ("id", "shout") for s in ("id", "email")}
+    edges = {(e.target_column, e.source_dataset, e.source_column, e.guess) for e in got.edges}
+    floor = {(t, f"file:{orders}", s, True) for t in ("id", "shout") for s in ("id", "email")}
+    exact = {("id", f"file:{orders}", "id", False), ("shout", f"file:{orders}", "email", False)}
+    # Python let the DataFrame go; the JVM may still hold its Dataset until its own collector runs
+    # (then the columns are read exactly). Either way the datasets read are named, never in-memory data.
+    assert edges in (floor, exact), edges
 
     text = tmp_path / "lines.txt"
     text.write_text("1,ann\n2,bob\n")

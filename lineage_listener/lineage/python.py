@@ -300,8 +300,8 @@ def _rdd_floor(node: Node, walk: Walk, fact: dict[str, Any], outs: list[Attribut
             walk.datasets.setdefault(ds.name, ds)
             for column in leaf.get("columns") or ():
                 flows.add(Flow(Column(ds.name, column_path.quote(str(column))), Transform.DERIVED, guess=True))
-    if not flows:
-        return nodes.leaf(node, walk)
+    if not flows:  # rows made in the driver (``parallelize``, 3.5's ``createDataFrame(list)``): in-memory data
+        return nodes.define_leaf(walk, nodes.json_fact(node, outs, walk.scope), outs)
     walk.guessed(f"Python RDD functions made {', '.join(a.name for a in outs)}: "
                  f"{fact.get('reason') or 'the DataFrame its rows came from is not known'}")
     for attr in outs:
