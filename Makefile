@@ -129,6 +129,7 @@ BENCH_STORE ?= /tmp/lineage-bench-10m.duckdb
 
 bench: install
 	$(BIN)/python bench/walker_bench.py
+	$(BIN)/python bench/pycode_bench.py --runs 30
 	$(BIN)/python bench/trips.py
 	$(BIN)/python bench/bridge_overhead.py
 	$(BIN)/python bench/startup_bench.py --pairs 5
