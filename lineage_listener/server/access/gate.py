@@ -307,6 +307,8 @@ def _record(access: Access, who: Identity | None, client: str, method: str, temp
             datasets: list[str], status: int, withheld: int, detail: str | None) -> None:
     if access.audit is None:
         return
+    if detail is not None and not isinstance(detail, str):  # an answer's structured detail (a name and its near misses)
+        detail = json.dumps(detail, ensure_ascii=False, sort_keys=True)
     access.audit.record(AuditRow(
         requested_at=utcnow(), identity=who.name if who else None, groups=sorted(who.groups) if who else None,
         via=who.via if who else None, client=client, method=method, route=template or None, path=path[:2000],
