@@ -87,7 +87,7 @@ def capture_once(spark, store: Path, **options) -> tuple[object, bool]:
 
 def test_full_disk_on_first_write_leaves_no_partial_store(spark, people, tmp_path, private_tmp):
     disk = tmp_path / "disk"
-    with tmpfs(disk, "2m"):
+    with tmpfs(disk, "8m"):
         store = disk / "lineage.duckdb"
         filler = fill(disk)
         try:
