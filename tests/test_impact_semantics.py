@@ -177,7 +177,7 @@ def test_a_window_that_leaves_nothing_says_what_is_outside(retail, capsys, tmp_p
     outside = report["window"]["outside"]
     assert outside["captures"] >= 12 and outside["last"] < last
     assert outside["message"].startswith(f"{outside['captures']} captures of this column's downstream lineage, "
-                                         "all before ")
+                                         "from ") and ", all before " in outside["message"]  # when they were made
     assert cli_main(["impact", "--store", str(retail.store), ds, col, "--since", "1s"]) == 0
     text = capsys.readouterr().out
     assert COPY_MEANS in text and "Copies: 0" in text and "captures of this column's downstream lineage" in text
@@ -189,7 +189,8 @@ def test_a_window_that_leaves_nothing_says_what_is_outside(retail, capsys, tmp_p
     assert "1 columns, 0 edges; outside the window: " in capsys.readouterr().err
     data = payload.column_lineage(open_store(retail.store), ds, col, "both", since=last + timedelta(seconds=1))
     assert data["window"]["outside"]["message"].startswith(f"{data['window']['outside']['captures']} captures "
-                                                           "of this column's lineage, all before")
+                                                           "of this column's lineage, from ")
+    assert ", all before " in data["window"]["outside"]["message"]
 
 
 def test_the_impact_text_lists_copies_and_influenced_columns_apart(retail, capsys):
