@@ -125,7 +125,7 @@ def test_preview_edges_diff_and_what_it_leaves_alone(shop, tmp_path):
         (8, "ran"), (9, "lineage"), (10, "ran")]
     assert "s3cr3t-value" not in proc.stdout  # the statements are echoed as capture stores SQL: redacted
     keys = {"target_dataset", "target_column", "source_dataset", "source_column", "transform", "kind",
-            "expression", "masking", "statement"}
+            "expression", "masking", "statement", "write_mode"}
     assert all(set(e) == keys for e in body["edges"])
     edges = {(e["statement"], e["target_dataset"], e["target_column"], e["source_dataset"], e["source_column"],
               e["transform"], e["kind"], e["masking"]) for e in body["edges"]}
