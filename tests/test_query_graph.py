@@ -36,7 +36,7 @@ def store_path(tmp_path):
     a masked copy, a filter key, a collect read, and a job overwriting its input."""
     path = tmp_path / "lineage.duckdb"
     con = open_writable(path)
-    con.executemany("INSERT INTO runs VALUES (?, ?, ?, '4.3.0', 'me', 'local', ?, ?)", [
+    con.executemany("INSERT INTO runs (run_id, app_id, app_name, spark_version, spark_user, master, started_at, ended_at) VALUES (?, ?, ?, '4.3.0', 'me', 'local', ?, ?)", [
         ("app1", "app1", "ingest", T, T), ("app2", "app2", "clean", T, T), ("app3", "app3", "report", T, T),
         ("app4", "app4", "export", T, T)])
     con.executemany("INSERT INTO datasets VALUES (?, ?, 'parquet', ?, '{}', ?, ?)", [
