@@ -27,6 +27,8 @@ function entryId() {
 window.addEventListener("scroll", () => { if (shownEntry) scrolls.set(shownEntry, window.scrollY); }, {passive: true});
 
 async function route() {
+  // the page being left keeps where it was now: a scroll event may not have been dispatched yet
+  if (shownEntry) scrolls.set(shownEntry, window.scrollY);
   const n = newNav();
   const entry = entryId();
   shownEntry = null;
