@@ -136,7 +136,11 @@ class LineageHarness:
 @pytest.fixture
 def lineage(spark: Any, tmp_path: Path) -> Iterator[LineageHarness]:
     import lineage_listener
+    from pyspark.sql.session import _monkey_patch_RDD
 
+    # PySpark points RDD.toDF at the newest SparkSession constructed (each one patches it): a test that
+    # made another session (newSession()) would leave toDF building DataFrames in a session not captured.
+    _monkey_patch_RDD(spark)
     harness = LineageHarness(spark, tmp_path / "lineage.duckdb")
     yield harness
     lineage_listener.disable(spark)
