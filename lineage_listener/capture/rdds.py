@@ -26,6 +26,8 @@ log = redact.logger(__name__)
 
 #: The leaf whose facts this module reads.
 LEAF = "LogicalRDD"
+#: Reasons already logged: one line per reason, not one per query.
+_said: set[str] = set()
 #: How many round trips deep a DataFrame made from an RDD made from a DataFrame... is followed.
 MAX_DEPTH = 4
 
@@ -38,8 +40,12 @@ def leaves(plan: Any, current: tuple[str, str] | None, cache: FactCache, depth: 
         return {}
     try:
         found = reader.rdds(plan)
-    except jvm_call_failed() as exc:
-        log.debug("could not read the RDDs of a plan: %s", exc)
+    except jvm_call_failed() as exc:  # the DataFrame stays in-memory data: said once, not silently
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if reason not in _said:
+            _said.add(reason)
+            log.warning("lineage-listener: a DataFrame made from a Python RDD is kept as in-memory data: its RDD "
+                        "could not be read (%s)", reason)
         return {}
     out: dict[int, RelationFact] = {}
     for entry in found:
