@@ -1327,6 +1327,32 @@ def test_time_presets_and_a_date_picker_keep_the_url_form(retail, page):
     assert page.input_value("#window-preset") == "24h"
 
 
+def test_edges_a_later_write_replaced_are_drawn_as_history(page, tmp_path):
+    """Lineage answers over time; an edge whose target a later write replaced is drawn faded with a bar at
+    its end, says so on hover and in the table, naming that write (docs/reference/semantics.md, Current state)."""
+    from tests.test_current_state import CLEAN, CLEAR, EXPORT, MASKED, RAW, store_of
+    path = store_of(tmp_path, [(1, RAW, CLEAN, CLEAR, "replace"), (2, CLEAN, EXPORT, CLEAR, "replace"),
+                               (3, RAW, EXPORT, MASKED, "replace")])
+    srv = Server(path).start()
+    try:
+        body = lineage_api(srv, EXPORT, "email", direction="backward")
+        assert {(e["source"]["dataset"], e["target"]["dataset"]) for e in body["edges"] if e.get("history")} == {(CLEAN, EXPORT)}
+        page.goto(col_url(srv, EXPORT, "email", "direction=backward"))
+        ready(page)
+        drawn = page.evaluate("""window.lineageGraph.edges('[history = 1]').map(e => [e.source().data('dataset'),
+            e.target().data('dataset'), Number(e.style('opacity')), e.style('target-arrow-shape'), e.data('label')])""")
+        assert [(s, t) for s, t, *_ in drawn] == [(CLEAN, EXPORT)]
+        _, _, opacity, arrow, label = drawn[0]
+        assert opacity < 1 and arrow == "tee" and label.endswith("(history)")
+        current = page.evaluate("window.lineageGraph.edges('[history = 0]').map(e => Number(e.style('opacity')))")
+        assert len(current) == 2 and all(o == 1 for o in current)   # raw -> clean and the masked write now
+        table = page.locator("#edges-table").text_content()
+        assert f"history: replaced by app-3-{EXPORT}:1" in table and table.count("history:") == 1
+        assert "a later write replaced the target" in page.locator("#legend-history").text_content()
+    finally:
+        srv.stop()
+
+
 def test_influence_not_followed_is_not_counted_as_none(retail, page):
     start = (WH + "customer_ltv", "ltv_eur")
     page.goto(retail_col(retail, *start))  # backward: direct edges only

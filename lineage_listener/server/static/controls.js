@@ -138,6 +138,7 @@ function legend(direction) {
       <span><span class="lg-copy">blue border</span>: ${COPY_LEGEND[direction] || COPY_LEGEND.both}</span>
       <span><span class="lg-influenced">dotted</span>: influenced only, not a copy</span>
       <span class="guess">purple dotted: a guess (a Python function that could not be read)</span>
+      <span id="legend-history"><span class="lg-history">faded, ─┤</span>: history, a later write replaced the target</span>
       <span id="legend-before"><span class="lg-before">faded, italic</span>, ○─: written before the window</span>
       <span id="legend-labels"><span class="lg-labelled">purple halo</span> [pii.email]: carries a label</span>
       <span id="legend-violations"><span class="lg-violation">⚠ red dashed halo</span>: breaks a policy rule</span>

@@ -209,8 +209,9 @@ function showJobs(cy, on, fit = true) {
     const jobs = new Map(), links = new Map();
     const link = (source, target, e, words) => {
       const key = `${source}>${target}`;
-      const l = links.get(key) || links.set(key, {source, target, kinds: new Set(), masks: [], alarm: 0, words: new Set(), before: []}).get(key);
+      const l = links.get(key) || links.set(key, {source, target, kinds: new Set(), masks: [], alarm: 0, words: new Set(), before: [], history: []}).get(key);
       l.kinds.add(e.data("kind")); l.masks.push(e.data("masking")); l.alarm ||= e.data("alarm"); l.before.push(e.data("before"));
+      l.history.push(e.data("history"));
       if (words) l.words.add(words);
     };
     cy.edges().not(".handle").forEach(e => {
@@ -231,7 +232,7 @@ function showJobs(cy, on, fit = true) {
     cy.add([...links.values()].map((l, i) => ({group: "edges", classes: "job-edge", data: {
       id: `job-edge${i}`, source: l.source, target: l.target, label: [...l.words].sort().join(", "),
       kind: l.kinds.has("direct") ? "direct" : "indirect", masking: l.masks.every(Boolean) ? 1 : 0, alarm: l.alarm ? 1 : 0,
-      before: l.before.every(Boolean) ? 1 : 0, show: 0, mx: 0, my: 0, cpd: [], cpw: [], way: "fwd"}})));
+      before: l.before.every(Boolean) ? 1 : 0, history: l.history.every(Boolean) ? 1 : 0, show: 0, mx: 0, my: 0, cpd: [], cpw: [], way: "fwd"}})));
   });
   relayout(cy);
   if (fit) {

@@ -91,6 +91,9 @@ const GRAPH_STYLE = [
   // a hop written before the window: faded, a hollow circle where it leaves its source
   {selector: "edge[before = 1]", style: {"opacity": 0.55, "source-arrow-shape": "circle", "source-arrow-fill": "hollow",
     "source-arrow-color": "#6b5b95", "arrow-scale": 1.2}},
+  // history: a later write replaced the target, so these values are no longer there (docs/reference/semantics.md,
+  // Current state); faded, a bar where it ends
+  {selector: "edge[history = 1]", style: {"opacity": 0.4, "target-arrow-shape": "tee", "arrow-scale": 1.3}},
   {selector: ".hidden", style: {"display": "none"}},
   {selector: ".dim", style: {"opacity": 0.15}},
   {selector: "node.sel", style: {"border-width": 4, "border-color": "#1f3b57"}},
@@ -262,7 +265,9 @@ function draw(data, opts = {}) {
 /** A payload edge ``e`` as edge data (``alarm``: it carries the start's values in clear). */
 function edgeData(id, e, alarm) {
   return {id, source: nodeId(e.source), target: nodeId(e.target),
-          label: e.transform + (e.masking ? " (masked)" : "") + (e.guess ? " (guess)" : ""), guess: e.guess ? 1 : 0,
+          label: e.transform + (e.masking ? " (masked)" : "") + (e.guess ? " (guess)" : "") + (e.history ? " (history)" : ""),
+          guess: e.guess ? 1 : 0, history: e.history ? 1 : 0,
+          replaced: e.history ? `history: replaced by ${e.history.query_id || "a later write"} at ${when(e.history.captured_at)}` : "",
           kind: e.kind, masking: e.masking ? 1 : 0, alarm: alarm ? 1 : 0, before: e.before_window ? 1 : 0, show: 0, mx: 0, my: 0,
           cpd: [], cpw: [], way: "fwd", expression: e.expression || "", query: e.query_id || "",
           run: e.run_id || "", at: e.captured_at || ""};
@@ -424,7 +429,7 @@ function hover(cy) {
     const d = ev.target.data();
     ev.target.addClass("peek");
     show(ev, d.tip || `${d.label} (${d.kind})${d.expression ? ": " + d.expression : ""}${d.query ? `\n${d.query} ${when(d.at)}` : ""}`
-             + (d.before ? "\nwritten before the window" : ""));
+             + (d.before ? "\nwritten before the window" : "") + (d.replaced ? "\n" + d.replaced : ""));
   });
   cy.on("mouseout", "edge", ev => { ev.target.removeClass("peek"); tip.hidden = true; });
   cy.on("mouseover", "node", ev => {
@@ -509,7 +514,7 @@ function graphTable(nodes, edges, names, opts, side) {
     : `<a href="${columnHref(ds, col, opts.query)}" title="${esc(ds)}">${esc(names[ds] || ds)} [${esc(col)}]</a>`;
   body.innerHTML = `<table id="edges-table"><thead><tr><th>from</th><th>to</th><th>transform</th><th>kind</th><th>masked</th><th>expression</th><th>captured</th></tr></thead><tbody>
     ${edges.map(e => `<tr><td>${link(e.source.dataset, e.source.column)}</td><td>${link(e.target.dataset, e.target.column)}</td>
-      <td>${esc(e.transform)}${e.guess ? " (guess)" : ""}</td><td>${esc(e.kind)}</td><td>${e.masking ? "masked" : ""}</td><td><code>${esc(e.expression || "")}</code></td>
+      <td>${esc(e.transform)}${e.guess ? " (guess)" : ""}${e.history ? ` <small class="history">(history: replaced by ${esc(e.history.query_id)}, ${esc(when(e.history.captured_at))})</small>` : ""}</td><td>${esc(e.kind)}</td><td>${e.masking ? "masked" : ""}</td><td><code>${esc(e.expression || "")}</code></td>
       <td>${e.before_window ? "before the window: " : ""}${esc(when(e.captured_at))}</td></tr>`).join("") || emptyRow(7, "no edge")}</tbody></table>
     <p>${plural(nodes.length, "column")}: ${nodes.map(n => {
       const notes = reachNotes({...n, via: (n.via || []).join(", "), side: side(n), before: n.before_window});
