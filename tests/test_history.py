@@ -236,3 +236,35 @@ def test_serve_keep_prunes_at_start(tmp_path):
         assert count(store, "SELECT count(*) FROM edges") == 2   # the edges stay
     finally:
         server.stop()
+
+
+def test_serve_prunes_while_its_writer_holds_the_store(tmp_path, caplog):
+    """The daily prune of ``serve --keep`` runs while the server's writer has the store open (a steady
+    stream of batches, or the audit of reads): it goes through that writer, never beside it."""
+    from lineage_listener.server import retention
+    from lineage_listener.server.state import ServerState
+    from lineage_listener.store.group import Settings
+
+    store = tmp_path / "lineage.duckdb"
+    old_and_new(store)
+    st = ServerState(store, settings=Settings(release_idle=3600))
+    answers: list = []
+    st.writer.submit(Batch(), answers.append)   # an empty batch: the writer opens the store and keeps it
+    deadline = time.monotonic() + 60
+    while not answers and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert answers and answers[0][0] == 200 and st.writer.stats()["open"]
+    stop = retention.start(st, timedelta(days=400), every=3600)
+    try:
+        def queries() -> int:
+            with st.read() as con:
+                return con.execute("SELECT count(*) FROM queries").fetchone()[0]
+        while queries() != 1 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert queries() == 1
+        assert not [r for r in caplog.records if "pruning" in r.getMessage() and "failed" in r.getMessage()]
+        with st.read() as con:
+            assert con.execute("SELECT count(*) FROM edges").fetchone()[0] == 2   # the edges stay
+    finally:
+        stop.set()
+        st.writer.close()

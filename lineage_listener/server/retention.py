@@ -7,7 +7,7 @@ import threading
 from datetime import timedelta
 
 from lineage_listener.server.state import ServerState
-from lineage_listener.store.prune import prune_store
+from lineage_listener.store.prune import prune_open
 
 log = logging.getLogger(__name__)
 
@@ -24,9 +24,9 @@ def start(st: ServerState, keep: timedelta | None, every: float = EVERY,
     def loop() -> None:
         while True:
             try:
-                # Its own connection: in this process it shares the writer's open database (DuckDB
-                # keeps one instance per file), so it never waits for the writer's file lock.
-                done = prune_store(st.store, keep, keep_audit=keep_audit)
+                # On the writer's thread and open database: a connection of its own would attach the
+                # file beside the writer's, which DuckDB refuses while the writer holds it.
+                done = st.writer.maintain(lambda con: prune_open(con, keep, keep_audit=keep_audit))
                 log.info("lineage-listener serve: pruned records older than %s: %d queries, %d capture records, "
                          "%d runs; %d audit records older than %s", keep, done.queries, done.captures, done.runs,
                          done.audit, keep_audit)

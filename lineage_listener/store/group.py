@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from concurrent.futures import Future
 import threading
 import time
 from collections import deque
@@ -39,8 +40,8 @@ import duckdb
 
 from lineage_listener.store import spool
 from lineage_listener.store.batch import Batch
-from lineage_listener.store.connection import (ATTACH_SAFE, ATTACHED, StoreNeedsAction, connect_writable,
-                                                 open_readonly, release)
+from lineage_listener.store.connection import (ATTACH_SAFE, ATTACHED, StoreError, StoreNeedsAction,
+                                                 connect_writable, open_readonly, release)
 from lineage_listener.store.write import commit_batch, write_batch
 
 log = logging.getLogger(__name__)
@@ -101,6 +102,8 @@ class GroupWriter:
         self.settings = settings or Settings()
         self._queue: deque[_Item] = deque()
         self._queued_rows = 0
+        #: work on the open store between two groups (:meth:`maintain`), each with the future it answers
+        self._tasks: deque[tuple[Callable[[duckdb.DuckDBPyConnection], Any], Future]] = deque()
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._stopping = False
@@ -161,11 +164,30 @@ class GroupWriter:
             item = _Item(batch, rows, answer, also=also, quiet=quiet)
             self._queue.append(item)
             self._queued_rows += rows
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="lineage-store-writer", daemon=True)
-                self._thread.start()
-            self._cond.notify_all()
+            self._start_locked()
             return item
+
+    def maintain(self, task: Callable[[duckdb.DuckDBPyConnection], Any], timeout: float | None = None) -> Any:
+        """``task(con)`` on the writer thread, between two groups, with the store open (its own
+        transactions, or none for a ``CHECKPOINT``); what it returns, or raises what it raised. Work on the
+        whole store such as a prune goes through here: in this process a second connection would attach
+        the file beside the writer's, which DuckDB refuses while the writer holds it. Raises
+        :class:`~lineage_listener.store.connection.StoreError` when the store cannot be opened and
+        :class:`QueueFull` when the writer is stopping."""
+        done: Future = Future()
+        with self._cond:
+            if self._stopping:
+                raise QueueFull("the server is stopping", RETRY_AFTER[1])
+            self._tasks.append((task, done))
+            self._start_locked()
+        return done.result(timeout)
+
+    def _start_locked(self) -> None:
+        """Start the writer thread if it is not running and wake it (holding ``_cond``)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="lineage-store-writer", daemon=True)
+            self._thread.start()
+        self._cond.notify_all()
 
     def withdraw(self, item: _Item) -> bool:
         """Take a batch out of the queue before it is written (its client has gone: it resends, and work
@@ -189,11 +211,13 @@ class GroupWriter:
             thread.join(timeout)
 
     def _take(self) -> list[_Item] | None:
-        """The next group: whatever waits, up to ``group_rows`` rows (None: stop). Lets the store go when
-        idle for ``release_idle`` seconds."""
+        """The next group: whatever waits, up to ``group_rows`` rows (None: stop; empty: only tasks wait).
+        Lets the store go when idle for ``release_idle`` seconds."""
         idle_since = time.monotonic()
         with self._cond:
             while not self._queue:
+                if self._tasks:
+                    return []
                 if self._stopping:
                     return None
                 if self._db is None:
@@ -215,14 +239,20 @@ class GroupWriter:
 
     def _run(self) -> None:
         while True:
+            self._run_tasks()
             group = self._take()
             if group is None:
                 with self._cond:
                     self._release_locked()
                     host, self._host = self._host, None
+                    tasks, self._tasks = list(self._tasks), deque()
+                for _, done in tasks:
+                    done.set_exception(QueueFull("the server is stopping", RETRY_AFTER[1]))
                 if host is not None:
                     host.close()
                 return
+            if not group:
+                continue
             started = time.monotonic()
             try:
                 self._write(group)
@@ -239,6 +269,30 @@ class GroupWriter:
                         self._release_locked()  # nothing waits: the store is free when the answers go
                 for item in group:
                     item.send()
+
+    def _run_tasks(self) -> None:
+        """Every waiting :meth:`maintain` task, one after the other, on the open store."""
+        while True:
+            with self._cond:
+                if not self._tasks:
+                    return
+                task, done = self._tasks.popleft()
+            if not done.set_running_or_notify_cancel():
+                continue
+            con = self._open()
+            if con is None:
+                done.set_exception(StoreError(f"cannot open store {self.store} (see the log)"))
+                continue
+            try:
+                done.set_result(task(con))
+            except BaseException as exc:  # noqa: BLE001 - the caller gets it; the writer goes on
+                with contextlib.suppress(duckdb.Error):
+                    con.execute("ROLLBACK")
+                done.set_exception(exc)
+            finally:
+                with self._cond:
+                    if self.settings.release_idle <= 0 and not self._queue and not self._tasks:
+                        self._release_locked()
 
     # -- writing -----------------------------------------------------------------------
     def _write(self, group: list[_Item]) -> None:

@@ -170,14 +170,20 @@ def prune_store(path: str | Path, keep: timedelta | None, dry_run: bool = False,
         except duckdb.Error as exc:
             raise StoreError(f"cannot prune {path}: {str(exc).splitlines()[0]}") from None
         try:
-            now = utcnow()
-            done = prune(con, None if keep is None else now - keep, dry_run,
-                         None if keep_audit is None else now - keep_audit)
-            if not dry_run:
-                con.execute("CHECKPOINT")  # freed blocks are reused by later writes
-            return done
+            return prune_open(con, keep, dry_run, keep_audit)
         finally:
             release(con, host, path)
     finally:
         if host is not None:
             host.close()
+
+
+def prune_open(con: duckdb.DuckDBPyConnection, keep: timedelta | None, dry_run: bool = False,
+               keep_audit: timedelta | None = KEEP_AUDIT) -> Pruned:
+    """:func:`prune` a store already open for writing on ``con`` (a lineage server's writer holds it),
+    keeping ``keep`` of history and ``keep_audit`` of its audit (None: all of it), then checkpoint it."""
+    now = utcnow()
+    done = prune(con, None if keep is None else now - keep, dry_run, None if keep_audit is None else now - keep_audit)
+    if not dry_run:
+        con.execute("CHECKPOINT")  # freed blocks are reused by later writes
+    return done
