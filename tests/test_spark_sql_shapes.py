@@ -142,3 +142,19 @@ def test_inline_table_evaluated_when_run_is_local_data(lineage, caplog):
     assert got.simple() == {("a", "a", "identity"), ("ub", "b", "derived"), ("t", "t", "identity")}
     assert {e.source_dataset for e in got.edges} == {got.edges[0].source_dataset}
     assert got.edges[0].source_dataset.startswith("local:")
+
+
+def test_nearest_by_join_pairs_rows_by_its_ranking(lineage, spark, people, depts, caplog):
+    """``JOIN ... APPROX NEAREST k BY DISTANCE e``: each side's columns are copied; the ranking decides which
+    right rows pair with each left row, a join influence like a join's condition."""
+    if not _spark_at_least(spark, 4, 2):
+        pytest.skip("NEAREST BY joins need Spark 4.2")
+    got = _run_known(lineage, caplog, "SELECT p.id, d.title FROM people p JOIN depts d "
+                                      "APPROX NEAREST 1 BY DISTANCE abs(p.amount - length(d.title))")
+    assert {(e.target_column, e.source_dataset, e.source_column, e.transform) for e in got.edges} == {
+        ("id", people, "id", "identity"), ("title", depts, "title", "identity"),
+        (None, people, "amount", "join"), (None, depts, "title", "join")}
+    left = _run_known(lineage, caplog, "SELECT p.name, d.dept FROM people p LEFT OUTER JOIN depts d "
+                                       "EXACT NEAREST 2 BY SIMILARITY -abs(p.id - length(d.dept))")
+    assert left.simple() == {("name", "name", "identity"), ("dept", "dept", "identity"),
+                             (None, "id", "join"), (None, "dept", "join")}

@@ -138,13 +138,20 @@ def lateral_join(node: Node, walk: Walk) -> list[Attribute]:
     return left + right
 
 
-@handler("Join", "AsOfJoin")
+#: What decides which rows of a join pair up, per join node: its condition, an as-of join's match on its
+#: ordering column too, a NEAREST BY join's ranking (the k right rows ranked nearest each left row).
+_PAIRING = {"Join": ("condition",), "AsOfJoin": ("asOfCondition", "condition"),
+            "NearestByJoin": ("rankingExpression",)}
+
+
+@handler(*_PAIRING)
 def join(node: Node, walk: Walk) -> list[Attribute]:
     left = walk.plan(node.children[0])
     right = walk.plan(node.children[1]) if len(node.children) > 1 else []
     kind = join_type(node)
     semi = any(kind.startswith(s) for s in _SEMI)
-    add_influences(walk, node.trees("condition"), Transform.FILTER if semi else Transform.JOIN)
+    pairing = [t for f in _PAIRING.get(node.name, ("condition",)) for t in node.trees(f)]
+    add_influences(walk, pairing, Transform.FILTER if semi else Transform.JOIN)
     return left if semi else left + right
 
 
