@@ -190,6 +190,7 @@ def test_the_governance_page_fix_passes_its_two_rules_and_an_append_keeps_failin
 
     before = found()
     assert {("no-clear-pii-in-exports", partner, "email"), ("partner-emails-masked", partner, "email")} <= before
+    assert watched(store, policy, tmp_path / "serve-before.log")[0] >= {(r, d, c) for r, d, c in before if d == partner}
     run_pipeline(retail.root, store, gap=0, jobs=("retail_exports_fixed",))
     with open_store(store).session() as s:
         assert s.sql("SELECT count(*) FROM queries WHERE target_dataset = ? AND write_mode = 'replace'",
@@ -200,9 +201,37 @@ def test_the_governance_page_fix_passes_its_two_rules_and_an_append_keeps_failin
     assert not {v for v in after if v[1] == partner and v[2] == "email"}, after
     assert {("no-clear-pii-in-exports", eu, "email"), ("partner-emails-masked", eu, "email")} <= after
     assert {("no-clear-pii-in-exports", partner, "email")} <= found("--history")
+    # the server started again: its start-up check clears what the fix cleared, keeps the append's
+    still, cleared = watched(store, policy, tmp_path / "serve-after.log")
+    assert not {v for v in still if v[1] == partner and v[2] == "email"}, still
+    assert {("no-clear-pii-in-exports", partner, "email"), ("partner-emails-masked", partner, "email")} <= cleared
+    assert {("no-clear-pii-in-exports", eu, "email"), ("partner-emails-masked", eu, "email")} <= still
     g = open_store(store).upstream(partner, "email")
     (into,) = [d for u, v, d in g.edges(data=True) if v == (partner, "email") and u[1] == "email"]
     assert into["replaced"] == ["identity"] and into["history"] is None   # the clear copy is history, sha2 is not
+
+
+def watched(store: Path, policy: Path, log: Path) -> tuple[set[tuple[str, str, str]], set[tuple[str, str, str]]]:
+    """What ``serve --policy`` lists once its start-up check has run: the open violations and the resolved ones."""
+    import time
+    import urllib.request
+
+    from tests.server_helpers import Server
+
+    srv = Server(store, extra_args=["--policy", str(policy)], output=log).start()
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            with urllib.request.urlopen(f"{srv.url}/api/violations?resolved=true", timeout=30) as r:
+                body = json.loads(r.read())
+            if body["watch"]["last_check_at"] is not None or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert body["watch"]["last_check_at"] is not None, log.read_text()
+        rows = [((v["rule"], v["dataset"], v["column"]), v.get("resolved_at")) for v in body["violations"]]
+        return {k for k, done in rows if done is None}, {k for k, done in rows if done is not None}
+    finally:
+        srv.stop()
 
 
 def ingest_labels(store: Path, labels: list[tuple[str, str, str, bool]]) -> bool:
