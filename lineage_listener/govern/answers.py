@@ -25,7 +25,7 @@ from lineage_listener.govern.propagate import Reached, path_rows, propagate
 from lineage_listener.govern.reach import CaptureBook, Hops, copies_to, reachable_datasets, upstream_datasets, walk
 from lineage_listener.query.current import Replaces, edge_times, replaces, split_ids
 from lineage_listener.query.expand import Filters, columns_of, nearest_captures
-from lineage_listener.query.types import Edge, Node
+from lineage_listener.query.types import LineageStep, Node
 from lineage_listener.query.names import Aliases
 from lineage_listener.query.store import LineageStore, UnknownNameError, resolve_column
 from lineage_listener.timewindow import window
@@ -65,7 +65,7 @@ class Propagation:
 
 def run(con: duckdb.DuckDBPyConnection, starts: Iterable[Node] | None = None, since: datetime | None = None,
         until: datetime | None = None, masking: Iterable[str] = (), influence: bool = True,
-        extra: Iterable[Edge] = (), aliases: Aliases | None = None, hops: Hops | None = None,
+        extra: Iterable[LineageStep] = (), aliases: Aliases | None = None, hops: Hops | None = None,
         current: bool | Replaces = False) -> Propagation:
     """Propagate every declared label: to ``starts`` (the labels those columns get: from the
     declared columns upstream of them), or downstream of every declared column when ``starts`` is

@@ -34,7 +34,7 @@ from lineage_listener.govern.patterns import any_matches, is_kind_of, kinds_of
 from lineage_listener.govern.policy import Policy, PolicyError, Rule
 from lineage_listener.govern.propagate import Reached, path_rows
 from lineage_listener.query.expand import FAILED_WRITES
-from lineage_listener.query.types import Edge, Node
+from lineage_listener.query.types import LineageStep, Node
 from lineage_listener.query.current import Replaces, replaces
 from lineage_listener.query.names import Aliases, closest
 from lineage_listener.query.store import LineageStore
@@ -55,7 +55,7 @@ class Context:
     until: datetime | None = None
     scope: set[Node] | None = None      # the columns written (None: every column)
     reads: set[Node] | None = None      # the columns read (with a scope: for ``readers``)
-    extra: list[Edge] = field(default_factory=list)
+    extra: list[LineageStep] = field(default_factory=list)
     history: bool = False
     planned: tuple[str, ...] = ()
     aliases: Aliases = field(init=False)
@@ -320,7 +320,7 @@ def unmatched(con: duckdb.DuckDBPyConnection, policy: Policy, extra_names: Itera
 
 
 def check(con: duckdb.DuckDBPyConnection, policy: Policy, since: datetime | None = None,
-          until: datetime | None = None, scope: set[Node] | None = None, extra: Iterable[Edge] = (),
+          until: datetime | None = None, scope: set[Node] | None = None, extra: Iterable[LineageStep] = (),
           strict: bool = False, reads: set[Node] | None = None, history: bool = False,
           planned: Iterable[str] = ()) -> dict[str, Any]:
     """``{"violations": [...], "checked": {"rules", "columns"}, "warnings": [...], "notes": [...]}`` of
@@ -402,7 +402,7 @@ def check_edges(store: LineageStore, policy: Policy, edges: Iterable[dict[str, A
     edges = list(edges)
     planned = {e["target_dataset"] for e in edges if e.get("write_mode") == "replace" and e.get("target_dataset")}
     now = utcnow()
-    extra = [Edge((e["source_dataset"], e["source_column"]), (e["target_dataset"], e["target_column"]), 1,
+    extra = [LineageStep((e["source_dataset"], e["source_column"]), (e["target_dataset"], e["target_column"]), 1,
                   e["transform"], e["kind"], e.get("expression"), bool(e.get("masking")), "preview", application,
                   now, False, now, 1, None, earliest=now, latest=now, known=((now,),))
              for e in edges if e.get("target_dataset") and e.get("target_column") and e.get("source_column")]

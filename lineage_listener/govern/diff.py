@@ -19,9 +19,9 @@ them, not a Python object per edge.
 >>> import duckdb
 >>> con = duckdb.connect()
 >>> _ = con.execute("CREATE TABLE lineage_dataset_aliases (alias TEXT, dataset TEXT)")
->>> old = edges_side("old", [Edge("t", "x", "s", "a", "derived", "direct", "a * 2", False)])
->>> new = edges_side("new", [Edge("t", "x", "s", "a", "derived", "direct", "a * 3", False),
-...                          Edge("t", "y", "s", "b", "identity", "direct", "b", False)])
+>>> old = edges_side("old", [DistinctEdge("t", "x", "s", "a", "derived", "direct", "a * 2", False)])
+>>> new = edges_side("new", [DistinctEdge("t", "x", "s", "a", "derived", "direct", "a * 3", False),
+...                          DistinctEdge("t", "y", "s", "b", "identity", "direct", "b", False)])
 >>> d = compare(con, old, new)
 >>> [(i["item"], i.get("column") or i["target"]["column"]) for i in d.added]
 [('column', 'b'), ('column', 'y'), ('edge', 'y')]
@@ -39,7 +39,7 @@ from typing import Any
 import duckdb
 
 from lineage_listener.govern import reaching, sides, volumes
-from lineage_listener.govern.sides import SIDE_COLUMNS, Edge, Side, Window, edges_side
+from lineage_listener.govern.sides import SIDE_COLUMNS, DistinctEdge, Side, Window, edges_side
 from lineage_listener.query.names import Aliases
 from lineage_listener.query.store import LineageStore
 from lineage_listener.store.edge_ids import EDGE_COLUMNS, EDGE_ID_SQL
@@ -92,14 +92,14 @@ def _end(dataset: str | None, column: str | None) -> dict[str, Any]:
     return {"dataset": dataset, "column": column}
 
 
-def _row(values: tuple) -> tuple[Edge, dict[str, Any]]:
-    edge = Edge(*values[:len(EDGE_COLUMNS)])
+def _row(values: tuple) -> tuple[DistinctEdge, dict[str, Any]]:
+    edge = DistinctEdge(*values[:len(EDGE_COLUMNS)])
     query_id, run_id, captured_at = values[len(EDGE_COLUMNS):]
     return edge._replace(masking=bool(edge.masking)), {"query_id": query_id, "run_id": run_id,
                                                         "captured_at": captured_at}
 
 
-def edge_item(e: Edge, capture: dict[str, Any]) -> dict[str, Any]:
+def edge_item(e: DistinctEdge, capture: dict[str, Any]) -> dict[str, Any]:
     """An edge as ``upstream --format json`` writes it, with the capture it was last seen in."""
     return {"item": "edge", "source": _end(e.source_dataset, e.source_column),
             "target": _end(e.target_dataset, e.target_column), **_record(e),
@@ -185,11 +185,11 @@ def compare(con: duckdb.DuckDBPyConnection, old: Side, new: Side, rows_factor: f
                 sorted(changed, key=_sort_key), reached, (int(counts[0]), int(counts[1])), moved)
 
 
-def _order(e: Edge) -> tuple:
+def _order(e: DistinctEdge) -> tuple:
     return (e.kind, e.transform, e.expression or "", e.masking)
 
 
-def _changed(pair: Pair, gone: dict[Edge, dict], came: dict[Edge, dict]) -> dict[str, Any]:
+def _changed(pair: Pair, gone: dict[DistinctEdge, dict], came: dict[DistinctEdge, dict]) -> dict[str, Any]:
     """One step made another way: the records only the old side has, and only the new one has."""
     t_ds, t_col, s_ds, s_col = pair
     before, after = sorted(gone, key=_order), sorted(came, key=_order)
@@ -256,7 +256,7 @@ def diff(store: LineageStore, app: str | None = None, runs: tuple[str, str] | li
         return compare(con, old, new, rows_factor)
 
 
-def against_capture(store: LineageStore, edges: Iterable[Edge], label: str, app: str | None = None) -> Diff:
+def against_capture(store: LineageStore, edges: Iterable[DistinctEdge], label: str, app: str | None = None) -> Diff:
     """Edges not captured yet (a preview's) against how the store last saw their targets written
     (:func:`~lineage_listener.govern.sides.last_writes`, by ``app`` when given). Reads by the
     driver (no target) are not compared."""

@@ -16,7 +16,7 @@ import networkx as nx
 
 from lineage_listener.govern.propagate import Hop
 from lineage_listener.query.expand import COLUMN_KEY_SQL, Among, Filters, captures_at, column_key, expand
-from lineage_listener.query.types import Direction, Edge, Node
+from lineage_listener.query.types import Direction, LineageStep, Node
 from lineage_listener.query.lookups import indexed
 from lineage_listener.query.graph import build_graph
 from lineage_listener.query.names import Aliases, alias_rows_sql
@@ -25,7 +25,7 @@ T = TypeVar("T")
 
 
 def walk(con: duckdb.DuckDBPyConnection, starts: Iterable[Node], direction: Direction,
-         filters: Filters = Filters(), aliases: Aliases | None = None, extra: Iterable[Edge] = (),
+         filters: Filters = Filters(), aliases: Aliases | None = None, extra: Iterable[LineageStep] = (),
          within: Callable[[Node], bool] | None = None, among: Among | None = None) -> nx.DiGraph:
     """The graph of every edge reachable from ``starts`` in ``direction`` (within ``filters``),
     with ``extra`` edges (not in the store: a preview's) joined in and walked on from. ``within``:
@@ -34,7 +34,7 @@ def walk(con: duckdb.DuckDBPyConnection, starts: Iterable[Node], direction: Dire
     aliases = aliases or Aliases(con)
     starts = sorted(set(starts))
     far = (lambda e: e.target) if direction == "downstream" else (lambda e: e.source)
-    edges: list[Edge] = []
+    edges: list[LineageStep] = []
     seen = set(starts)
     frontier, extra = starts, list(extra)
     while frontier or extra:

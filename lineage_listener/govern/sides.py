@@ -29,8 +29,9 @@ from lineage_listener.store.edge_ids import EDGE_COLUMNS
 SIDE_COLUMNS = (*EDGE_COLUMNS, "query_id", "run_id", "captured_at")
 
 
-class Edge(NamedTuple):
-    """One distinct edge (``target_column`` None: dataset level; ``target_dataset`` None: a driver read)."""
+class DistinctEdge(NamedTuple):
+    """One distinct edge, its :data:`EDGE_COLUMNS` (``target_column`` None: dataset level;
+    ``target_dataset`` None: a driver read)."""
 
     target_dataset: str | None
     target_column: str | None
@@ -142,7 +143,7 @@ def captures_sql(db: str = "", runs: Sequence[str] | None = None, app: str | Non
     return sql, params
 
 
-def edges_side(label: str, edges: Iterable[Edge]) -> Side:
+def edges_side(label: str, edges: Iterable[DistinctEdge]) -> Side:
     """A side holding the given edges (a preview's: not captured, so no capture)."""
     edges = list(edges)
     columns = list(zip(*edges)) if edges else [()] * len(EDGE_COLUMNS)

@@ -181,7 +181,7 @@ def event(part: Part) -> dict[str, Any]:
     app_name, spark_version = (run[2], run[3]) if run is not None else (None, None)
     query = rows["queries"][-1] if rows["queries"] else None
     if query is not None:
-        edges = [(r[2], facets.Edge(r[4], r[5], r[3], r[6], r[7], r[8], r[9])) for r in rows["column_lineage"]]
+        edges = [(r[2], facets.FacetEdge(r[4], r[5], r[3], r[6], r[7], r[8], r[9])) for r in rows["column_lineage"]]
         columns: dict[str, list[tuple[str, str | None]]] = {}
         for r in sorted(rows["dataset_columns"], key=lambda r: (r[0], r[6] is None, r[6] or 0, r[1])):
             columns.setdefault(r[0], []).append((r[1], r[2]))

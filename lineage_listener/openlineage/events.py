@@ -230,13 +230,13 @@ def _window(options: ExportOptions) -> tuple[str, list[Any]]:
 
 
 def _edges_and_columns(con: duckdb.DuckDBPyConnection, query_ids: list[str]):
-    edges: dict[str, list[tuple[str | None, facets.Edge]]] = defaultdict(list)
+    edges: dict[str, list[tuple[str | None, facets.FacetEdge]]] = defaultdict(list)
     for qid, target, *rest in con.execute(
             """SELECT query_id, target_dataset, source_dataset, source_column, target_column, transform, kind,
                       expression, masking FROM column_lineage WHERE query_id IN (SELECT unnest(?))
                ORDER BY target_column NULLS LAST, source_dataset, source_column, transform""",
             [query_ids]).fetchall():
-        edges[qid].append((target, facets.Edge(*rest)))
+        edges[qid].append((target, facets.FacetEdge(*rest)))
     names = {e.source_dataset for es in edges.values() for _, e in es} | {t for es in edges.values() for t, _ in es}
     columns: dict[str, list[tuple[str, str | None]]] = defaultdict(list)
     for ds, col, dtype in con.execute(
@@ -266,7 +266,7 @@ class TagsFacet(tags_dataset.TagsDatasetFacet):
         return TAGS_SCHEMA
 
 
-def query_events(row: tuple, edges: list[tuple[str | None, facets.Edge]],
+def query_events(row: tuple, edges: list[tuple[str | None, facets.FacetEdge]],
                  columns: dict[str, list[tuple[str, str | None]]], options: ExportOptions,
                  tags: dict[str, Any] | None = None, family: Family | None = None,
                  stats: Statistics | None = None) -> list[RunEvent]:

@@ -9,9 +9,9 @@ everything read from that list is indirect.
 
 >>> edges_of({"dataset": [{"namespace": "file", "name": "/o", "field": "day",
 ...     "transformations": [{"type": "DIRECT", "subtype": "AGGREGATION"}]}]}, lambda ns, n: ns + ":" + n)
-[Edge(source_dataset='file:/o', source_column='day', target_column=None, transform='aggregation', kind='indirect', expression=None, masking=False)]
+[FacetEdge(source_dataset='file:/o', source_column='day', target_column=None, transform='aggregation', kind='indirect', expression=None, masking=False)]
 
->>> e = Edge("orders", "amount", "total", "aggregate", "direct", "sum(amount)", False)
+>>> e = FacetEdge("orders", "amount", "total", "aggregate", "direct", "sum(amount)", False)
 >>> from_transformation(*to_transformation(e.transform, e.kind), "total", "amount")
 ('aggregate', 'direct')
 >>> from_transformation("DIRECT", "IDENTITY", "customer", "name")
@@ -32,7 +32,7 @@ _DIRECT_BACK = {"IDENTITY": "identity", "TRANSFORMATION": "derived", "AGGREGATIO
 INDIRECT = ("filter", "join", "group_by", "sort", "window", "conditional")
 
 
-class Edge(NamedTuple):
+class FacetEdge(NamedTuple):
     """One edge of one query, as read from ``column_lineage`` (target dataset implied)."""
 
     source_dataset: str
@@ -73,7 +73,8 @@ def from_transformation(type_: str, subtype: str | None, target: str | None, sou
     return transform, "direct"
 
 
-def column_lineage(edges: Iterable[Edge], name_of: Callable[[str], tuple[str, str]]) -> cl.ColumnLineageDatasetFacet:
+def column_lineage(edges: Iterable[FacetEdge],
+                   name_of: Callable[[str], tuple[str, str]]) -> cl.ColumnLineageDatasetFacet:
     """The facet of one output dataset from its edges; ``name_of`` maps a dataset to (namespace, name)."""
     by_field: dict[str, list[cl.InputField]] = defaultdict(list)
     dataset_wide: list[cl.InputField] = []
@@ -88,9 +89,9 @@ def column_lineage(edges: Iterable[Edge], name_of: Callable[[str], tuple[str, st
         dataset=dataset_wide)
 
 
-def edges_of(facet: dict, name_of: Callable[[str, str], str]) -> list[Edge]:
+def edges_of(facet: dict, name_of: Callable[[str, str], str]) -> list[FacetEdge]:
     """Our edges from a ``columnLineage`` facet as JSON (any producer); ``name_of`` maps (namespace, name)."""
-    out: list[Edge] = []
+    out: list[FacetEdge] = []
 
     def add(target: str | None, inputs: Iterable[dict], fallback: dict) -> None:
         for f in inputs or []:
@@ -100,7 +101,7 @@ def edges_of(facet: dict, name_of: Callable[[str, str], str]) -> list[Edge]:
                 # is an influence, never a copy into every column: kind indirect, subtype kept.
                 type_ = t.get("type") if target is not None else "INDIRECT"
                 transform, kind = from_transformation(type_, t.get("subtype"), target, f["field"])
-                out.append(Edge(source, f["field"], target, transform, kind, t.get("description"),
+                out.append(FacetEdge(source, f["field"], target, transform, kind, t.get("description"),
                                 bool(t.get("masking", False))))
 
     for target, spec in (facet.get("fields") or {}).items():

@@ -91,7 +91,7 @@ class _Run:
     columns: dict[tuple[str, str], str | None] = field(default_factory=dict)
     #: (dataset, field name as sent) -> stored name, for top-level columns whose names hold a dot
     dotted: dict[tuple[str, str], str] = field(default_factory=dict)
-    edges: dict[tuple, facets.Edge] = field(default_factory=dict)
+    edges: dict[tuple, facets.FacetEdge] = field(default_factory=dict)
     #: The scheduler's runs above an application run (its ``parent`` facet): ``runs.parent_*``,
     #: ``runs.root_parent_*`` as (namespace, name, run id).
     parent: tuple[str | None, str | None, str | None] | None = None

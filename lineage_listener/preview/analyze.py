@@ -37,7 +37,7 @@ from typing import Any
 
 from lineage_listener.capture.envelope import Reader
 from lineage_listener.preview import session as local
-from lineage_listener.govern.sides import Edge
+from lineage_listener.govern.sides import DistinctEdge
 from lineage_listener.preview.sqlfile import Statement, qualified, replace_path, statements
 from lineage_listener.preview.standins import checked_schema, ddl_name, relocate, schema_json
 from lineage_listener.lineage import column_path
@@ -96,7 +96,7 @@ class StatementLineage:
     status: str
     command: str | None = None
     target: str | None = None
-    edges: tuple[Edge, ...] = ()
+    edges: tuple[DistinctEdge, ...] = ()
     note: str | None = None
     write_mode: str | None = None   # what the write would do to its target's data (lineage/writes.py)
 
@@ -116,7 +116,7 @@ class Preview:
     defined: tuple[dict[str, Any], ...] = ()
     seconds: Mapping[str, float] = field(default_factory=dict)
 
-    def edges(self) -> list[tuple[int, Edge]]:
+    def edges(self) -> list[tuple[int, DistinctEdge]]:
         """``(statement index, edge)`` of every statement, in file order."""
         return [(s.index, e) for s in self.statements for e in s.edges]
 
@@ -125,7 +125,7 @@ class Preview:
         return {s.index: s.write_mode for s in self.statements}
 
 
-def edge_data(index: int, e: Edge, write_mode: str | None = None) -> dict[str, Any]:
+def edge_data(index: int, e: DistinctEdge, write_mode: str | None = None) -> dict[str, Any]:
     """An edge of a preview as JSON: the store's columns, the statement it comes from and what that
     statement's write does to its target (``write_mode``)."""
     return {"target_dataset": e.target_dataset, "target_column": e.target_column,
@@ -226,7 +226,7 @@ class _Workspace:
         target = relocate(env.target, self.standins) if env.target else self._directory(plan, root)
         result = lineage(env.plan.root, leaves, target, scope=self.scope)
         name = result.target.name if result.target is not None else None
-        edges = tuple(dict.fromkeys(Edge(*redact_row((name, e.target_column, e.source.dataset, e.source.name,
+        edges = tuple(dict.fromkeys(DistinctEdge(*redact_row((name, e.target_column, e.source.dataset, e.source.name,
                                                       e.transform.value, e.kind, e.expression, bool(e.masking))))
                                     for e in result.edges))
         if root in CREATES_TARGET and name is not None:

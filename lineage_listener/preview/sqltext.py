@@ -2,9 +2,9 @@
 its statements' text, edge expressions and notes, as :mod:`~lineage_listener.capture.textmode` keeps
 them in the store, so that a preview of a job captured ``masked`` compares with it edge for edge.
 
->>> from lineage_listener.govern.sides import Edge
+>>> from lineage_listener.govern.sides import DistinctEdge
 >>> from lineage_listener.preview.analyze import Preview, StatementLineage
->>> e = Edge("t", "c", "s", "a", "derived", "direct", "a * 1.1", False)
+>>> e = DistinctEdge("t", "c", "s", "a", "derived", "direct", "a * 1.1", False)
 >>> p = Preview("f.sql", (StatementLineage(1, 1, "INSERT INTO t SELECT a * 1.1 AS c FROM s", "lineage", edges=(e,)),))
 >>> q = keeping(p, "masked")
 >>> q.statements[0].sql, q.statements[0].edges[0].expression

@@ -32,7 +32,7 @@ import duckdb
 from lineage_listener.query import nested
 from lineage_listener.query.lookups import indexed
 from lineage_listener.query.names import Aliases
-from lineage_listener.query.types import Direction, Edge, Node
+from lineage_listener.query.types import Direction, LineageStep, Node
 
 log = logging.getLogger(__name__)
 
@@ -304,7 +304,7 @@ def nearest_captures(con: duckdb.DuckDBPyConnection, asked: list[tuple[tuple[int
 
 def expand(con: duckdb.DuckDBPyConnection, start: Node | list[Node], direction: Direction,
            depth: int | None = None, filters: Filters = Filters(),
-           aliases: Aliases | None = None, among: Among | None = None) -> list[Edge]:
+           aliases: Aliases | None = None, among: Among | None = None) -> list[LineageStep]:
     """All edges reachable from ``start`` (a canonical node, or a list of them) within ``depth`` hops.
 
     Cycles terminate: every node is expanded once, at its smallest hop count. A walk goes on
@@ -322,7 +322,7 @@ def expand(con: duckdb.DuckDBPyConnection, start: Node | list[Node], direction: 
         return among(nodes, aliases) if among is not None else _fetch(con, sql, params, nodes, aliases)
     frontier: list[Node] = sorted(set(start)) if isinstance(start, list) else [start]
     seen: set[Node] = set(frontier)
-    found: list[Edge] = []
+    found: list[LineageStep] = []
     hop = 0
     while frontier and (depth is None or hop < depth):
         hop += 1
@@ -387,7 +387,7 @@ def _known(lows: list[datetime] | None, highs: list[datetime] | None, limit: int
 
 
 def _edges(con, rows: list[dict[str, Any]], frontier: list[Node], direction: Direction, hop: int,
-           aliases: Aliases) -> Iterator[Edge]:
+           aliases: Aliases) -> Iterator[LineageStep]:
     aliases.resolve(name for r in rows for name in (r["target_dataset"], r["source_dataset"]))
     by_dataset: dict[str, list[str]] = {}
     for dataset, column in frontier:
@@ -407,7 +407,7 @@ def _edges(con, rows: list[dict[str, Any]], frontier: list[Node], direction: Dir
             targets = wide.get(t_ds, [])           # every known column of the target
         times = _times(r)
         for column in targets:
-            yield Edge((s_ds, r["source_column"]), (t_ds, column), hop, r["transform"], r["kind"],
+            yield LineageStep((s_ds, r["source_column"]), (t_ds, column), hop, r["transform"], r["kind"],
                        r["expression"], bool(r["masking"]), dataset_level=t_col is None, edge_id=r["edge_id"],
                        guess=bool(r["guess"]), **times)
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import networkx as nx
 
-from lineage_listener.query.types import Edge, Node
+from lineage_listener.query.types import LineageStep, Node
 
 #: strongest first (docs/reference/semantics.md, "Transform types")
 TRANSFORM_RANK = {"aggregate": 0, "derived": 1, "rename": 2, "identity": 3}
@@ -27,7 +27,7 @@ _RECORD_FIELDS = ("transform", "kind", "expression", "masking", "query_id", "run
                   "guess")
 
 
-def build_graph(start: Node, edges: Iterable[Edge], direction: str) -> nx.DiGraph:
+def build_graph(start: Node, edges: Iterable[LineageStep], direction: str) -> nx.DiGraph:
     """A DiGraph of ``edges`` around ``start``; node attribute ``depth`` is the hop count.
 
     Every step found is in it; :func:`~lineage_listener.query.kept.keep` makes the graph of
@@ -59,7 +59,7 @@ def build_graph(start: Node, edges: Iterable[Edge], direction: str) -> nx.DiGrap
     return g
 
 
-def _record(e: Edge, made: dict[tuple, dict[str, Any]]) -> dict[str, Any]:
+def _record(e: LineageStep, made: dict[tuple, dict[str, Any]]) -> dict[str, Any]:
     """``e``'s record: one dict per stored edge and capture fields, shared by the graph edges of every
     column a dataset-level edge reaches (records are never changed in place: a walk's lanes are made
     once per record; :func:`~lineage_listener.query.kept.keep`)."""

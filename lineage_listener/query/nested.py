@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from lineage_listener.lineage import column_path
-from lineage_listener.query.types import Direction, Edge, Node
+from lineage_listener.query.types import Direction, LineageStep, Node
 
 
 #: Direct edges that copy a value unchanged: a struct copied whole carries its fields along.
@@ -50,8 +50,8 @@ def _carry(column: str | None, below: list[str]) -> str | None:
     return column_path.join(column_path.split(column) + below)
 
 
-def fallback(frontier: Iterable["Node"], found: list["Edge"], direction: "Direction",
-             fetch: Callable[[list["Node"]], list["Edge"]]) -> list["Edge"]:
+def fallback(frontier: Iterable["Node"], found: list["LineageStep"], direction: "Direction",
+             fetch: Callable[[list["Node"]], list["LineageStep"]]) -> list["LineageStep"]:
     """Edges of enclosing struct columns standing in for the nested fields of ``frontier``
     (upstream: only for fields ``found`` gave no edge of their own).
 
@@ -63,13 +63,13 @@ def fallback(frontier: Iterable["Node"], found: list["Edge"], direction: "Direct
     if not wanted:
         return []
     parents = sorted({parent for up in wanted.values() for parent, _ in up})
-    by_parent: dict["Node", list["Edge"]] = {}
+    by_parent: dict["Node", list["LineageStep"]] = {}
     for e in fetch(parents):
         if e.dataset_level and direction == "upstream":  # already found for the field's own dataset
             continue
         near = e.target if direction == "upstream" else e.source
         by_parent.setdefault(near, []).append(e)
-    out: list["Edge"] = []
+    out: list["LineageStep"] = []
     for node, up in wanted.items():
         for parent, below in up:  # upstream: the nearest enclosing struct with edges answers
             edges = by_parent.get(parent)

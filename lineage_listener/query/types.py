@@ -1,6 +1,6 @@
-"""The values lineage questions pass around: a column (``Node``), a direction, a lineage step (``Edge``).
+"""The values lineage questions pass around: a column (``Node``), a direction, a lineage step (:class:`LineageStep`).
 
->>> e = Edge(("raw", "email"), ("clean", "email"), 1, "identity", "direct", "email", False, "q1", "app",
+>>> e = LineageStep(("raw", "email"), ("clean", "email"), 1, "identity", "direct", "email", False, "q1", "app",
 ...          datetime(2026, 1, 1), False)
 >>> (e.source, e.target, e.kind)
 (('raw', 'email'), ('clean', 'email'), 'direct')
@@ -16,7 +16,7 @@ Direction = Literal["upstream", "downstream"]
 
 
 @dataclass(frozen=True)
-class Edge:
+class LineageStep:
     """One lineage step found by the expansion, with canonical dataset names."""
 
     source: Node
