@@ -35,7 +35,7 @@ def split(batch: Batch) -> list[Batch]:
     return [first, second]
 
 
-def test_fold_in_the_batch_equals_the_rename_in_sql(spark, people, tmp_path, monkeypatch):
+def test_the_retarget_in_the_batch_equals_the_one_in_the_store(spark, people, tmp_path, monkeypatch):
     batches: list[Batch] = []
     store = tmp_path / "folded.duckdb"
     handle = lineage_listener.enable(spark, store=str(store), after_write=lambda b: batches.append(b))
@@ -60,7 +60,7 @@ def test_fold_in_the_batch_equals_the_rename_in_sql(spark, people, tmp_path, mon
     in_sql = tmp_path / "in_sql.duckdb"  # the same batches, the rename applied in SQL after the write
     writer = StoreWriter(in_sql)
     with monkeypatch.context() as m:
-        m.setattr(retarget, "fold", lambda rows: {t: list(r) for t, r in rows.items()})
+        m.setattr(retarget, "in_batch", lambda rows: {t: list(r) for t, r in rows.items()})
         assert all(writer.write(b) for b in batches)
     assert contents(in_sql) == folded
 

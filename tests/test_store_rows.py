@@ -185,20 +185,20 @@ def _random_rows(cls: type, rng: random.Random, n: int, types: dict[str, str]) -
     return rows
 
 
-def test_a_batch_folded_by_key_is_stored_as_its_rows_one_by_one() -> None:
-    """Every row type written in one folded statement (its ``FOLD``) leaves the table exactly as its
-    rows written one batch each, in order, over a table that already holds some of the keys."""
-    folded = [cls for cls in ROWS if cls.FOLD]
-    assert {RunRow, DatasetRow, DatasetColumnRow} <= set(folded)
+def test_a_batch_collapsed_by_key_is_stored_as_its_rows_one_by_one() -> None:
+    """Every row type written in one collapsed statement (its ``COLLAPSE``) leaves the table exactly as
+    its rows written one batch each, in order, over a table that already holds some of the keys."""
+    collapsed = [cls for cls in ROWS if cls.COLLAPSE]
+    assert {RunRow, DatasetRow, DatasetColumnRow} <= set(collapsed)
     rng = random.Random(11)
     con = duckdb.connect()
     con.execute(schema_sql())
     types = dict(con.execute("SELECT table_name || '.' || column_name, data_type FROM information_schema.columns")
                  .fetchall())
     con.close()
-    for cls in folded:
+    for cls in collapsed:
         column_types = {f: types[f"{cls.TABLE}.{f}"] for f in cls._fields}
-        assert set(cls.FOLD) == set(cls._fields) - set(cls.KEY), cls.__name__
+        assert set(cls.COLLAPSE) == set(cls._fields) - set(cls.KEY), cls.__name__
         for trial in range(25):
             before = _random_rows(cls, rng, rng.randint(0, 1), column_types)
             rows = _random_rows(cls, rng, rng.randint(1, 8), column_types)

@@ -6,10 +6,10 @@ the table's *path*, the path's ``datasets`` / ``dataset_columns`` rows), the upg
 row, the table's dataset and columns, and a :class:`~lineage_listener.store.rows.Retarget`
 instruction (``query_id``, table, path). This module applies it, whichever batch each part is in:
 
-- :func:`fold`: both in one batch (the usual case): the query's edges are given the table in the
+- :func:`in_batch`: both in one batch (the usual case): the query's edges are given the table in the
   batch itself, and the path's rows are dropped when nothing else in the batch names the path; the
   store never holds the path-named edges;
-- :func:`apply`: the nested write went in an earlier batch: its stored edges name the table now
+- :func:`in_store`: the nested write went in an earlier batch: its stored edges name the table now
   (captures keep their time; an edge the query then holds twice is kept once), and the path's
   dataset goes when no edge or query names it any more.
 
@@ -22,7 +22,7 @@ dataset (its ``location`` the path) and columns, and edges into the table.
 ...         "dataset_columns": [("file:/w/t", "a", "int", True, "t", "t", 1)],
 ...         "column_lineage": [("q", "r", "file:/w/t", "a", "db.s", "a", "identity", "direct", "a", False, "t")],
 ...         "retarget": [("q", "db.t", "file:/w/t")]}
->>> out = fold(rows)
+>>> out = in_batch(rows)
 >>> [(r.query_id, r.target_dataset) for r in out["column_lineage"]], out["datasets"], out["retarget"]
 ([('q', 'db.t')], [], [])
 """
@@ -39,7 +39,7 @@ from lineage_listener.store.rows import DatasetColumnRow, DatasetRow, EdgeRow, Q
 Rows = Mapping[str, Sequence[tuple[Any, ...]]]
 
 
-def fold(rows: Rows) -> dict[str, list[tuple[Any, ...]]]:
+def in_batch(rows: Rows) -> dict[str, list[tuple[Any, ...]]]:
     """``rows`` (a batch's, per table) with every retarget whose inner write is in them applied;
     the others stay as instructions. The input is not changed (a batch may be written again)."""
     out = {table: list(r) for table, r in rows.items()}
@@ -64,8 +64,8 @@ def fold(rows: Rows) -> dict[str, list[tuple[Any, ...]]]:
     return out
 
 
-def apply(con: duckdb.DuckDBPyConnection, rows: Iterable[tuple[Any, ...]]) -> None:
-    """Retargets whose inner write went in an earlier batch (those :func:`fold` left): its edges
+def in_store(con: duckdb.DuckDBPyConnection, rows: Iterable[tuple[Any, ...]]) -> None:
+    """Retargets whose inner write went in an earlier batch (those :func:`in_batch` left): its edges
     name the table now, and each path goes if nothing else uses it. A batch's retargets are
     looked up together: which of their queries the store holds edges of, then which of their
     paths are still named, in one query each (applying them one by one ends the same: a retarget

@@ -7,9 +7,10 @@ writer's column-wise inserts take it as it is. Class attributes say how it is wr
 - ``TABLE``: the name of its rows in a batch (and in a spool file), the store table it fills;
 - ``KEY``: the primary key of a table written as an upsert (empty: rows are appended);
 - ``MERGE``: on a key already in the store, the ``DO UPDATE SET`` clause;
-- ``FOLD``: for a table whose merge rule is made of :data:`RULES`, each column's aggregate that folds
-  a batch's rows of one key, in their order, the way ``MERGE`` would take them one by one (so a batch
-  is one statement per table, however often a run or dataset recurs in it); empty otherwise;
+- ``COLLAPSE``: for a table whose merge rule is made of :data:`RULES`, each column's aggregate that
+  collapses a batch's rows of one key into one row, in their order, the way ``MERGE`` would take them
+  one by one (so a batch is one statement per table, however often a run or dataset recurs in it);
+  empty otherwise;
 - ``SHARED``: rows every query of a batch may share (kept in each part of ``Batch.by_query``).
 
 ``Retarget``, ``QueryStarted`` and ``RunReopened`` are instructions to the writer, not tables;
@@ -30,8 +31,8 @@ from typing import Any, NamedTuple
 
 #: How a column of an upserted table takes a value given again, as the ``DO UPDATE SET`` expression
 #: (``{old}``: the stored value, ``{new}``: the one given) and as the aggregate (over ``{c}``, in the
-#: order ``_seq``) that folds a batch's values of one key the same way. Each rule is associative, so
-#: merging the folded row equals merging the rows one by one.
+#: order ``_seq``) that collapses a batch's values of one key the same way. Each rule is associative,
+#: so merging the collapsed row equals merging the rows one by one.
 RULES: dict[str, tuple[str | None, str]] = {
     "first": (None, "arg_min_null({c}, _seq)"),  # never updated
     "last": ("{new}", "arg_max_null({c}, _seq)"),
@@ -46,12 +47,12 @@ RULES: dict[str, tuple[str | None, str]] = {
 
 
 def upsert(table: str, **rules: str) -> tuple[str, dict[str, str]]:
-    """``MERGE`` and ``FOLD`` of ``table`` from each non-key column's rule (:data:`RULES`).
+    """``MERGE`` and ``COLLAPSE`` of ``table`` from each non-key column's rule (:data:`RULES`).
 
-    >>> merge, fold = upsert("runs", app_name="given", started_at="kept")
+    >>> merge, collapse = upsert("runs", app_name="given", started_at="kept")
     >>> merge
     'app_name=coalesce(excluded.app_name, runs.app_name), started_at=coalesce(runs.started_at, excluded.started_at)'
-    >>> fold["started_at"]
+    >>> collapse["started_at"]
     'arg_min("started_at", _seq)'
     """
     merge = ", ".join(f"{c}=" + sql.format(old=f"{table}.{c}", new=f"excluded.{c}")
@@ -61,7 +62,7 @@ def upsert(table: str, **rules: str) -> tuple[str, dict[str, str]]:
 
 def _spec(cls: Any) -> Any:
     """Give a row type the defaults of what it does not say: appended (no key), one query's own."""
-    for name, default in (("KEY", ()), ("MERGE", ""), ("FOLD", {}), ("SHARED", False)):
+    for name, default in (("KEY", ()), ("MERGE", ""), ("COLLAPSE", {}), ("SHARED", False)):
         if not hasattr(cls, name):
             setattr(cls, name, default)
     return cls
@@ -113,10 +114,10 @@ class RunRow(NamedTuple):
     KEY = ("run_id",)
     SHARED = True
     # never clear a known value with null; the first start stays, a given end replaces the known one
-    MERGE, FOLD = upsert("runs", app_id="last", app_name="given", spark_version="given", spark_user="given",
-                         master="given", started_at="kept", ended_at="given", parent_job_namespace="given",
-                         parent_job_name="given", parent_run_id="given", root_parent_job_namespace="given",
-                         root_parent_job_name="given", root_parent_run_id="given")
+    MERGE, COLLAPSE = upsert("runs", app_id="last", app_name="given", spark_version="given", spark_user="given",
+                             master="given", started_at="kept", ended_at="given", parent_job_namespace="given",
+                             parent_job_name="given", parent_run_id="given", root_parent_job_namespace="given",
+                             root_parent_job_name="given", root_parent_run_id="given")
 
 
 @_spec
@@ -161,7 +162,7 @@ class WriteStatisticsRow(NamedTuple):
 
     TABLE = "write_statistics"
     KEY = ("query_id",)
-    MERGE, FOLD = upsert("write_statistics", rows="given", bytes="given", files="given")
+    MERGE, COLLAPSE = upsert("write_statistics", rows="given", bytes="given", files="given")
 
 
 @_spec
@@ -176,7 +177,7 @@ class ReadStatisticsRow(NamedTuple):
 
     TABLE = "read_statistics"
     KEY = ("query_id", "dataset")
-    MERGE, FOLD = upsert("read_statistics", rows="given", bytes="given", files="given")
+    MERGE, COLLAPSE = upsert("read_statistics", rows="given", bytes="given", files="given")
 
 
 @_spec
@@ -193,8 +194,8 @@ class DatasetRow(NamedTuple):
     KEY = ("dataset",)
     SHARED = True
     # the earliest first_seen, the latest last_seen; an empty properties object keeps the known one
-    MERGE, FOLD = upsert("datasets", kind="last", format="given", location="given", properties="object",
-                         first_seen="least", last_seen="greatest")
+    MERGE, COLLAPSE = upsert("datasets", kind="last", format="given", location="given", properties="object",
+                             first_seen="least", last_seen="greatest")
 
 
 @_spec
@@ -210,8 +211,8 @@ class DatasetColumnRow(NamedTuple):
     TABLE = "dataset_columns"
     KEY = ("dataset", "column_name")
     SHARED = True
-    MERGE, FOLD = upsert("dataset_columns", data_type="given", nullable="last", ordinal="given",
-                         first_seen="least", last_seen="greatest")
+    MERGE, COLLAPSE = upsert("dataset_columns", data_type="given", nullable="last", ordinal="given",
+                             first_seen="least", last_seen="greatest")
 
 
 @_spec
@@ -253,7 +254,7 @@ class SentRow(NamedTuple):
 
     TABLE = "openlineage_sent"
     KEY = ("query_id", "endpoint")
-    MERGE, FOLD = upsert("openlineage_sent", sent_at="least")
+    MERGE, COLLAPSE = upsert("openlineage_sent", sent_at="least")
 
 
 @_spec
@@ -353,9 +354,9 @@ class ViolationRow(NamedTuple):
     KEY = ("violation_id",)
     # The lineage server's policy watch holds each violation whole: what it sends replaces the row,
     # except when it was first found.
-    MERGE, FOLD = upsert("policy_violations", dataset="first", column_name="first", rule="last", kind="last",
-                         label="last", detail="last", found_at="least", last_seen="last", notified_at="last",
-                         attempts="last", gave_up_at="last", last_error="last", resolved_at="last")
+    MERGE, COLLAPSE = upsert("policy_violations", dataset="first", column_name="first", rule="last", kind="last",
+                             label="last", detail="last", found_at="least", last_seen="last", notified_at="last",
+                             attempts="last", gave_up_at="last", last_error="last", resolved_at="last")
 
 
 @_spec

@@ -3,7 +3,7 @@ every writer (capture's :class:`~lineage_listener.store.writer.StoreWriter`, the
 :class:`~lineage_listener.store.group.GroupWriter`, spool ingest).
 
 Each table's rows go in column-wise, as an upsert by the row type's ``KEY`` and ``MERGE``
-(:mod:`~lineage_listener.store.rows`): one statement with a key's rows folded by its ``FOLD``, or
+(:mod:`~lineage_listener.store.rows`): one statement with a key's rows collapsed by its ``COLLAPSE``, or
 one statement per round; edges go through
 :mod:`~lineage_listener.store.captures`, label rows through :mod:`~lineage_listener.store.labels`,
 and the writer's instructions (``RunReopened``, ``QueryStarted``, ``Retarget``) by their type.
@@ -21,7 +21,7 @@ from lineage_listener.store.rows import (INSTRUCTIONS, LABEL_ROWS, TABLES, EdgeR
                                          RunReopened, RunRow, StreamRow, typed)
 
 
-def _fold_streams(rows: list[StreamRow]) -> list[StreamRow]:
+def _one_row_per_stream(rows: list[StreamRow]) -> list[StreamRow]:
     """One row per stream plan from its micro-batches' rows: batch range and count (ids seen once)."""
     out: dict[str, StreamRow] = {}
     seen: dict[str, set] = {}
@@ -43,10 +43,10 @@ def _fold_streams(rows: list[StreamRow]) -> list[StreamRow]:
 
 def _typed(cls: Any, rows: list[tuple]) -> list[Any]:
     """Rows of type ``cls``: a plain tuple (put into a batch's rows directly) becomes one, shorter
-    ones (spooled or sent by an older version) get nulls; a stream's micro-batch rows fold into one
+    ones (spooled or sent by an older version) get nulls; a stream's micro-batch rows become one
     row per stream plan."""
     rows = typed(cls, rows)
-    return _fold_streams(rows) if cls is StreamRow else rows
+    return _one_row_per_stream(rows) if cls is StreamRow else rows
 
 
 def _rounds(cls: Any, rows: list[tuple]) -> list[list[tuple]]:
@@ -92,20 +92,20 @@ def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> int:
     the store are skipped, so a replayed batch adds nothing and later events of a run
     add what they newly carry (:mod:`~lineage_listener.store.captures`).
     """
-    folded = retarget.fold(batch.rows)  # a CTAS's edges renamed to its table when its inner write is here
+    retargeted = retarget.in_batch(batch.rows)  # a CTAS's edges renamed to its table when its inner write is here
     new_edges = 0
-    _reopen(con, folded.get(RunReopened.TABLE, []))
+    _reopen(con, retargeted.get(RunReopened.TABLE, []))
     for table, cls in TABLES.items():
         if cls in INSTRUCTIONS or cls in LABEL_ROWS:
             continue
-        rows = _typed(cls, folded.get(table, []))
+        rows = _typed(cls, retargeted.get(table, []))
         if cls is EdgeRow:
             new_edges = captures.write_edges(con, rows)
         elif rows:
             _insert(con, cls, rows)
-    _set_started(con, folded.get(QueryStarted.TABLE, []))
-    labels.write_labels(con, {cls.TABLE: folded.get(cls.TABLE, []) for cls in LABEL_ROWS})
-    retarget.apply(con, folded.get(Retarget.TABLE, []))  # those whose inner write went in an earlier batch
+    _set_started(con, retargeted.get(QueryStarted.TABLE, []))
+    labels.write_labels(con, {cls.TABLE: retargeted.get(cls.TABLE, []) for cls in LABEL_ROWS})
+    retarget.in_store(con, retargeted.get(Retarget.TABLE, []))  # those whose inner write went in an earlier batch
     return new_edges
 
 
@@ -117,16 +117,16 @@ def commit_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> int:
 
 def _insert(con: duckdb.DuckDBPyConnection, cls: Any, rows: list[tuple]) -> None:
     """Column-wise: each column bound as a list and unnested; an upsert by the row type's ``KEY`` and
-    ``MERGE``. A row type with a ``FOLD`` takes one statement, its rows of one key folded first in
+    ``MERGE``. A row type with a ``COLLAPSE`` takes one statement, its rows of one key collapsed first in
     their order; any other, one statement per round (:func:`_rounds`)."""
     types = _column_types(con, cls.TABLE)
     values = ", ".join(f'CAST(unnest(${i + 1}) AS {types[c]}) AS "{c}"' for i, c in enumerate(cls._fields))
     sql = f"INSERT INTO {cls.TABLE} ({', '.join(cls._fields)}) SELECT "
     conflict = f" ON CONFLICT ({', '.join(cls.KEY)}) DO UPDATE SET {cls.MERGE}" if cls.MERGE else ""
-    if cls.FOLD:
-        folded = ", ".join(f'"{c}"' if c in cls.KEY else cls.FOLD[c] for c in cls._fields)
+    if cls.COLLAPSE:
+        collapsed = ", ".join(f'"{c}"' if c in cls.KEY else cls.COLLAPSE[c] for c in cls._fields)
         key = ", ".join(f'"{c}"' for c in cls.KEY)
-        con.execute(f"{sql}{folded} FROM (SELECT {values}, unnest(${len(cls._fields) + 1}) AS _seq) "
+        con.execute(f"{sql}{collapsed} FROM (SELECT {values}, unnest(${len(cls._fields) + 1}) AS _seq) "
                     f"GROUP BY {key}{conflict}", [list(column) for column in zip(*rows)] + [list(range(len(rows)))])
         return
     for part in _rounds(cls, rows):
