@@ -33,7 +33,7 @@ import duckdb  # noqa: E402
 import pyspark  # noqa: E402
 
 import lineage_listener  # noqa: E402
-from lineage_listener.capture import envelope, planreader, stages  # noqa: E402
+from lineage_listener.capture import planreader, queryreader, stages  # noqa: E402
 from tests.jars import jar_paths  # noqa: E402
 
 MERGE = """MERGE INTO {t} t USING {s} s ON t.id = s.id
@@ -84,13 +84,13 @@ def main() -> int:
     statements = [MERGE.format(t="dim", s="stage"), MERGE.format(t="ice.db.dim", s="ice.db.stage")]
 
     events = []
-    original = envelope.Reader.read
+    original = queryreader.Reader.read
 
     def counting(self, func_name, qe, *a, **k):  # type: ignore[no-untyped-def]
         events.append(func_name)
         return original(self, func_name, qe, *a, **k)
 
-    envelope.Reader.read = counting  # type: ignore[method-assign]
+    queryreader.Reader.read = counting  # type: ignore[method-assign]
 
     def job() -> tuple[float, float]:
         c, t = cpu(), time.perf_counter()

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from lineage_listener.capture import records
-from lineage_listener.capture.envelope import Envelope
+from lineage_listener.capture.queryreader import Envelope
 from lineage_listener.plan import compact
 from lineage_listener.plan.tree import Plan, from_compact
 

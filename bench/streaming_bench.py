@@ -79,7 +79,7 @@ def run_stream(spark: Any, work: Path, batches: int, capture: bool) -> dict[str,
 
 def growth(spark: Any, work: Path, batches: int) -> None:
     """``batches`` micro-batches of one stream through the real recorder and writer."""
-    from lineage_listener.capture.envelope import Reader
+    from lineage_listener.capture.queryreader import Reader
     from lineage_listener.capture.records import Recorder
     from lineage_listener.capture.streams import progress_of
     from lineage_listener.store.writer import StoreWriter

@@ -19,7 +19,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 import lineage_listener
-from lineage_listener.capture import envelope, records
+from lineage_listener.capture import queryreader, records
 
 PACKAGE = str(Path(lineage_listener.__file__).resolve().parent) + "/"
 #: Per trip, per call of the traced method: the package modules entered, with the call depth.
@@ -75,7 +75,7 @@ def summary(stays: list[str]) -> tuple[int, int, int]:
 
 
 def main() -> None:
-    envelope.Reader.read = traced("Reader.read", envelope.Reader.read)
+    queryreader.Reader.read = traced("Reader.read", queryreader.Reader.read)
     records.Recorder.record = traced("Recorder.record", records.Recorder.record)
     records.Recorder.fold = traced("Recorder.fold", records.Recorder.fold)
     work = Path(tempfile.mkdtemp())

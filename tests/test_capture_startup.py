@@ -27,7 +27,7 @@ def test_importing_the_capture_entry_point_loads_neither_sqlglot_nor_duckdb() ->
     rows are loaded by the capture thread, not by enable()."""
     code = ("import sys, lineage_listener.capture.inprocess; "
             "print(sorted(m for m in ('sqlglot', 'duckdb', 'lineage_listener.capture.records', "
-            "'lineage_listener.store.writer', 'lineage_listener.store.remote', 'lineage_listener.capture.envelope', "
+            "'lineage_listener.store.writer', 'lineage_listener.store.remote', 'lineage_listener.capture.queryreader', "
             "'lineage_listener.capture.readers', 'lineage_listener.capture.streams', "
             "'lineage_listener.store.rows') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)

@@ -19,7 +19,7 @@ import pytest
 
 from lineage_listener.jar import BridgeBuildError, bridge_jar
 from lineage_listener.capture import facts, planreader
-from lineage_listener.capture.envelope import Reader
+from lineage_listener.capture.queryreader import Reader
 from lineage_listener.lineage.query import lineage
 from lineage_listener.plan import compact
 from lineage_listener.plan.classes import WRITE_COMMANDS

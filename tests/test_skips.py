@@ -9,7 +9,7 @@ import duckdb
 import pytest
 
 import lineage_listener
-from lineage_listener.capture import envelope, skips
+from lineage_listener.capture import queryreader, skips
 from lineage_listener.plan.classes import STREAM_SINK_WRITES
 from tests.test_plan_reader import reader  # noqa: F401 - the bridge jar's reader (it knows a recursion's steps)
 
@@ -33,12 +33,12 @@ def dropped(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str, str]]:
 def plans_read(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     """(action, root) of every query whose plan the reader read."""
     seen: list[tuple[str, str]] = []
-    real = envelope.Reader._read_plan
+    real = queryreader.Reader._read_plan
 
     def recording(self: Any, qe: Any, head: Any) -> Any:
         seen.append((head.query.func_name, head.query.root))
         return real(self, qe, head)
-    monkeypatch.setattr(envelope.Reader, "_read_plan", recording)
+    monkeypatch.setattr(queryreader.Reader, "_read_plan", recording)
     return seen
 
 
@@ -108,7 +108,7 @@ def test_a_table_formats_own_action_is_dropped_before_its_plan_is_read(spark: An
     """Delta's data write reaches the listener as action ``deltaTransactionalWrite`` (Delta is not on
     this session: the action name is given to the reader with a real query)."""
     qe = spark.table("people")._jdf.queryExecution()
-    reader = envelope.Reader()
+    reader = queryreader.Reader()
     assert reader.read("deltaTransactionalWrite", qe, 1_000_000) is None
     assert reader.read("collect", qe, 1_000_000) is not None
     assert [(name, action) for name, action, _ in dropped] == [("format_internal", "deltaTransactionalWrite")]

@@ -36,7 +36,7 @@ from lineage_listener.capture.writelane import WriteLane
 from lineage_listener import redact
 
 if TYPE_CHECKING:  # pragma: no cover - imported on the capture thread (imports take a while)
-    from lineage_listener.capture.envelope import Envelope, Reader
+    from lineage_listener.capture.queryreader import Envelope, Reader
     from lineage_listener.capture.records import Recorder
     from lineage_listener.capture.wrappers import LastWrites
     from lineage_listener.store.batch import Batch
@@ -196,7 +196,7 @@ class Capture:
     def _build(self) -> None:
         """On the capture thread, before the first item: the reader, the recorder, the writer, the
         warm-up."""
-        from lineage_listener.capture.envelope import Reader
+        from lineage_listener.capture.queryreader import Reader
 
         self._pending, self._extras = _batch(), _batch()
         self._reader = Reader(self.stream_sessions)
@@ -340,7 +340,7 @@ class Capture:
             _drain(self._queue)
             return
         from lineage_listener.capture import overflow
-        from lineage_listener.capture.envelope import Envelope
+        from lineage_listener.capture.queryreader import Envelope
 
         self._next_write = 0.0
         next_spool_try = 0.0

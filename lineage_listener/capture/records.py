@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
 from lineage_listener.capture import classification, multiwrite, parents, stages, statistics, variables, wrappers
-from lineage_listener.capture.envelope import Envelope
+from lineage_listener.capture.queryreader import Envelope
 from lineage_listener.lineage import writes
 from lineage_listener.lineage.query import QueryLineage, lineage
 from lineage_listener.plan.tree import Plan

@@ -50,7 +50,7 @@ from lineage_listener.plan.classes import WRAPPER_COMMANDS
 from lineage_listener.store.rows import DatasetColumnRow, DatasetRow, QueryRow, Retarget
 
 if TYPE_CHECKING:
-    from lineage_listener.capture.envelope import Envelope
+    from lineage_listener.capture.queryreader import Envelope
 
 
 class Write(NamedTuple):

@@ -1,7 +1,10 @@
-"""What the listener takes from a live ``QueryExecution`` on Spark's listener-bus thread.
+"""The query reader: :class:`Reader` takes from a live ``QueryExecution`` what must be read while it
+is alive, into an :class:`Envelope`.
 
 Everything else happens later, from this plain, immutable record: parsing and walking on the
-capture thread, writing on its write lane.
+capture thread, writing on its write lane. The reader reads the plan through
+:mod:`~lineage_listener.capture.planreader` and the facts of its leaves and target through
+:mod:`~lineage_listener.capture.facts`.
 """
 from __future__ import annotations
 
