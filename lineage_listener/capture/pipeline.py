@@ -40,8 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover - imported on the capture thread (imports 
     from lineage_listener.capture.records import Recorder
     from lineage_listener.capture.wrappers import LastWrites
     from lineage_listener.store.batch import Batch
-    from lineage_listener.store.remote import RemoteWriter
-    from lineage_listener.store.writer import StoreWriter
+    from lineage_listener.store.writer import BatchWriter
 
 log = redact.logger(__name__)
 
@@ -104,7 +103,7 @@ class Capture:
     def __init__(self, store: str | os.PathLike, *, batch_interval: float | None = None,
                  max_batch_rows: int = 20_000, lock_timeout: float = 10.0, defer_reads: bool = False,
                  max_queue: int = 10_000, after_write: Callable[[Batch], Batch | None] | None = None,
-                 url: str | None = None, token: str | None = None, writer: Any = None,
+                 url: str | None = None, token: str | None = None, writer: BatchWriter | None = None,
                  warm_up: Callable[[], Any] | None = None, sql_text: str = textmode.FULL,
                  tls_ca: str | None = None) -> None:
         """``defer_reads``: read the ``QueryExecution`` on the capture thread instead of the
@@ -114,8 +113,8 @@ class Capture:
         (e.g. live OpenLineage emission); rows it returns are written with the next batch.
         ``url``: send batches to this lineage server (``lineage-listener serve``) instead of
         writing ``store``; ``token`` (or env ``LINEAGE_TOKEN``) authenticates them.
-        ``writer``: where batches go instead (an object with ``StoreWriter``'s ``write``, ``waiting``,
-        ``spooled``, ``lock_timeout`` and ``describe()``, e.g. a Kafka topic).
+        ``writer``: where batches go instead (a :class:`~lineage_listener.store.writer.BatchWriter`
+        with ``describe()``, e.g. a Kafka topic).
         ``warm_up``: called first on the capture thread (e.g. load the plan reader); what it raises
         is logged in one line and capture goes on.
         ``sql_text``: what is kept of SQL text, ``full``, ``masked`` or ``none``
@@ -128,7 +127,7 @@ class Capture:
         self.stream_sessions: list[Any] = []
         self._reader: Reader | None = None
         self._reader_built = threading.Event()  # set once the reader is built (or cannot be)
-        self._writer: StoreWriter | RemoteWriter | Any = writer
+        self._writer: BatchWriter | None = writer
         self._writer_args = (url, token, lock_timeout)
         self.sql_text = textmode.parse(sql_text)
         self._tls_ca = tls_ca
@@ -181,7 +180,7 @@ class Capture:
         return reader.runs() if reader is not None else {}
 
     @property
-    def writer(self) -> "StoreWriter | RemoteWriter | Any":
+    def writer(self) -> "BatchWriter":
         """Where batches go (built on the capture thread: this waits until it is)."""
         self._ready.wait()
         return self._writer

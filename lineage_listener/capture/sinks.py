@@ -8,6 +8,7 @@ from lineage_listener import redact
 
 if TYPE_CHECKING:  # pragma: no cover - the store's row modules load on the capture thread
     from lineage_listener.store.batch import Batch
+    from lineage_listener.store.writer import BatchWriter
 
 log = redact.logger(__name__)
 
@@ -25,7 +26,7 @@ def openlineage_after_write(url: str, tls_ca: str | None = None) -> Callable[[Ba
 
 
 def kafka_writer(kafka: Any, store: str | None = None, url: str | None = None, token: str | None = None,
-                 lock_timeout: float = 10.0, tls_ca: str | None = None) -> Any:
+                 lock_timeout: float = 10.0, tls_ca: str | None = None) -> BatchWriter:
     """Capture's writer for Kafka (``kafka``: settings or ``{"bootstrap", "topic", "conf"}``): the topic
     alone, or the topic besides a lineage server (``url``) or a store file (``store``).
     Raises ImportError naming the ``[kafka]`` extra when it is not installed."""

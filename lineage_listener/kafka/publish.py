@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lineage_listener.kafka import messages
 from lineage_listener.kafka.settings import KafkaSettings, client_class
@@ -35,6 +35,9 @@ from lineage_listener import redact
 from lineage_listener.store import spool
 from lineage_listener.store.batch import Batch
 from lineage_listener.store.rows import CaptureErrorRow
+
+if TYPE_CHECKING:  # pragma: no cover - a type only
+    from lineage_listener.store.writer import BatchWriter
 
 log = redact.logger(__name__)
 
@@ -80,7 +83,8 @@ class Counts:
 
 
 class KafkaWriter:
-    """Writes batches to a topic; never raises to its caller.
+    """Writes batches to a topic (a :class:`~lineage_listener.store.writer.BatchWriter`); never raises
+    to its caller.
 
     Each query is a message of its own, so batching queries saves little: capture writes a batch
     ``batch_interval`` seconds after its first rows, and paces its writes by their CPU time
@@ -267,12 +271,13 @@ class KafkaWriter:
 
 
 class Both:
-    """Lineage to a store (or a lineage server) and to Kafka: each batch written to both.
+    """Lineage to a store (or a lineage server) and to Kafka: each batch written to both (a
+    :class:`~lineage_listener.store.writer.BatchWriter` of two).
 
     A store's spool and Kafka's spool wait apart: one that is down holds up only itself.
     """
 
-    def __init__(self, primary: Any, kafka: KafkaWriter) -> None:
+    def __init__(self, primary: BatchWriter, kafka: KafkaWriter) -> None:
         self.primary, self.kafka = primary, kafka
         self.path = primary.path
 

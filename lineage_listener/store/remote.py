@@ -50,7 +50,8 @@ def spool_anchor(url: str) -> Path:
 
 
 class RemoteWriter:
-    """Writes batches to a lineage server; never raises to its caller."""
+    """Writes batches to a lineage server (a :class:`~lineage_listener.store.writer.BatchWriter`);
+    never raises to its caller."""
 
     def __init__(self, url: str, token: str | None = None, lock_timeout: float = 10.0,
                  tls_ca: str | None = None) -> None:

@@ -1,4 +1,5 @@
-"""Capture's store writer: each batch in one transaction of its own, retry while locked, spool otherwise.
+"""Capture's store writer: each batch in one transaction of its own, retry while locked, spool otherwise;
+and :class:`BatchWriter`, what every writer capture writes through has.
 
 The store file is opened for each batch and closed right after, so other
 processes (another job, a user's ``duckdb`` shell) can use it in between: it is
@@ -14,6 +15,7 @@ import os
 import time
 import weakref
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 import duckdb
 
@@ -25,6 +27,47 @@ from lineage_listener.store.write import commit_batch
 from lineage_listener import redact
 
 log = redact.logger(__name__)
+
+
+@runtime_checkable
+class BatchWriter(Protocol):
+    """Where capture's batches go: a store file (:class:`StoreWriter`), a lineage server
+    (:class:`~lineage_listener.store.remote.RemoteWriter`), a Kafka topic
+    (:class:`~lineage_listener.kafka.publish.KafkaWriter`), or a store or server and a topic
+    (:class:`~lineage_listener.kafka.publish.Both`). A writer never raises to its caller: what it
+    cannot deliver now it spools (or holds) and delivers first on a later write.
+
+    The capture loop (:mod:`~lineage_listener.capture.pipeline`) uses these members. A writer may
+    also have, read where present: ``close()`` (deliver or release what it holds, at the end of
+    capture), ``batch_interval`` (seconds a batch's first rows wait for more) and
+    ``waits_on_network`` (a write mostly waits, so it is paced by its CPU time); a writer given to
+    ``Capture(writer=...)`` also has ``describe()``, the destination as logs name it.
+
+    >>> isinstance(StoreWriter("lineage.duckdb"), BatchWriter)
+    True
+    >>> from lineage_listener.store.remote import RemoteWriter
+    >>> isinstance(RemoteWriter("http://127.0.0.1:1"), BatchWriter)
+    True
+    """
+
+    #: Where its spooled batches wait (the store file, or a pseudo path for a server or a topic).
+    path: Path
+    #: Seconds a write waits for its destination (a store's lock, a server, a broker) by default;
+    #: capture shortens it when the process exits.
+    lock_timeout: float
+
+    def write(self, batch: Batch, wait: float | None = None) -> bool:
+        """Deliver what waits, then ``batch`` (waiting at most ``wait`` seconds, default
+        ``lock_timeout``); True when everything got through."""
+        ...
+
+    def waiting(self) -> bool:
+        """True while lineage it spooled or holds has not got through yet."""
+        ...
+
+    def spooled(self) -> list[Path]:
+        """The spool files waiting to be delivered."""
+        ...
 
 #: Writers with an in-memory database open (:meth:`StoreWriter._host_connection`): a forked child inherits them.
 _with_host: weakref.WeakSet[StoreWriter] = weakref.WeakSet()
@@ -59,7 +102,7 @@ def _why(exc: BaseException) -> str:
 
 
 class StoreWriter:
-    """Writes batches to one store file; never raises to its caller.
+    """Writes batches to one store file (a :class:`BatchWriter`); never raises to its caller.
 
     Where a batch goes, in order: the store; else a spool file; else memory (at most
     ``max_held_rows`` rows, the oldest batches dropped beyond, counted). Whatever waits
