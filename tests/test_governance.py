@@ -763,7 +763,7 @@ def test_labels_that_newly_reach_columns_for_a_lineage_diff(retail, store):
     """The seam of ``lineage-listener diff``: a side that copies email into the partner CSV, against one
     that does not, newly brings pii.email there (what the source column carries comes from the store)."""
     from lineage_listener.govern.declare import set_labels
-    from lineage_listener.govern.reaching import labels_reaching
+    from lineage_listener.govern.diff_labels import labels_reaching
 
     root = retail.root
     n = names(root)

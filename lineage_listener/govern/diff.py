@@ -38,7 +38,7 @@ from typing import Any
 
 import duckdb
 
-from lineage_listener.govern import reaching, sides, volumes
+from lineage_listener.govern import diff_labels, sides, volumes
 from lineage_listener.govern.sides import SIDE_COLUMNS, DistinctEdge, Side, Window, edges_side
 from lineage_listener.query.names import Aliases
 from lineage_listener.query.store import LineageStore
@@ -175,7 +175,7 @@ def compare(con: duckdb.DuckDBPyConnection, old: Side, new: Side, rows_factor: f
             else:  # a step, or one of its records, only on one side
                 added += [edge_item(e, c) for e, c in came.items()]
                 removed += [edge_item(e, c) for e, c in gone.items()]
-        reached = reaching.labels_reaching(con, o, n)
+        reached = diff_labels.labels_reaching(con, o, n)
     finally:
         for table in (o, n):
             con.execute(f"DROP TABLE IF EXISTS {table}")
