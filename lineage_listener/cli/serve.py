@@ -130,7 +130,7 @@ def _governance(args: argparse.Namespace):  # noqa: ANN202 - server.governance_a
     """The governance options, their files read now: a bad one is one line and exit 2."""
     from pathlib import Path
 
-    from lineage_listener.govern.classfile import ClassificationsError, parse, read_yaml
+    from lineage_listener.govern.labelfile import ClassificationsError, parse, read_yaml
     from lineage_listener.govern.policy import PolicyError, load
     from lineage_listener.server.governance_api import Governance
 
@@ -157,14 +157,14 @@ def _governance(args: argparse.Namespace):  # noqa: ANN202 - server.governance_a
 
 def _refuse_unmatched(store: str, policy, classifications) -> None:  # noqa: ANN001 - govern types, imported late
     """``--strict``: a policy pattern or classifications entry matching nothing is one line and exit 2."""
-    from lineage_listener.govern import classfile
+    from lineage_listener.govern import labelfile
     from lineage_listener.govern.checks import unmatched
     from lineage_listener.store.connection import open_readonly
 
     con = open_readonly(store)
     try:
         problems = (unmatched(con, policy) if policy else []) + (
-            classfile.load(con, classifications, strict=False).skipped if classifications else [])
+            labelfile.load(con, classifications, strict=False).skipped if classifications else [])
     finally:
         con.close()
     if problems:

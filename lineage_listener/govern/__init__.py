@@ -4,7 +4,7 @@ stop at masking, and policies over where labelled data goes.
 - :mod:`~lineage_listener.govern.patterns`: dataset globs and label names;
 - :mod:`~lineage_listener.govern.labelstore`: declared labels (CLI, REST, a classifications file,
   Spark's metadata) as store rows, and reading them back;
-- :mod:`~lineage_listener.govern.classfile`: the classifications file;
+- :mod:`~lineage_listener.govern.labelfile`: the classifications file;
 - :mod:`~lineage_listener.govern.masking`: which edges mask, user-declared functions included;
 - :mod:`~lineage_listener.govern.propagate`: labels along a lineage graph (networkx), with why-paths;
 - :mod:`~lineage_listener.govern.reach`: the graphs propagation needs, read from a store;

@@ -19,7 +19,7 @@ import duckdb
 import networkx as nx
 
 from lineage_listener.govern import labelstore
-from lineage_listener.govern.classfile import known_columns
+from lineage_listener.govern.labelfile import known_columns
 from lineage_listener.govern.labelstore import Declared, effective
 from lineage_listener.govern.propagate import Reached, path_rows, propagate
 from lineage_listener.govern.reach import CaptureBook, Hops, copies_to, reachable_datasets, upstream_datasets, walk

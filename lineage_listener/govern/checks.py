@@ -28,7 +28,7 @@ import duckdb
 
 from lineage_listener.govern import labelstore
 from lineage_listener.govern.answers import Propagation, run
-from lineage_listener.govern.classfile import known_datasets
+from lineage_listener.govern.labelfile import known_datasets
 from lineage_listener.govern.labelstore import Declared
 from lineage_listener.govern.patterns import any_matches, is_kind_of, kinds_of
 from lineage_listener.govern.policy import Policy, PolicyError, Rule

@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import duckdb
 
-from lineage_listener.govern import classfile, labelstore
+from lineage_listener.govern import labelfile, labelstore
 from lineage_listener.govern.patterns import check_label, parse_label
 from lineage_listener.query.names import Aliases
 from lineage_listener.query.store import open_store, resolve_column
@@ -109,11 +109,11 @@ def unset_labels(path: str | Path, items: Iterable[tuple[str, str, str]], by: st
 
 
 def load_file(path: str | Path, file: str | Path, by: str | None = None,
-              strict: bool = False) -> tuple[classfile.Classifications, Written]:
+              strict: bool = False) -> tuple[labelfile.Classifications, Written]:
     """Load a classifications file into the store (what it declared before and no longer does goes).
     An entry or column that matches nothing of the store is in ``skipped`` (``strict``:
-    :class:`~lineage_listener.govern.classfile.ClassificationsError`, nothing loaded)."""
+    :class:`~lineage_listener.govern.labelfile.ClassificationsError`, nothing loaded)."""
     with open_store(path).connect() as con:
-        found = classfile.load(con, file, strict=strict)
+        found = labelfile.load(con, file, strict=strict)
     return found, write(path, labelstore.file_batch(found.origin, found.labels, found.masking_functions,
                                                  labelstore.who(by)))

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lineage_listener.govern.classfile import ClassificationsError, read_yaml
+from lineage_listener.govern.labelfile import ClassificationsError, read_yaml
 from lineage_listener.govern.patterns import PatternError, check_label, glob_regex
 
 #: Each kind's required and optional keys (beyond ``name`` and ``kind``).

@@ -26,7 +26,7 @@ from typing import Any
 
 import duckdb
 
-from lineage_listener.govern import classfile, labelstore
+from lineage_listener.govern import labelfile, labelstore
 from lineage_listener.govern.checks import check, unmatched
 from lineage_listener.govern.policy import Policy
 from lineage_listener.govern.webhook import Webhook
@@ -192,7 +192,7 @@ class PolicyWatch:
                 return
             self._new_datasets = False
         with self._read() as con:
-            found = classfile.load(con, self.classifications, strict=False)
+            found = labelfile.load(con, self.classifications, strict=False)
         if self._applied is None:  # at start: what matches nothing yet, one warning line each
             for line in found.skipped:
                 log.warning("lineage-listener: %s (yet: applied as datasets arrive)", line)

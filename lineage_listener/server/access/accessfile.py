@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lineage_listener.govern.classfile import ClassificationsError, read_yaml
+from lineage_listener.govern.labelfile import ClassificationsError, read_yaml
 from lineage_listener.govern.patterns import PatternError, glob_regex
 
 #: The least length of a token's secret: shorter ones are guessed.
