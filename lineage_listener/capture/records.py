@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
-from lineage_listener.capture import classification, multiwrite, parents, stages, statistics, variables, wrappers
+from lineage_listener.capture import multiwrite, parents, spark_labels, stages, statistics, variables, wrappers
 from lineage_listener.capture.queryreader import Envelope
 from lineage_listener.lineage import writes
 from lineage_listener.lineage.query import QueryLineage, lineage
@@ -148,7 +148,7 @@ class Recorder:
         """Rows for one envelope, and the write it records (a query with a target).
 
         The route: the run, the plan walked (:meth:`_lineage`), the ``queries`` row, the lineage's
-        rows, the columns' labels (:mod:`~lineage_listener.capture.classification`), one batch.
+        rows, the columns' labels (:mod:`~lineage_listener.capture.spark_labels`), one batch.
         A wrapper event that folds into the write before it goes to :meth:`fold` instead.
         """
         if env.stream is not None:
@@ -188,8 +188,8 @@ class Recorder:
                 write = wrappers.Write(row, env.qe_id, column_rows(result.columns, None, only=target))
             rows += self._lineage_rows(query_id, run_id, target, result, now)
             rows += statistics.rows(query_id, target, env.statistics, env.leaves)
-            if classification.present(env.plan_json, env.leaves, env.target):
-                rows += classification.rows(_plan(env).items, env.leaves, result.columns, env.run.get("spark_user"),
+            if spark_labels.present(env.plan_json, env.leaves, env.target):
+                rows += spark_labels.rows(_plan(env).items, env.leaves, result.columns, env.run.get("spark_user"),
                                             now, (target, env.target) if target else None, result.edges)
         batch = Batch()
         batch.add_all(rows)

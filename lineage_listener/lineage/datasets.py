@@ -55,7 +55,7 @@ class RelationFact(TypedDict, total=False):
     - ``options``: the reader's or writer's options (redacted when stored); ``delta.version`` and
       ``iceberg.snapshot-id`` give the version a read is pinned to.
 
-    Labels (``capture/classification.py``):
+    Labels (``capture/spark_labels.py``):
 
     - ``classification``: a table's ``lineage.classification.<column>`` properties;
     - ``classified_schema``: its schema JSON when that mentions a classification.

@@ -16,7 +16,7 @@ from lineage_listener.plan.classes import CATALOG_TABLE_WRITES
 
 log = redact.logger(__name__)
 
-#: Table properties that label a column (``capture/classification.py``).
+#: Table properties that label a column (``capture/spark_labels.py``).
 CLASSIFICATION_PREFIX = "lineage.classification."
 
 
@@ -56,7 +56,7 @@ def labelled(properties: dict[str, str]) -> dict[str, str]:
 
 
 def classified(table: Any) -> RelationFact:
-    """What a table keeps of labels (capture/classification.py): its ``lineage.classification.<column>``
+    """What a table keeps of labels (capture/spark_labels.py): its ``lineage.classification.<column>``
     properties (``classification``) and, when its schema mentions one, the schema (``classified_schema``)."""
     out: RelationFact = {}
     try:

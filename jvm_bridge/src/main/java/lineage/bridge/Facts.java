@@ -219,7 +219,7 @@ final class Facts {
             // no table type
         }
         Map<String, String> labelled = new LinkedHashMap<>();
-        try {  // labels the table keeps: facts.classified, capture/classification.py
+        try {  // labels the table keeps: facts.classified, capture/spark_labels.py
             for (Map.Entry<String, String> p : map(call(table, "properties")).entrySet()) {
                 if (p.getKey().startsWith("lineage.classification.")) {
                     labelled.put(p.getKey(), p.getValue());
