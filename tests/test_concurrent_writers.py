@@ -116,7 +116,7 @@ GROUP_OPENER = """
 import queue, sys
 from pathlib import Path
 from lineage_listener.store.batch import Batch
-from lineage_listener.store.group import GroupWriter, Settings
+from lineage_listener.store.group_writer import GroupWriter, Settings
 from lineage_listener.store.rows import row_of
 
 b = Batch()

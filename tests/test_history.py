@@ -243,7 +243,7 @@ def test_serve_prunes_while_its_writer_holds_the_store(tmp_path, caplog):
     stream of batches, or the audit of reads): it goes through that writer, never beside it."""
     from lineage_listener.server import retention
     from lineage_listener.server.state import ServerState
-    from lineage_listener.store.group import Settings
+    from lineage_listener.store.group_writer import Settings
 
     store = tmp_path / "lineage.duckdb"
     old_and_new(store)

@@ -28,7 +28,7 @@ from lineage_listener.kafka.consume import TopicIngest  # noqa: E402
 from lineage_listener.kafka.deadletter import DeadLetter  # noqa: E402
 from lineage_listener.kafka.publish import KafkaWriter  # noqa: E402
 from lineage_listener.kafka.settings import KafkaSettings  # noqa: E402
-from lineage_listener.store.group import GroupWriter  # noqa: E402
+from lineage_listener.store.group_writer import GroupWriter  # noqa: E402
 from lineage_listener.store.batch import Batch  # noqa: E402
 from lineage_listener.store.rows import row_of  # noqa: E402
 from lineage_listener.store.writer import StoreWriter  # noqa: E402

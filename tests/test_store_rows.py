@@ -12,7 +12,7 @@ import duckdb
 
 from lineage_listener.store import spool
 from lineage_listener.store.batch import Batch
-from lineage_listener.store.group import GroupWriter, Settings
+from lineage_listener.store.group_writer import GroupWriter, Settings
 from lineage_listener.store.rows import (INSTRUCTIONS, ROWS, DatasetColumnRow, DatasetRow, EdgeRow, LabelFile,
                                          LabelUnset, QueryRow, Retarget, RunRow)
 from lineage_listener.store.schema import schema_sql

@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 
 from lineage_listener.cli import CliError, kafka_options
-from lineage_listener.store.group import GroupWriter, Settings
+from lineage_listener.store.group_writer import GroupWriter, Settings
 
 
 def register(p: argparse.ArgumentParser) -> None:

@@ -7,7 +7,7 @@ import logging
 import os
 
 from lineage_listener.cli import CliError, kafka_options
-from lineage_listener.store.group import Settings
+from lineage_listener.store.group_writer import Settings
 
 TOKEN_ENV = "LINEAGE_SERVER_TOKEN"
 WEBHOOK_TOKEN_ENV = "LINEAGE_WEBHOOK_TOKEN"

@@ -4,7 +4,7 @@
 (:func:`~lineage_listener.kafka.messages.decode`: ours from the facet, any other producer's event
 as the HTTP endpoint ingests it), merges consecutive messages while that writes the same rows
 (:class:`~lineage_listener.kafka.chunk.Chunk`) and hands each batch to the
-:class:`~lineage_listener.store.group.GroupWriter` together with the partitions' next offsets,
+:class:`~lineage_listener.store.group_writer.GroupWriter` together with the partitions' next offsets,
 which it records in ``kafka_offsets`` in the same transaction. Offsets are committed to Kafka only
 after that transaction: a consumer killed in between gets the messages again, and the store's
 record skips them. Writes are idempotent besides, so nothing is lost and nothing doubled.
@@ -38,7 +38,7 @@ from lineage_listener.kafka.deadletter import DeadLetter
 from lineage_listener.kafka.publish import quiet_logger
 from lineage_listener.kafka.settings import KafkaSettings, client_class
 from lineage_listener.store import private
-from lineage_listener.store.group import GroupWriter, QueueFull
+from lineage_listener.store.group_writer import GroupWriter, QueueFull
 
 log = logging.getLogger(__name__)
 

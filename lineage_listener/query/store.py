@@ -172,7 +172,7 @@ class LineageStore:
     def streams(self, limit: int = 100) -> list[dict]:
         """Streaming queries, one per stream: ``name``, ``targets``, ``batch_count``,
         ``first_batch_at``/``last_batch_at``, ``plans`` (query ids; new code adds one)..."""
-        from lineage_listener.query.streams import streams
+        from lineage_listener.query.stream_jobs import streams
 
         with self.connect() as con:
             return streams(con, limit)

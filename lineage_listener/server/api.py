@@ -10,7 +10,7 @@ from lineage_listener.query import families, reports
 from lineage_listener.query import payload
 from lineage_listener.query.names import Aliases, closest
 from lineage_listener.query.store import LineageStore, UnknownNameError
-from lineage_listener.query.streams import streams as stream_rows
+from lineage_listener.query.stream_jobs import streams as stream_rows
 from lineage_listener.query.within import dataset_sql, queries_sql
 from lineage_listener.timewindow import parse_time
 from lineage_listener.server.access.gate import sight

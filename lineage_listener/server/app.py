@@ -19,7 +19,7 @@ from lineage_listener.server.access import audit_api, login
 from lineage_listener.server.access.audit import Audit
 from lineage_listener.server.access.gate import Access, Gate, declared
 from lineage_listener.server.state import ServerState
-from lineage_listener.store.group import Settings
+from lineage_listener.store.group_writer import Settings
 from lineage_listener.version import __version__
 
 STATIC = Path(str(resources.files("lineage_listener.server").joinpath("static")))

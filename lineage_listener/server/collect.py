@@ -15,7 +15,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
 from lineage_listener.server.state import ServerState, require_token
-from lineage_listener.store.group import Answer, QueueFull
+from lineage_listener.store.group_writer import Answer, QueueFull
 from lineage_listener.store.batch import Batch
 
 router = APIRouter()

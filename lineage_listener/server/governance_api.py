@@ -28,7 +28,7 @@ from lineage_listener.server.access.gate import identity, sight
 from lineage_listener.server.api import _answer, _store
 from lineage_listener.server.collect import _write
 from lineage_listener.server.state import ServerState, require_token, state
-from lineage_listener.store.group import QueueFull
+from lineage_listener.store.group_writer import QueueFull
 
 router = APIRouter()
 log = logging.getLogger(__name__)

@@ -1,5 +1,5 @@
 """What every route shares: the store path, the token, and the store's one writer, whose open
-database also serves the reads (:mod:`lineage_listener.store.group`).
+database also serves the reads (:mod:`lineage_listener.store.group_writer`).
 
 DuckDB refuses a read-only and a read-write connection to one file in one process at
 the same time: every read goes through :meth:`ServerState.read`, never its own connection.
@@ -16,7 +16,7 @@ import duckdb
 from fastapi import HTTPException, Request
 
 from lineage_listener.query.store import LineageStore
-from lineage_listener.store.group import GroupWriter, Settings
+from lineage_listener.store.group_writer import GroupWriter, Settings
 
 
 @dataclass

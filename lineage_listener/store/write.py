@@ -1,6 +1,6 @@
 """Writing one batch into the store's tables, in a transaction its caller owns: the one write path of
 every writer (capture's :class:`~lineage_listener.store.writer.StoreWriter`, the server's
-:class:`~lineage_listener.store.group.GroupWriter`, spool ingest).
+:class:`~lineage_listener.store.group_writer.GroupWriter`, spool ingest).
 
 Each table's rows go in column-wise, as an upsert by the row type's ``KEY`` and ``MERGE``
 (:mod:`~lineage_listener.store.rows`): one statement with a key's rows collapsed by its ``COLLAPSE``, or

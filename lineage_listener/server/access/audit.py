@@ -1,7 +1,7 @@
 """The audit of a lineage server with ``--access``: every request that carried an identity or was
 refused becomes an ``audit_log`` row (docs/security.md, "The audit").
 
-Rows wait here and go to the store through the server's one writer (:mod:`lineage_listener.store.group`)
+Rows wait here and go to the store through the server's one writer (:mod:`lineage_listener.store.group_writer`)
 a group at a time, at most every :data:`EVERY` seconds, like any batch: a busy store spools them beside
 it, and what waits at shutdown is written before the writer lets the store go.
 """
@@ -12,7 +12,7 @@ import threading
 from collections import deque
 
 from lineage_listener.store.batch import Batch
-from lineage_listener.store.group import GroupWriter, QueueFull
+from lineage_listener.store.group_writer import GroupWriter, QueueFull
 from lineage_listener.store.rows import AuditRow
 
 log = logging.getLogger(__name__)
