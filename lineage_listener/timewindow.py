@@ -4,7 +4,9 @@ Accepted: ISO dates (``2025-03-01``), ISO datetimes (``2025-03-01T12:00``,
 with or without an offset) and relative ages counted back from now
 (``30s``, ``30m``, ``24h``, ``7d``, ``2w``).
 
-Store timestamps are naive UTC, so results are naive UTC datetimes.
+Store timestamps are naive UTC, so results are naive UTC datetimes; :func:`utcnow` is now in
+that convention, and :func:`window_sql` the SQL condition keeping a timestamp column within a
+window.
 """
 from __future__ import annotations
 
@@ -16,7 +18,11 @@ _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks
 
 
 def utcnow() -> datetime:
-    """The current time as a naive UTC datetime (the store's convention)."""
+    """The current time as a naive UTC datetime (the store's convention).
+
+    >>> utcnow().tzinfo is None and abs(utcnow() - datetime.now(timezone.utc).replace(tzinfo=None)) < timedelta(minutes=1)
+    True
+    """
     return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
@@ -68,3 +74,25 @@ def window(since: str | datetime | None, until: str | datetime | None) -> tuple[
     if lo is not None and hi is not None and lo > hi:
         raise ValueError(f"--since {since} is after --until {until}")
     return lo, hi
+
+
+
+def window_sql(column: str, since: datetime | None, until: datetime | None,
+               key: str = "") -> tuple[str, dict[str, datetime]]:
+    """The SQL condition keeping ``column`` within ``since``..``until``, both ends included (a
+    ``None`` end is open: ``true`` when both are), and its named parameters ``$since`` and
+    ``$until`` (their names suffixed with ``key``: several windows in one statement).
+
+    >>> window_sql("c.captured_at", datetime(2025, 3, 1), None)
+    ('c.captured_at >= $since', {'since': datetime.datetime(2025, 3, 1, 0, 0)})
+    >>> window_sql("captured_at", datetime(2025, 3, 1), datetime(2025, 3, 7), key="_old")[0]
+    'captured_at >= $since_old AND captured_at <= $until_old'
+    >>> window_sql("captured_at", None, None)
+    ('true', {})
+    """
+    conditions, params = [], {}
+    for name, op, value in (("since", ">=", since), ("until", "<=", until)):
+        if value is not None:
+            conditions.append(f"{column} {op} ${name}{key}")
+            params[name + key] = value
+    return " AND ".join(conditions) or "true", params

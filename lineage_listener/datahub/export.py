@@ -27,6 +27,7 @@ from datahub.metadata.schema_classes import (
 from lineage_listener.datahub.urns import dataset_urn, field_urn, platform_and_name
 from lineage_listener.govern.answers import dataset_labels
 from lineage_listener.store.connection import open_readonly
+from lineage_listener.timewindow import window_sql
 
 
 @dataclass(frozen=True)
@@ -54,13 +55,8 @@ def _type(spark_type: str | None) -> object:
 
 def proposals(store: str | Path, options: DataHubOptions = DataHubOptions()) -> list[MetadataChangeProposalWrapper]:
     """The MCPs for the store's lineage (edges of failed queries left out)."""
-    where, params = ["q.status <> 'failed'", "e.target_dataset IS NOT NULL"], []
-    if options.since:
-        where.append("e.captured_at >= ?")
-        params.append(options.since)
-    if options.until:
-        where.append("e.captured_at <= ?")
-        params.append(options.until)
+    within, params = window_sql("e.captured_at", options.since, options.until)
+    where = ["q.status <> 'failed'", "e.target_dataset IS NOT NULL", within]
     con = open_readonly(store)
     try:
         edges = con.execute(

@@ -38,7 +38,7 @@ from lineage_listener.query.types import LineageStep, Node
 from lineage_listener.query.current import Replaces, replaces
 from lineage_listener.query.names import Aliases, closest
 from lineage_listener.query.store import LineageStore
-from lineage_listener.timewindow import utcnow, window
+from lineage_listener.timewindow import utcnow, window, window_sql
 
 
 @dataclass
@@ -190,6 +190,7 @@ def readers(rule: Rule, ctx: Context) -> list[dict[str, Any]]:
             columns.append(node[1])
             keys.append(f"{node[0]}\x00{node[1]}")
             cuts.append(last[0] if last else None)  # now: reads of the data there since its last replace
+    within, bounds = window_sql("c.captured_at", ctx.since, ctx.until)
     rows = ctx.con.execute(
         f"""WITH wanted AS (SELECT unnest($d) AS d, unnest($c) AS c, unnest($k) AS k, unnest($x) AS x),
             e AS (SELECT w.k, w.x, unnest(e.sets) AS set_id FROM edges e
@@ -200,10 +201,9 @@ def readers(rule: Rule, ctx: Context) -> list[dict[str, Any]]:
             FROM e JOIN edge_captures c ON c.set_id = e.set_id
             LEFT JOIN runs r ON r.run_id = c.run_id
             WHERE c.query_id IS NOT NULL AND c.query_id NOT IN ({FAILED_WRITES})
-              AND ($since IS NULL OR c.captured_at >= $since) AND ($until IS NULL OR c.captured_at <= $until)
-              AND (e.x IS NULL OR c.captured_at >= e.x)
+              AND {within} AND (e.x IS NULL OR c.captured_at >= e.x)
             GROUP BY ALL""",
-        {"d": names, "c": columns, "k": keys, "x": cuts, "since": ctx.since, "until": ctx.until}).fetchall()
+        {"d": names, "c": columns, "k": keys, "x": cuts, **bounds}).fetchall()
     rows += [(f"{e.source[0]}\x00{e.source[1]}", e.run_id, e.captured_at, 1)
              for e in ctx.extra if e.source in carriers]
     bad: dict[Node, list[tuple[str, datetime, int]]] = {}
@@ -350,11 +350,10 @@ def _window_notes(ctx: Context) -> list[str]:
     """A window in which nothing was captured says so, and when the store's captures were made."""
     if ctx.since is None and ctx.until is None:
         return []
+    within, params = window_sql("captured_at", ctx.since, ctx.until)
     inside, n, first, last = ctx.con.execute(
-        """SELECT count(*) FILTER (WHERE ($since IS NULL OR captured_at >= $since)
-                                     AND ($until IS NULL OR captured_at <= $until)),
-                  count(*), min(captured_at), max(captured_at)
-           FROM edge_captures WHERE query_id IS NOT NULL""", {"since": ctx.since, "until": ctx.until}).fetchone()
+        f"""SELECT count(*) FILTER (WHERE {within}), count(*), min(captured_at), max(captured_at)
+            FROM edge_captures WHERE query_id IS NOT NULL""", params).fetchone()
     if inside:
         return []
     bounds = " and ".join(f"{word} {t:%Y-%m-%d %H:%M:%S}" for word, t in (("since", ctx.since), ("until", ctx.until))

@@ -22,7 +22,7 @@ import duckdb
 from lineage_listener.query.expand import FAILED_WRITES
 from lineage_listener.query.names import Aliases, closest
 from lineage_listener.query.store import UnknownNameError
-from lineage_listener.timewindow import parse_time
+from lineage_listener.timewindow import parse_time, window_sql
 from lineage_listener.store.edge_ids import EDGE_COLUMNS
 
 #: What a side's query returns: an edge, and the capture it was (last) seen in.
@@ -114,10 +114,10 @@ def capture_where(db: str = "", runs: Sequence[str] | None = None, app: str | No
         where.append(f"c.run_id IN (SELECT unnest({bind('runs', list(runs))}))")
     if app is not None:
         where.append(f"c.run_id IN (SELECT run_id FROM {db}runs WHERE app_name = {bind('app', app)})")
-    if window is not None and window.since is not None:
-        where.append(f"c.captured_at >= {bind('since', window.since)}")
-    if window is not None and window.until is not None:
-        where.append(f"c.captured_at <= {bind('until', window.until)}")
+    if window is not None:
+        within, bounds = window_sql("c.captured_at", window.since, window.until, key)
+        where.append(within)
+        params.update(bounds)
     if sets is not None:
         where.append(f"c.set_id IN (SELECT unnest({bind('sets', list(sets))}))")
     return " AND ".join(where), params
@@ -215,9 +215,10 @@ def window_side(con: duckdb.DuckDBPyConnection, window: Window, app: str | None 
         f"SELECT DISTINCT run_id FROM edge_captures c WHERE {where} AND run_id IS NOT NULL ORDER BY 1",
         values).fetchall())
     span = f"{when(window.since) if window.since else 'the start'} .. {when(window.until) if window.until else 'now'}"
-    writes = ("q.captured_at >= coalesce($since, q.captured_at) AND q.captured_at <= coalesce($until, q.captured_at)"
+    within, bounds = window_sql("q.captured_at", window.since, window.until)
+    writes = (f"q.captured_at IS NOT NULL AND {within}"  # a write without a time is in no window, open or not
               " AND ($app IS NULL OR q.run_id IN (SELECT run_id FROM runs WHERE app_name = $app))",
-              {"since": window.since, "until": window.until, "app": app})
+              {**bounds, "app": app})
     return Side(f"captures {span}" + (f" of {app}" if app else ""), sql, params, runs, window.since, writes=writes)
 
 

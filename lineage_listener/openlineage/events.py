@@ -28,6 +28,7 @@ from openlineage.client.facet_v2 import (
     parent_run, processing_engine_run, schema_dataset, sql_job, tags_dataset)
 
 from lineage_listener.openlineage import facets, naming
+from lineage_listener.timewindow import window_sql
 from lineage_listener.version import __version__
 
 PRODUCER = "https://github.com/lineage-listener/lineage-listener"
@@ -218,15 +219,9 @@ def application_events(app_run: str, app_name: str | None, spark_version: str | 
     return out
 
 
-def _window(options: ExportOptions) -> tuple[str, list[Any]]:
-    where, params = ["q.status IN ('succeeded', 'failed', 'lineage_error')"], []
-    if options.since:
-        where.append("q.captured_at >= ?")
-        params.append(options.since)
-    if options.until:
-        where.append("q.captured_at <= ?")
-        params.append(options.until)
-    return " AND ".join(where), params
+def _window(options: ExportOptions) -> tuple[str, dict[str, Any]]:
+    within, params = window_sql("q.captured_at", options.since, options.until)
+    return f"q.status IN ('succeeded', 'failed', 'lineage_error') AND {within}", params
 
 
 def _edges_and_columns(con: duckdb.DuckDBPyConnection, query_ids: list[str]):

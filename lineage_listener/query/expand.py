@@ -33,6 +33,7 @@ from lineage_listener.query import nested
 from lineage_listener.query.lookups import indexed
 from lineage_listener.query.names import Aliases
 from lineage_listener.query.types import Direction, LineageStep, Node
+from lineage_listener.timewindow import window_sql
 
 log = logging.getLogger(__name__)
 
@@ -58,12 +59,9 @@ class Filters:
     def sql(self) -> tuple[str, str, dict]:
         """Conditions on ``edges e`` and on ``edge_captures c`` (each `` AND ...``), and parameters."""
         on_edge, on_capture, params = [], [], {}
-        if self.since is not None:
-            on_capture.append("c.captured_at >= $since")
-            params["since"] = self.since
-        if self.until is not None:
-            on_capture.append("c.captured_at <= $until")
-            params["until"] = self.until
+        if self.windowed:
+            within, params = self.window_sql()
+            on_capture.append(within)
         if self.direct_only:
             on_edge.append("e.kind = 'direct'")
         on_capture.append(self.live())
@@ -79,6 +77,11 @@ class Filters:
     def windowed(self) -> bool:
         return self.since is not None or self.until is not None
 
+    def window_sql(self, until_only: bool = False) -> tuple[str, dict[str, datetime]]:
+        """The condition keeping captures ``c`` in the window (not after its end only, with
+        ``until_only``: those a path may use), and its parameters."""
+        return window_sql("c.captured_at", None if until_only else self.since, self.until)
+
 
 #: How many of an edge's first and last capture times a walk fetches with it: a path's time that
 #: falls among them is known exactly without asking the store again (daily jobs: the last days).
@@ -91,7 +94,7 @@ def _when(cond: str) -> str:
 
 def _usable(filters: Filters) -> str:
     """The aggregate filter keeping captures ``c`` not after the window's end (those a path may use)."""
-    return _when("c.captured_at <= $until" if filters.until is not None else "")
+    return _when(filters.window_sql(until_only=True)[0] if filters.until is not None else "")
 
 
 def _stats_sql(filters: Filters, known: int | None = KNOWN_CAPTURES) -> str:
@@ -108,8 +111,7 @@ def _stats_sql(filters: Filters, known: int | None = KNOWN_CAPTURES) -> str:
                 f"max(c.captured_at, {known}){usable} AS ok_highs, {known} AS ok_known")
     if not filters.windowed:
         return out
-    window = " AND ".join(filter(None, ["c.captured_at >= $since" if filters.since is not None else "",
-                                        "c.captured_at <= $until" if filters.until is not None else ""]))
+    window = filters.window_sql()[0]
     outside = when(f"NOT ({window})")
     return (f"{out}, min(c.captured_at){when(window)} AS in_first, sum(c.captures){when(window)} AS in_n, "
             f"sum(c.captures){outside} AS out_n, min(c.captured_at){outside} AS out_first, "
@@ -215,7 +217,7 @@ def set_times(con: duckdb.DuckDBPyConnection, set_ids: Iterable[int], filters: F
     ids = sorted(set(set_ids))
     if not ids:
         return {}
-    params = {"s": ids, **({"until": filters.until} if filters.until is not None else {})}
+    params = {"s": ids, **filters.window_sql(until_only=True)[1]}
     rows = con.execute(f"""
         SELECT c.set_id, list(DISTINCT c.captured_at ORDER BY c.captured_at){_usable(filters)}
         FROM {indexed("edge_captures", "set_id", "SELECT unnest($s)")} c
@@ -288,15 +290,15 @@ def nearest_captures(con: duckdb.DuckDBPyConnection, asked: list[tuple[tuple[int
             ids.append(eid)
             ts.append(t)
             ops.append(op)
-    until = "AND c.captured_at <= $until" if filters.until is not None else ""
-    params = {"i": idx, "e": ids, "t": ts, "o": ops, **({"until": filters.until} if filters.until is not None else {})}
+    usable, bounds = filters.window_sql(until_only=True)
+    params = {"i": idx, "e": ids, "t": ts, "o": ops, **bounds}
     rows = con.execute(f"""
         WITH q AS (SELECT unnest($i) AS i, unnest($e) AS edge_id, unnest($t) AS t, unnest($o) AS op),
         x AS (SELECT q.i, q.t, q.op, unnest(e.sets) AS set_id FROM q JOIN edges e ON e.edge_id = q.edge_id)
         SELECT x.i, CASE WHEN x.op = 'next' THEN min(c.captured_at) FILTER (WHERE c.captured_at >= x.t)
                          ELSE max(c.captured_at) FILTER (WHERE c.captured_at <= x.t) END
         FROM x JOIN {indexed("edge_captures", "set_id", "SELECT set_id FROM x")} c ON c.set_id = x.set_id
-        WHERE {filters.live()} {until}
+        WHERE {filters.live()} AND {usable}
         GROUP BY x.i, x.t, x.op""", params).fetchall()
     found = dict(rows)
     return [found.get(i) for i in range(len(asked))]

@@ -15,7 +15,7 @@ from lineage_listener.query.copies import COPY, INFLUENCED
 from lineage_listener.query.graph import origins
 from lineage_listener.query.names import Aliases
 from lineage_listener.query.store import LineageStore, TimeBound, resolve_column
-from lineage_listener.timewindow import window
+from lineage_listener.timewindow import window, window_sql
 
 
 def _app_names(store: LineageStore, run_ids: set[str]) -> dict[str, str | None]:
@@ -35,7 +35,7 @@ def reads(store: LineageStore, dataset: str, column: str, since: TimeBound = Non
     [{'query_id': 'app-1:4', 'run_id': 'app-1', 'app_name': 'export', 'action': 'collect',
       'target_dataset': None, 'transforms': ['identity'], 'captured_at': ...}]
     """
-    lo, hi = window(since, until)
+    within, bounds = window_sql("e.captured_at", *window(since, until))
     with store.connect() as con:
         aliases = Aliases(con)
         ds, col = resolve_column(con, aliases, dataset, column)
@@ -48,10 +48,10 @@ def reads(store: LineageStore, dataset: str, column: str, since: TimeBound = Non
             LEFT JOIN queries q USING (query_id)
             LEFT JOIN runs r ON r.run_id = e.run_id
             WHERE e.source_dataset IN (SELECT unnest($n)) AND e.source_column = $c
-              AND ($lo IS NULL OR e.captured_at >= $lo) AND ($hi IS NULL OR e.captured_at <= $hi)
+              AND {within}
               AND ($all OR e.query_id NOT IN ({FAILED_WRITES}))
             GROUP BY ALL ORDER BY captured_at, e.query_id
-            """, {"n": sorted(aliases.names(ds)), "c": col, "lo": lo, "hi": hi, "all": include_failed}).fetchall()
+            """, {"n": sorted(aliases.names(ds)), "c": col, **bounds, "all": include_failed}).fetchall()
         names = [d[0] for d in con.description]
         out = [dict(zip(names, r)) for r in rows]
         aliases.resolve(r["target_dataset"] for r in out)
