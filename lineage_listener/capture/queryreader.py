@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import datetime
 from functools import partial
 from typing import Any
 
@@ -35,6 +35,7 @@ from lineage_listener.capture.jvm import jvm_call_failed
 from lineage_listener.plan.classes import MICRO_BATCH_LEAF, WRITE_COMMANDS
 from lineage_listener.plan.text import has_class
 from lineage_listener.plan.tree import Plan
+from lineage_listener.timewindow import utcnow
 
 #: Commands whose target is named relative to the session's current database.
 _NEEDS_CURRENT = frozenset({"SaveAsV1TableCommand", "CreateViewCommand", "AlterViewAsCommand"})
@@ -111,7 +112,7 @@ class Reader:
         With the bridge jar's compact reader, two JVM calls: the query's head, then (if its
         lineage is wanted) its plan with the facts of its leaves and write target.
         """
-        now = now or datetime.now(timezone.utc).replace(tzinfo=None)
+        now = now or utcnow()
         action = Envelope(func_name=func_name, captured_at=now, run={},
                           duration_ms=int(duration_ns // 1_000_000) if duration_ns is not None else None,
                           error=_error_text(error) if error is not None else None, duration_ns=duration_ns)
