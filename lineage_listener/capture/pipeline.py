@@ -23,7 +23,7 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from collections.abc import Callable
@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 from lineage_listener.capture import stages, textmode
 from lineage_listener.capture.jvm import release
 from lineage_listener.capture.writelane import WriteLane
+from lineage_listener.timewindow import utcnow
 from lineage_listener import redact
 
 if TYPE_CHECKING:  # pragma: no cover - imported on the capture thread (imports take a while)
@@ -252,18 +253,18 @@ class Capture:
             full = self._waiting >= self.max_queue
             self._waiting += not full
         if not full:  # an unchanged stream loses nothing but one count when its batches outrun capture
-            self._queue.put(_StreamEvent(event, query, datetime.now(timezone.utc).replace(tzinfo=None)))
+            self._queue.put(_StreamEvent(event, query, utcnow()))
 
     def record_problem(self, stage: str, error: str) -> None:
         """Record a failure that belongs to no action as a ``capture_errors`` row (``stage``: see
         ``docs/reference/store.md``); any thread. The caller logs it."""
         if not self._closed:
-            self._queue.put(_Problem(stage, error[:4000], datetime.now(timezone.utc).replace(tzinfo=None)))
+            self._queue.put(_Problem(stage, error[:4000], utcnow()))
 
     def _accept(self, func_name: str, qe: Any, duration_ns: int | None, error: Any) -> None:
         if self._closed:
             return
-        now = datetime.now(timezone.utc).replace(tzinfo=None)
+        now = utcnow()
         if self.defer_reads:  # keep only a reference: the QueryExecution stays alive until read
             with self._waiting_lock:
                 full = self._waiting >= self.max_queue
@@ -372,7 +373,7 @@ class Capture:
     def _on_marker(self, item: "_Marker") -> bool:
         """Answer a control marker (end of runs, flush, stop); True: the thread stops."""
         if item.kind == "end":  # rows only: the next flush or batch writes them
-            now = datetime.now(timezone.utc).replace(tzinfo=None)
+            now = utcnow()
             only, keep = item.payload
             kept = keep() if keep is not None else set()
             for app_id, run in list(self.runs().items()):

@@ -29,6 +29,7 @@ from lineage_listener.capture.jvm import jvm_call_failed, seq
 from lineage_listener.capture.readers.streaming import sink_fact, source_facts
 from lineage_listener.lineage.datasets import RelationFact
 from lineage_listener.plan.classes import MICRO_BATCH_LEAF, STREAM_SINK_WRITES
+from lineage_listener.timewindow import utcnow
 
 log = redact.logger(__name__)
 
@@ -313,7 +314,7 @@ def _active(session: Any) -> list[Any]:
 def _read_queries(registry: StreamRegistry, queries: list[Any], scope: str | None) -> None:
     """Register the plans of ``queries`` (a foreachBatch write may be read before its stream's
     first progress event). A stream that has not built its plan yet is left for later."""
-    now = datetime.now(timezone.utc).replace(tzinfo=None)
+    now = utcnow()
     for q in queries:
         try:
             name = q.name()

@@ -3,12 +3,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import datetime, timezone
 from importlib import resources
 
 from lineage_listener.cli.lineage_format import add_common, guard, open_for_cli, to_json
 from lineage_listener.query import payload
-from lineage_listener.timewindow import parse_time
+from lineage_listener.timewindow import parse_time, utcnow
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -49,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     data = guard(payload.column_lineage, store, args.dataset, args.column, args.direction, args.depth,
                  parse_time(args.since), parse_time(args.until, end=True), args.direct_only,
                  args.include_failed)
-    data["written_at"] = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    data["written_at"] = utcnow().strftime("%Y-%m-%d %H:%M UTC")
     with open(args.out, "w", encoding="utf-8") as f:
         f.write(page(data))
     outside = data["window"]["outside"]

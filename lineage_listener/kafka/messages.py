@@ -28,6 +28,7 @@ from typing import Any
 
 from lineage_listener.store.batch import COLUMNS, QUERY_ID_AT, Batch
 from lineage_listener.store.rows import TABLES
+from lineage_listener.timewindow import utcnow
 
 #: Tables whose rows belong to one query, and where their query id is.
 _QUERY_ID_AT = {table: at for table, at in QUERY_ID_AT.items() if at is not None}
@@ -192,7 +193,7 @@ def event(part: Part) -> dict[str, Any]:
     else:  # rows of the application run itself (its end, errors of no query)
         ended = run[7] if run is not None else None
         made = RunEvent(eventType=RunState.COMPLETE if ended else RunState.OTHER,
-                        eventTime=ol_events.iso(_ts(ended) or datetime.utcnow()),
+                        eventTime=ol_events.iso(_ts(ended) or utcnow()),
                         run=Run(runId=ol_events.run_uuid(part.key)),
                         job=Job(namespace=ol_events.ExportOptions.job_namespace, name=app_name or "spark"),
                         producer=ol_events.PRODUCER)

@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +35,7 @@ from lineage_listener import redact
 from lineage_listener.store import spool
 from lineage_listener.store.batch import Batch
 from lineage_listener.store.rows import CaptureErrorRow
+from lineage_listener.timewindow import utcnow
 
 if TYPE_CHECKING:  # pragma: no cover - a type only
     from lineage_listener.store.writer import BatchWriter
@@ -241,7 +242,7 @@ class KafkaWriter:
             text = (f"Kafka {self.describe()} unreachable from {since:%Y-%m-%d %H:%M:%S} UTC: {spooled} batches "
                     f"spooled to local disk, sent when it was back")
             log.warning("lineage-listener: %s", text)
-            now = datetime.now(timezone.utc).replace(tzinfo=None).isoformat(sep=" ")
+            now = utcnow().isoformat(sep=" ")
             for run_id in sorted(runs) or [None]:
                 self._notes.add(CaptureErrorRow(captured_at=now, run_id=run_id, query_id=None, stage="kafka", error=text))
         return True
@@ -252,7 +253,7 @@ class KafkaWriter:
         kept = spool.write(self.path, batch)
         self.counts.spooled += 1
         if self._outage is None:
-            self._outage = (datetime.now(timezone.utc).replace(tzinfo=None), 0, set())
+            self._outage = (utcnow(), 0, set())
             log.warning("lineage-listener: Kafka %s not reachable (%s); captured lineage is spooled to %s and sent "
                         "when it is back", self.describe(), reason, spool.dirs(self.path)[0].parent)
         self._outage = (self._outage[0], self._outage[1] + 1, self._outage[2] | set(_runs_seen(batch)))

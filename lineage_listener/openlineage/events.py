@@ -28,7 +28,7 @@ from openlineage.client.facet_v2 import (
     parent_run, processing_engine_run, schema_dataset, sql_job, tags_dataset)
 
 from lineage_listener.openlineage import facets, naming
-from lineage_listener.timewindow import window_sql
+from lineage_listener.timewindow import utcnow, window_sql
 from lineage_listener.version import __version__
 
 PRODUCER = "https://github.com/lineage-listener/lineage-listener"
@@ -211,7 +211,7 @@ def application_events(app_run: str, app_name: str | None, spark_version: str | 
     job = Job(namespace=options.job_namespace, name=app_name or "spark", facets={"jobType": job_type_job.JobTypeJobFacet(
         processingType="BATCH", integration="SPARK", jobType="APPLICATION")})
     run = Run(runId=run_uuid(app_run), facets=facets_)
-    out = [RunEvent(eventType=RunState.START, eventTime=iso(family.started_at or family.ended_at or datetime.utcnow()),
+    out = [RunEvent(eventType=RunState.START, eventTime=iso(family.started_at or family.ended_at or utcnow()),
                     run=run, job=job, producer=PRODUCER)]
     if family.ended_at is not None:
         out.append(RunEvent(eventType=RunState.COMPLETE, eventTime=iso(family.ended_at), run=run, job=job,
@@ -319,7 +319,7 @@ def query_events(row: tuple, edges: list[tuple[str | None, facets.FacetEdge]],
                                      if written is not None else None))
     job = Job(namespace=options.job_namespace, name=job_name, facets=job_facets)
     run_id = run_uuid(query_id)
-    ended = captured_at or datetime.utcnow()
+    ended = captured_at or utcnow()
     out = []
     if options.start_events and duration_ms is not None:
         out.append(RunEvent(eventType=RunState.START, eventTime=iso(ended - timedelta(milliseconds=duration_ms)),

@@ -26,6 +26,7 @@ from lineage_listener.openlineage import facets, naming, validate
 from lineage_listener.store.batch import Batch
 from lineage_listener.store.rows import (DatasetColumnRow, DatasetRow, EdgeRow, QueryRow, QueryStarted,
                                          ReadStatisticsRow, RunRow, WriteStatisticsRow)
+from lineage_listener.timewindow import utcnow
 
 #: Event types that end a run: its status, error and end time come from them.
 TERMINAL = ("COMPLETE", "FAIL", "ABORT")
@@ -284,7 +285,7 @@ def _rows(runs: Iterable[_Run]) -> Batch:
     b = Batch()
     for r in runs:
         ended = r.ended if r.status != "running" else None
-        at = (ended or r.seen or datetime.now(timezone.utc).replace(tzinfo=None)).isoformat(sep=" ")
+        at = (ended or r.seen or utcnow()).isoformat(sep=" ")
         if r.record:
             app = r.application
             parent, root = r.parent or (None, None, None), r.root or (None, None, None)

@@ -10,7 +10,6 @@ import logging
 import os
 import re
 from collections.abc import Iterable
-from datetime import datetime, timezone
 from urllib.parse import urlsplit, urlunsplit
 
 from openlineage.client.event_v2 import RunEvent
@@ -20,6 +19,7 @@ from openlineage.client.transport.http import ApiKeyTokenProvider, HttpConfig, H
 from lineage_listener import tls
 from lineage_listener.redact import redact_text
 from lineage_listener.store.rows import SentRow
+from lineage_listener.timewindow import utcnow
 
 log = logging.getLogger(__name__)
 
@@ -108,4 +108,4 @@ def reason(exc: BaseException) -> str:
 def sent_row(query_id: str, url: str) -> SentRow:
     """An ``openlineage_sent`` row: ``query_id``'s events delivered to ``url`` now."""
     return SentRow(query_id=query_id, endpoint=endpoint_id(url),
-                   sent_at=datetime.now(timezone.utc).replace(tzinfo=None).isoformat(sep=" "))
+                   sent_at=utcnow().isoformat(sep=" "))
