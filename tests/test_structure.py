@@ -69,7 +69,8 @@ def test_walker_imports_no_handlers_or_rules():
 #: The package's layers, lowest first: a module imports only from its own layer or lower ones
 #: (docs/development.md, "Layers"). Modules directly in the package are named by their file.
 LAYERS = (
-    ("redact", "tls", "timewindow", "jar", "version", "plan", "pycode"),  # shared helpers; plan classes; Python code read
+    # shared helpers; plan classes; Python code read
+    ("redact", "tls", "timewindow", "ownthread", "jar", "version", "plan", "pycode"),
     ("lineage",),                              # the walk: plan -> column edges
     ("store",),                                # the DuckDB store: schema, batches, writers
     ("query",),                                # questions over a store: graphs, copies, windows

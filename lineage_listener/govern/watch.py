@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -30,6 +29,7 @@ from lineage_listener.govern import labelfile, labelstore
 from lineage_listener.govern.checks import check, unmatched
 from lineage_listener.govern.policy import Policy
 from lineage_listener.govern.webhook import Webhook
+from lineage_listener.ownthread import OwnThread
 from lineage_listener.query.types import Node
 from lineage_listener.query.names import Aliases
 from lineage_listener.timewindow import utcnow
@@ -67,15 +67,14 @@ class PolicyWatch:
         self.webhook = webhook
         if webhook is not None:
             webhook.on_result = self._delivered
-        self._cond = threading.Condition()
+        self._thread = OwnThread("lineage-policy-watch", self._run)
+        self._cond = self._thread.cond  # what waits to be checked is the thread's state
         self._full = True  # the first check covers the whole store
         self._writes: set[tuple[str, str]] = set()
         self._reads: set[tuple[str, str]] = set()
         self._known: dict[str, dict[str, Any]] = {}
         self._unsaved: dict[str, dict[str, Any]] = {}
-        self._stopping = False
         self._busy = False
-        self._thread: threading.Thread | None = None
         self._stats: dict[str, Any] = {"checks": 0, "full_checks": 0, "errors": 0, "last_error": None,
                                        "last_check_at": None, "last_check_ms": None}
 
@@ -115,15 +114,10 @@ class PolicyWatch:
             for row in self._known.values():
                 if row["notified_at"] is None and row["gave_up_at"] is None and row["resolved_at"] is None:
                     self.webhook.submit(json.loads(row["detail"]), row["attempts"] or 0)
-        self._thread = threading.Thread(target=self._run, name="lineage-policy-watch", daemon=True)
         self._thread.start()
 
     def close(self, timeout: float = 10.0) -> None:
-        with self._cond:
-            self._stopping = True
-            self._cond.notify_all()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        self._thread.stop(timeout)
         if self.webhook is not None:
             self.webhook.close()
         self._flush()  # the last delivery results, before the writer writes what it holds and stops
@@ -155,9 +149,9 @@ class PolicyWatch:
     def _run(self) -> None:
         while True:
             with self._cond:
-                while not (self._full or self._writes or self._reads or self._stopping):
+                while not (self._full or self._writes or self._reads or self._thread.stopping):
                     self._cond.wait()
-                if self._stopping:
+                if self._thread.stopping:
                     return
                 full, writes, reads = self._full, self._writes, self._reads
                 self._full, self._writes, self._reads = False, set(), set()

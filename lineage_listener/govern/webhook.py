@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -24,6 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from lineage_listener.ownthread import OwnThread
 from lineage_listener.redact import redact_text, redact_url
 from lineage_listener.timewindow import utcnow
 
@@ -53,9 +53,8 @@ class Webhook:
         self.timeout = timeout
         self.on_result = on_result
         self._queue: deque[_Item] = deque()
-        self._cond = threading.Condition()
-        self._stopping = False
-        self._thread: threading.Thread | None = None
+        self._thread = OwnThread("lineage-webhook", self._run)
+        self._cond = self._thread.cond  # the queue and counts are the thread's state
         self._counts = {"sent": 0, "retries": 0, "given_up": 0}
         self._last_error: str | None = None
         self._last_error_at: datetime | None = None
@@ -64,10 +63,7 @@ class Webhook:
         """Queue ``violation`` (``attempts`` already made, when resumed after a restart)."""
         with self._cond:
             self._queue.append(_Item(violation, attempts))
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="lineage-webhook", daemon=True)
-                self._thread.start()
-            self._cond.notify_all()
+            self._thread.start_locked()
 
     def stats(self) -> dict[str, Any]:
         with self._cond:
@@ -76,19 +72,14 @@ class Webhook:
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop the thread (what still waits stays undelivered: the store keeps it as not notified)."""
-        with self._cond:
-            self._stopping = True
-            self._cond.notify_all()
-            thread = self._thread
-        if thread is not None:
-            thread.join(timeout)
+        self._thread.stop(timeout)
 
     def _run(self) -> None:
         while True:
             with self._cond:
-                while not self._queue and not self._stopping:
+                while not self._queue and not self._thread.stopping:
                     self._cond.wait()
-                if self._stopping:
+                if self._thread.stopping:
                     return
                 item = self._queue[0]
             error = self._post(item.violation)
@@ -117,7 +108,7 @@ class Webhook:
                 delay = min(self.max_backoff, self.backoff * 2 ** (item.attempts - 1))
                 with self._cond:
                     deadline = time.monotonic() + delay
-                    while not self._stopping and time.monotonic() < deadline:
+                    while not self._thread.stopping and time.monotonic() < deadline:
                         self._cond.wait(deadline - time.monotonic())
 
     def _post(self, violation: dict[str, Any]) -> str | None:

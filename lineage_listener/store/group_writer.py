@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import logging
 from concurrent.futures import Future
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -38,6 +37,7 @@ from typing import Any
 
 import duckdb
 
+from lineage_listener.ownthread import OwnThread
 from lineage_listener.store import spool
 from lineage_listener.store.batch import Batch
 from lineage_listener.store.connection import (ATTACH_SAFE, ATTACHED, StoreError, StoreNeedsAction,
@@ -104,9 +104,8 @@ class GroupWriter:
         self._queued_rows = 0
         #: work on the open store between two groups (:meth:`maintain`), each with the future it answers
         self._tasks: deque[tuple[Callable[[duckdb.DuckDBPyConnection], Any], Future]] = deque()
-        self._cond = threading.Condition()
-        self._thread: threading.Thread | None = None
-        self._stopping = False
+        self._thread = OwnThread("lineage-store-writer", self._run)
+        self._cond = self._thread.cond  # the queue, the open store and the counts are the thread's state
         # the open store (writer thread's connection), the root of readers' cursors, and who uses it
         self._db: duckdb.DuckDBPyConnection | None = None
         self._reads_root: duckdb.DuckDBPyConnection | None = None
@@ -159,12 +158,12 @@ class GroupWriter:
                 wait = self._retry_after_locked()
                 raise QueueFull(f"{self._queued_rows} rows are waiting to be written (at most "
                                 f"{self.settings.queue_rows}); retry in {wait} s", wait)
-            if self._stopping:
+            if self._thread.stopping:
                 raise QueueFull("the server is stopping", RETRY_AFTER[1])
             item = _Item(batch, rows, answer, also=also, quiet=quiet)
             self._queue.append(item)
             self._queued_rows += rows
-            self._start_locked()
+            self._thread.start_locked()
             return item
 
     def maintain(self, task: Callable[[duckdb.DuckDBPyConnection], Any], timeout: float | None = None) -> Any:
@@ -176,18 +175,11 @@ class GroupWriter:
         :class:`QueueFull` when the writer is stopping."""
         done: Future = Future()
         with self._cond:
-            if self._stopping:
+            if self._thread.stopping:
                 raise QueueFull("the server is stopping", RETRY_AFTER[1])
             self._tasks.append((task, done))
-            self._start_locked()
+            self._thread.start_locked()
         return done.result(timeout)
-
-    def _start_locked(self) -> None:
-        """Start the writer thread if it is not running and wake it (holding ``_cond``)."""
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="lineage-store-writer", daemon=True)
-            self._thread.start()
-        self._cond.notify_all()
 
     def withdraw(self, item: _Item) -> bool:
         """Take a batch out of the queue before it is written (its client has gone: it resends, and work
@@ -203,12 +195,7 @@ class GroupWriter:
 
     def close(self, timeout: float = 60.0) -> None:
         """Write what is queued, let the store go, stop the thread."""
-        with self._cond:
-            self._stopping = True
-            self._cond.notify_all()
-            thread = self._thread
-        if thread is not None:
-            thread.join(timeout)
+        self._thread.stop(timeout)
 
     def _take(self) -> list[_Item] | None:
         """The next group: whatever waits, up to ``group_rows`` rows (None: stop; empty: only tasks wait).
@@ -218,7 +205,7 @@ class GroupWriter:
             while not self._queue:
                 if self._tasks:
                     return []
-                if self._stopping:
+                if self._thread.stopping:
                     return None
                 if self._db is None:
                     self._cond.wait()
