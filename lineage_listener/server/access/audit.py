@@ -8,9 +8,9 @@ it, and what waits at shutdown is written before the writer lets the store go.
 from __future__ import annotations
 
 import logging
-import threading
 from collections import deque
 
+from lineage_listener.ownthread import OwnThread
 from lineage_listener.store.batch import Batch
 from lineage_listener.store.group_writer import GroupWriter, QueueFull
 from lineage_listener.store.rows import AuditRow
@@ -30,11 +30,10 @@ class Audit:
 
     def __init__(self, writer: GroupWriter, every: float = EVERY) -> None:
         self.writer, self.every = writer, every
-        self._cond = threading.Condition()
+        self._thread = OwnThread("lineage-audit", self._run)
+        self._cond = self._thread.cond  # the rows waiting are the thread's state
         self._rows: deque[AuditRow] = deque()
-        self._stopping = False
         self.lost = 0
-        self._thread = threading.Thread(target=self._run, name="lineage-audit", daemon=True)
         self._thread.start()
 
     def record(self, row: AuditRow) -> None:
@@ -51,9 +50,9 @@ class Audit:
     def _run(self) -> None:
         while True:
             with self._cond:
-                if not self._stopping:
+                if not self._thread.stopping:
                     self._cond.wait(self.every)
-                stopping = self._stopping
+                stopping = self._thread.stopping
             self.flush()
             if stopping:
                 return
@@ -83,7 +82,4 @@ class Audit:
 
     def close(self) -> None:
         """Stop, handing the writer what waits (call before the writer closes)."""
-        with self._cond:
-            self._stopping = True
-            self._cond.notify_all()
-        self._thread.join(30)
+        self._thread.stop(30)
