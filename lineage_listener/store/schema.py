@@ -4,9 +4,11 @@
 records the version it was written at in ``schema_version``; opening it:
 
 - at this version: one statement checks that, nothing else runs;
-- older, or from before versions were recorded: missing tables come from the DDL
+- older, or with no version recorded: missing tables come from the DDL
   (``CREATE ... IF NOT EXISTS``), missing columns are added (types read from the
-  DDL applied to an in-memory database), the version row is written;
+  DDL applied to an in-memory database), a ``column_lineage`` that is a table of
+  one row per edge per capture is stored once per edge and set
+  (:func:`move_edges`), the version row is written;
 - newer: :class:`NewerStoreError`, the store is left untouched.
 
 >>> import duckdb
@@ -85,7 +87,7 @@ def expected_columns() -> dict[str, list[tuple[str, str]]]:
 
 
 def store_version(con: duckdb.DuckDBPyConnection) -> int | None:
-    """The version recorded in the store; None when it has no ``schema_version`` (new or pre-versioning)."""
+    """The version recorded in the store; None when it has no ``schema_version`` (new, or it records none)."""
     try:
         return con.execute("SELECT max(version) FROM schema_version").fetchone()[0]
     except duckdb.CatalogException:
@@ -126,10 +128,11 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> str:
 
 
 def _set_aside_edge_table(con: duckdb.DuckDBPyConnection) -> str | None:
-    """A store before version 6 has ``column_lineage`` as a table, one row per edge per capture:
-    rename it (committed on its own: DuckDB binds some filters on a table renamed in the same
-    transaction by its old name) so the view of that name can be created. The name it now has
-    (also when a move was interrupted before), or None."""
+    """A ``column_lineage`` that is a table (one row per edge per capture, where the schema has a
+    view of that name) is renamed to :data:`_ASIDE`, committed on its own (DuckDB binds some
+    filters on a table renamed in the same transaction by its old name), so the view can be
+    created. The name of the table whose edges are to be moved (also one an interrupted move
+    left), or None."""
     tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables "
                                         "WHERE table_type = 'BASE TABLE'").fetchall()}
     if _ASIDE in tables:
@@ -144,6 +147,7 @@ def _set_aside_edge_table(con: duckdb.DuckDBPyConnection) -> str | None:
     return _ASIDE
 
 
+#: Where a ``column_lineage`` table waits while its edges are moved (:func:`move_edges`).
 _ASIDE = "column_lineage_before_v6"
 
 
@@ -152,8 +156,9 @@ MOVE_STEP_ROWS = 5_000_000
 
 
 def move_edges(con: duckdb.DuckDBPyConnection, table: str) -> None:
-    """Store the rows of an old ``column_lineage`` table once per edge and set (as the writer
-    would have), keeping each query's edges at the time it first had them; drop the table.
+    """Store the rows of a ``column_lineage`` table (one per edge per capture) once per edge and
+    set (as the writer would have), keeping each query's edges at the time it first had them;
+    drop the table.
 
     Done in steps of whole queries (by a hash of the query id), each logged for a big store.
     """
