@@ -12,6 +12,8 @@ who changed which label, in one answer (docs/security.md, "The audit").
 [('label', 'pia', 'pii'), ('request', 'ann', 200)]
 >>> [r["kind"] for r in records(con, user="ann")]
 ['request']
+>>> [r["kind"] for r in records(con, since=datetime(2026, 11, 1, 10, 30))]
+['label']
 """
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ from datetime import datetime
 from typing import Any
 
 import duckdb
+
+from lineage_listener.timewindow import window_sql
 
 #: The fields of each kind of record, beside ``kind``, ``at`` and ``identity``.
 REQUEST_FIELDS = ("groups", "via", "client", "method", "route", "path", "datasets", "status", "withheld", "detail")
@@ -34,7 +38,7 @@ SELECT * FROM (
     SELECT 'label', changed_at, changed_by, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
            action, dataset, column_name, label, value, source, origin
     FROM label_changes)
-WHERE ($since IS NULL OR "at" >= $since) AND ($user IS NULL OR identity = $user)
+WHERE {within} AND ($user IS NULL OR identity = $user)
 ORDER BY "at" DESC, kind LIMIT $limit"""
 
 
@@ -44,7 +48,8 @@ def records(con: duckdb.DuckDBPyConnection, since: datetime | None = None, user:
     UTC), of one ``user`` when given."""
     if limit < 1:
         raise ValueError("limit must be >= 1")
-    cur = con.execute(_SQL, {"since": since, "user": user, "limit": limit})
+    within, bounds = window_sql('"at"', since, None)
+    cur = con.execute(_SQL.format(within=within), {**bounds, "user": user, "limit": limit})
     names = [d[0] for d in cur.description]
     out = []
     for row in cur.fetchall():

@@ -40,6 +40,7 @@ import networkx as nx
 from lineage_listener.query.expand import Filters
 from lineage_listener.query.names import Aliases
 from lineage_listener.query.types import Node
+from lineage_listener.timewindow import window_sql
 
 #: A column in one epoch of its dataset: ``(dataset, column, epoch)``, epoch 0 before the first replace.
 EpochNode = tuple[str, str, int]
@@ -93,14 +94,15 @@ def replaces(con: duckdb.DuckDBPyConnection, aliases: Aliases, until: datetime |
     name, and the overwrites of some partitions after them; of ``datasets`` (canonical names) only
     when given."""
     only = ""
-    params: dict[str, Any] = {"until": until}
+    within, bounds = window_sql("captured_at", None, until)
+    params: dict[str, Any] = {**bounds}
     if datasets is not None:
         params["n"] = sorted({n for d in datasets for n in aliases.names(d)})
         only = "AND target_dataset IN (SELECT unnest($n))"
     rows = con.execute(
         f"""SELECT target_dataset, captured_at, query_id, write_mode FROM queries
             WHERE write_mode IN ('replace', 'partitions') AND status = 'succeeded' AND target_dataset IS NOT NULL
-              AND ($until IS NULL OR captured_at <= $until) {only}
+              AND {within} {only}
             ORDER BY captured_at, query_id""", params).fetchall()
     aliases.resolve(r[0] for r in rows)
     times: dict[str, list[datetime]] = {}
@@ -123,14 +125,13 @@ def edge_times(con: duckdb.DuckDBPyConnection, edge_ids: Iterable[int], filters:
     ids = sorted(set(edge_ids))
     if not ids:
         return {}
-    until = "AND c.captured_at <= $until" if filters.until is not None else ""
+    usable, bounds = filters.window_sql(until_only=True)
     rows = con.execute(f"""
         WITH x AS (SELECT edge_id, unnest(sets) AS set_id FROM edges WHERE edge_id IN (SELECT unnest($ids)))
         SELECT x.edge_id, list(DISTINCT c.captured_at ORDER BY c.captured_at)
         FROM x JOIN edge_captures c ON c.set_id = x.set_id
-        WHERE {filters.live()} {until}
-        GROUP BY x.edge_id""", {"ids": ids, **({"until": filters.until} if filters.until is not None else {})}
-    ).fetchall()
+        WHERE {filters.live()} AND {usable}
+        GROUP BY x.edge_id""", {"ids": ids, **bounds}).fetchall()
     return {edge_id: tuple(times) for edge_id, times in rows}
 
 
