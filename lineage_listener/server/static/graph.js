@@ -307,8 +307,10 @@ function mountGraph(elements, startId, nodeCount, layout = {}) {
   const t0 = performance.now();
   const drawing = arrange(elements, layout);
   drawing.ms = performance.now() - t0;
+  // the elements come placed (preset) and readableView sets zoom and pan: a fit here would measure every element
+  // with its label before the first frame, for a viewport replaced right after
   const cy = cytoscape({container, elements, style: GRAPH_STYLE, userZoomingEnabled: false, boxSelectionEnabled: false,
-                        minZoom: 0.05, maxZoom: 4, layout: {name: "preset"}});
+                        minZoom: 0.05, maxZoom: 4, layout: {name: "preset", fit: false}});
   cy.scratch("drawing", drawing);
   cy.scratch("layout", layout);
   graphs.push(cy);
