@@ -3,7 +3,9 @@
 // hover. explore.js adds what a click does (the panel, one more hop, a box opened to its schema, jobs).
 "use strict";
 const MAX_NODES = 500;
-const FONT = "Helvetica Neue, Helvetica, sans-serif";  // cytoscape's default, named here so label widths are measured in it
+// cytoscape's default font, which the labels are drawn in (GRAPH_STYLE leaves it out: every property a style sets
+// costs each element its parse and hash); named here so label widths are measured in it
+const FONT = "Helvetica Neue, Helvetica, sans-serif";
 const LABEL_PX = 12;       // column and dataset labels, in model units
 const EDGE_LABEL_PX = 11;  // transform labels on edges, in model units
 const READABLE_PX = 10;    // the first view and "fit" draw no label smaller than this: pan (or use the minimap) instead
@@ -47,7 +49,7 @@ function nodeText(d, lines = false) {
 
 const GRAPH_STYLE = [
   {selector: "node", style: {"shape": "round-rectangle", "label": "data(label)", "text-valign": "center",
-    "font-family": FONT, "font-size": LABEL_PX, "min-zoomed-font-size": HIDDEN_BELOW_PX, "width": "data(w)", "height": LAYOUT.node,
+    "font-size": LABEL_PX, "min-zoomed-font-size": HIDDEN_BELOW_PX, "width": "data(w)", "height": LAYOUT.node,
     "background-color": "#dfe9f3", "border-width": 1, "border-color": "#5b7a99", "color": "#111", "z-index": 1}},
   // a dataset's box: a node of its own behind its columns, as large as arrange.js made it (cytoscape's compound
   // nodes would cost more than half the drawing time of a large graph); clear inside, as cytoscape draws every
@@ -74,7 +76,7 @@ const GRAPH_STYLE = [
   {selector: "edge", style: {"curve-style": "unbundled-bezier", "edge-distances": "node-position",
     "control-point-distances": "data(cpd)", "control-point-weights": "data(cpw)",
     "source-endpoint": "50% 0%", "target-endpoint": "-50% 0%", "target-arrow-shape": "triangle",
-    "font-family": FONT, "font-size": EDGE_LABEL_PX, "min-zoomed-font-size": HIDDEN_BELOW_PX, "width": 1.5, "line-color": "#555",
+    "font-size": EDGE_LABEL_PX, "min-zoomed-font-size": HIDDEN_BELOW_PX, "width": 1.5, "line-color": "#555",
     "target-arrow-color": "#555", "text-background-color": "#fff", "text-background-opacity": 1, "text-background-padding": 1}},
   // which sides an edge leaves and enters (arrange.js's ``way``): constants, parsed once, not per edge
   {selector: "edge[way = 'back']", style: {"source-endpoint": "-50% 0%", "target-endpoint": "50% 0%"}},
