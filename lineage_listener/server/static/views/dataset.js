@@ -18,7 +18,7 @@ async function dataset(n, name) {
     <h3>Recent queries <span class="count">(latest ${d.queries.length})</span></h3>
     <table id="dataset-queries"><thead><tr><th>when</th><th>role</th><th>rows</th><th>app</th><th>action</th><th>status</th><th>run</th></tr></thead><tbody>
     ${d.queries.map(q => `<tr class="${q.status === "succeeded" ? "" : "failed"}"><td>${esc(when(q.captured_at))}</td><td>${q.role}</td>
-      <td class="rows">${q.rows === null || q.rows === undefined ? "" : q.rows === 0 && q.role === "wrote" ? `<span class="alarm">0</span>` : esc(q.rows.toLocaleString("en"))}</td><td>${esc(q.app_name)}</td><td>${esc(q.action)}</td>
+      <td class="rows">${q.rows === null || q.rows === undefined ? "" : q.rows === 0 && q.role === "wrote" ? `<span class="alarm">0</span>` : esc(thousands(q.rows))}</td><td>${esc(q.app_name)}</td><td>${esc(q.action)}</td>
       <td>${esc(q.status)}</td><td><a href="#/run/${enc(q.run_id)}">${esc(q.run_id)}</a></td></tr>`).join("") || emptyRow(7, "no query wrote or read it")}</tbody></table>`;
   $("column-filter").oninput = ev => {
     const f = ev.target.value.toLowerCase();

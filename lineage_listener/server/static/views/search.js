@@ -9,7 +9,7 @@ async function home(n, q, offset, size) {
     if (total <= size) return "";
     const href = o => `#/${q ? "search" : ""}?${new URLSearchParams({...(q ? {q} : {}), offset: o, ...(size !== PAGE ? {limit: size} : {})})}`;
     return `<p class="pager">${offset > 0 ? `<a id="prev-${key}" href="${href(Math.max(0, offset - size))}">← previous</a>` : ""}
-      showing ${Math.min(total, offset + 1)}–${Math.min(total, offset + size)} of ${total.toLocaleString("en")}
+      showing ${Math.min(total, offset + 1)}–${Math.min(total, offset + size)} of ${thousands(total)}
       ${offset + size < total ? `<a id="next-${key}" href="${href(offset + size)}">next →</a>` : ""}</p>`;
   };
   let html = `<h2>${q ? `Datasets and columns matching “${esc(q)}”` : "Datasets"}</h2>
