@@ -313,6 +313,7 @@ function mountGraph(elements, startId, nodeCount, layout = {}) {
   // with its label before the first frame, for a viewport replaced right after
   const cy = cytoscape({container, elements, style: GRAPH_STYLE, userZoomingEnabled: false, boxSelectionEnabled: false,
                         minZoom: 0.05, maxZoom: 4, layout: {name: "preset", fit: false}});
+  firstFrameInView(cy);
   cy.scratch("drawing", drawing);
   cy.scratch("layout", layout);
   graphs.push(cy);
@@ -324,6 +325,17 @@ function mountGraph(elements, startId, nodeCount, layout = {}) {
   hover(cy);
   if (nodeCount > MINIMAP_OVER || !fits) minimap(cy);
   return cy;
+}
+
+/**
+ * Let ``cy``'s first frame draw only what is in view. Cytoscape's canvas renderer caches the graph in layers of
+ * the whole drawing; only on its first frame does it draw every element into them at once (most of a large graph,
+ * out of view), on later frames it draws the view and fills the layers in idle frames. This makes the first frame
+ * a later one (the layered texture cache's ``firstGet``, cytoscape 3.34; nothing happens where that is gone).
+ */
+function firstFrameInView(cy) {
+  const layers = cy.renderer() && cy.renderer().data && cy.renderer().data.lyrTxrCache;
+  if (layers && layers.firstGet === true) layers.firstGet = false;
 }
 
 /** The graph frame's height: the rest of the window below its top, so frame and side panel are on screen. */
