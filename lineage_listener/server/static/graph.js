@@ -47,6 +47,10 @@ function nodeText(d, lines = false) {
   return `${d.violations ? "⚠ " : ""}${d.name}${d.labels ? `${lines ? "\n" : " "}[${d.labels.split(",").join(", ")}]` : ""}`;
 }
 
+/** An edge label's style. */
+const EDGE_LABEL = {"label": "data(label)", "font-size": EDGE_LABEL_PX, "min-zoomed-font-size": HIDDEN_BELOW_PX,
+                    "text-background-color": "#fff", "text-background-opacity": 1, "text-background-padding": 1};
+
 const GRAPH_STYLE = [
   {selector: "node", style: {"shape": "round-rectangle", "label": "data(label)", "text-valign": "center",
     "font-size": LABEL_PX, "min-zoomed-font-size": HIDDEN_BELOW_PX, "width": "data(w)", "height": LAYOUT.node,
@@ -76,14 +80,14 @@ const GRAPH_STYLE = [
   {selector: "edge", style: {"curve-style": "unbundled-bezier", "edge-distances": "node-position",
     "control-point-distances": "data(cpd)", "control-point-weights": "data(cpw)",
     "source-endpoint": "50% 0%", "target-endpoint": "-50% 0%", "target-arrow-shape": "triangle",
-    "font-size": EDGE_LABEL_PX, "min-zoomed-font-size": HIDDEN_BELOW_PX, "width": 1.5, "line-color": "#555",
-    "target-arrow-color": "#555", "text-background-color": "#fff", "text-background-opacity": 1, "text-background-padding": 1}},
+    "width": 1.5, "line-color": "#555", "target-arrow-color": "#555"}},
   // which sides an edge leaves and enters (arrange.js's ``way``): constants, parsed once, not per edge
   {selector: "edge[way = 'back']", style: {"source-endpoint": "-50% 0%", "target-endpoint": "50% 0%"}},
   {selector: "edge[way = 'inner']", style: {"source-endpoint": "50% 0%", "target-endpoint": "50% 0%"}},
   {selector: "edge:loop", style: {"curve-style": "bezier", "source-endpoint": "outside-to-node", "target-endpoint": "outside-to-node"}},
-  {selector: "edge[show = 1]", style: {"label": "data(label)", "text-margin-x": "data(mx)", "text-margin-y": "data(my)"}},
-  {selector: "edge.hl, edge.peek", style: {"label": "data(label)"}},
+  // an edge's label, where it is drawn: an edge drawn without one is not given its font and background
+  {selector: "edge[show = 1]", style: {...EDGE_LABEL, "text-margin-x": "data(mx)", "text-margin-y": "data(my)"}},
+  {selector: "edge.hl, edge.peek", style: EDGE_LABEL},
   {selector: "edge.peek", style: {"z-index": 2, "width": 3}},
   {selector: "edge[kind = 'indirect']", style: {"line-style": "dashed", "line-color": "#999", "target-arrow-color": "#999"}},
   {selector: "edge[masking = 1]", style: {"line-color": "#1e8449", "target-arrow-color": "#1e8449", "color": "#1e8449", "width": 2.5}},
