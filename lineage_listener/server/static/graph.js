@@ -317,13 +317,13 @@ function mountGraph(elements, startId, nodeCount, layout = {}) {
   // with its label before the first frame, for a viewport replaced right after
   const cy = cytoscape({container, elements, style: GRAPH_STYLE, userZoomingEnabled: false, boxSelectionEnabled: false,
                         minZoom: 0.05, maxZoom: 4, layout: {name: "preset", fit: false}});
-  firstFrameInView(cy);
   cy.scratch("drawing", drawing);
   cy.scratch("layout", layout);
   graphs.push(cy);
   window.lineageGraph = cy;  // for tests and the console
   const focus = cy.getElementById(startId);
   const fits = readableView(cy, focus);
+  if (!fits) firstFrameInView(cy);
   wheelZoom(cy, container);
   zoomButtons(cy, focus);
   hover(cy);
@@ -332,10 +332,11 @@ function mountGraph(elements, startId, nodeCount, layout = {}) {
 }
 
 /**
- * Let ``cy``'s first frame draw only what is in view. Cytoscape's canvas renderer caches the graph in layers of
- * the whole drawing; only on its first frame does it draw every element into them at once (most of a large graph,
- * out of view), on later frames it draws the view and fills the layers in idle frames. This makes the first frame
- * a later one (the layered texture cache's ``firstGet``, cytoscape 3.34; nothing happens where that is gone).
+ * Let the first frame of ``cy``, a graph larger than its view, draw only what is in view. Cytoscape's canvas
+ * renderer caches the graph in layers of the whole drawing; only on its first frame does it draw every element
+ * into them at once (most of such a graph, out of view), on later frames it draws the view and fills the layers
+ * in idle frames. This makes the first frame a later one (the layered texture cache's ``firstGet``, cytoscape
+ * 3.34; nothing happens where that is gone). A graph in view whole is drawn whole either way.
  */
 function firstFrameInView(cy) {
   const layers = cy.renderer() && cy.renderer().data && cy.renderer().data.lyrTxrCache;
