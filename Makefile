@@ -90,7 +90,8 @@ test-spark35: $(STAMP35) jars $(VENV35)/spark-cds.jsa
   --ignore tests/test_diff.py --ignore tests/test_govern_doctests.py --ignore tests/test_governance.py \
   --ignore tests/test_governance_store.py --ignore tests/test_lookups.py --ignore tests/test_preview.py \
   --ignore tests/test_tls.py --ignore tests/test_file_modes.py --ignore tests/test_sql_text.py \
-  --ignore tests/test_access.py --ignore tests/test_access_oidc.py
+  --ignore tests/test_access.py --ignore tests/test_access_oidc.py \
+  --ignore tests/test_docs_commands.py --ignore tests/docs_commands.py
 
 ## Delta Lake and Apache Iceberg (tests/lakehouse): real jars (`make jars`), a session of their own per
 ## Spark line. No Delta or Iceberg release supports PySpark 4.3 (the main virtualenv), so they run on
