@@ -338,22 +338,24 @@ function placeLayers(layers, segments, boxes, L) {
       else [...it.rows, ...it.tail].forEach((p, k) => { owner.set(p, it); offset.set(p, rowOffset(boxes[it.box], k, L)); });
     }
   }
-  const portY = p => top.get(owner.get(p)) + offset.get(p);
-  const links = layers.map(() => []);  // links[r]: [port in r, port in a layer beside]
+  // links[r]: a port in layer r and one in a layer beside, as [its item, its offset, the other's item, its offset]
+  // (looked up once: the sweeps below read them for every link six times)
+  const links = layers.map(() => []);
+  const link = (mine, theirs) => [owner.get(mine), offset.get(mine), owner.get(theirs), offset.get(theirs)];
   segments.forEach((segs, r) => {
-    for (const [a, b] of segs) { links[r].push([a, b]); if (links[r + 1]) links[r + 1].push([b, a]); }
+    for (const [a, b] of segs) { links[r].push(link(a, b)); if (links[r + 1]) links[r + 1].push(link(b, a)); }
   });
+  const heightsOf = layers.map(layer => layer.map(it => itemHeight(it, boxes, L)));
   for (let s = 0; s < 6; s++) {
     const order = s % 2 === 0 ? layers.map((_, r) => r) : layers.map((_, r) => layers.length - 1 - r);
     for (const r of order) {
       const want = new Map(), weight = new Map();
-      for (const [mine, theirs] of links[r]) {
-        const it = owner.get(mine);
-        want.set(it, (want.get(it) || 0) + portY(theirs) - offset.get(mine));
+      for (const [it, mine, other, theirs] of links[r]) {
+        want.set(it, (want.get(it) || 0) + (top.get(other) + theirs) - mine);
         weight.set(it, (weight.get(it) || 0) + 1);
       }
       const layer = layers[r];
-      const heights = layer.map(it => itemHeight(it, boxes, L));
+      const heights = heightsOf[r];
       const wanted = layer.map(it => weight.has(it) ? want.get(it) / weight.get(it) : top.get(it));
       const weights = layer.map(it => weight.get(it) || 0.01);
       fitInOrder(wanted, weights, heights, L.gap).forEach((y, k) => top.set(layer[k], y));
