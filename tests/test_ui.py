@@ -650,6 +650,28 @@ def test_fit_stops_at_readable_labels_and_the_minimap_shows_the_rest(retail, pag
     page.wait_for_function(f"window.lineageGraph.pan().x !== {pan['x']} || window.lineageGraph.pan().y !== {pan['y']}")
 
 
+#: Records, at the first frame of each graph drawn, the ids of the elements in it (``window.firstFrame``).
+FIRST_FRAME = """Object.defineProperty(window, 'lineageGraph', {configurable: true, get() { return this.graph_; },
+  set(cy) { this.graph_ = cy; if (cy) cy.one('render', () => { window.firstFrame = cy.elements().map(x => x.id()); }); }});"""
+
+
+def test_a_graph_larger_than_its_view_draws_what_is_in_view_first_then_the_rest(served, page):
+    """Every element in view is in the first frame; the rest follows unasked, and the graph is then the API's."""
+    page.add_init_script(FIRST_FRAME)
+    start = (ds(served, "marts/metrics_total"), "total")
+    page.goto(col_url(served, *start))
+    ready(page)  # a page is ready once its graph is whole
+    first, in_view = page.evaluate("""(() => { const cy = window.lineageGraph, v = cy.extent();
+      const meets = x => { const b = x.boundingBox(); return b.x2 >= v.x1 && b.x1 <= v.x2 && b.y2 >= v.y1 && b.y1 <= v.y2; };
+      return [window.firstFrame, cy.elements().filter(meets).map(x => x.id())]; })()""")
+    assert in_view and set(in_view) <= set(first)
+    assert len(first) < page.evaluate("window.lineageGraph.elements().length")  # some of it came after
+    assert graph(page) == api_graph(lineage_api(served, *start))
+    # the side panel counts the start's paths on the whole graph
+    up = reach(graph(page)[1], start, 0)
+    assert page.inner_text("#picked-paths").startswith(f"{len(up)} columns upstream")
+
+
 def test_a_graph_page_starts_at_its_top_with_frame_and_minimap_on_screen(retail, page):
     page.goto(f"{retail.url}/#/search?q=e&limit=500")  # a long list
     ready(page)

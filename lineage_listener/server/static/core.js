@@ -99,7 +99,12 @@ async function getJSON(n, url) {
   if (!r.ok) throw new ApiError(r.status, body.detail);
   return body;
 }
-function done(n) { if (n.live()) document.body.dataset.view = n.hash; }  // tests wait for this
+/** Navigation ``n``'s page is drawn, its graph whole (graph.js's mountGraph): tests wait for this. */
+function done(n) {
+  const cy = window.lineageGraph, whole = cy && !cy.destroyed() && cy.scratch("whole");
+  const mark = () => { if (n.live()) document.body.dataset.view = n.hash; };
+  if (whole) whole.then(mark); else mark();
+}
 
 /**
  * Set (or, with ``value`` null, drop) ``key`` in the URL's query without drawing the page again: a choice made

@@ -43,7 +43,6 @@ function showSelection(cy, node, opts) {
   if (!panel) return;
   if (!node) { panel.textContent = PANEL_HINT; return; }
   const d = node.data();
-  const up = node.predecessors("node[column]").length, down = node.successors("node[column]").length;
   const notes = reachNotes(d);
   const links = window.LINEAGE_STATIC ? "" :
     `<p class="panel-links"><a id="recentre" href="${columnHref(d.dataset, d.column, opts.query)}">re-centre the graph here</a>
@@ -52,9 +51,15 @@ function showSelection(cy, node, opts) {
        <button id="hop-down" type="button" title="add where it went, one hop">one more hop downstream ▶</button></p>`;
   panel.innerHTML = `<h3 class="mono" id="picked">${esc(d.column)}</h3><p class="mono panel-dataset">${esc(d.dataset)}</p>
     ${d.start ? `<p>the start of this graph</p>` : ""}${notes.length ? `<p id="picked-notes">${esc(notes.join("; "))}</p>` : ""}
-    <p id="picked-paths">${plural(up, "column")} upstream, ${plural(down, "column")} downstream on this graph</p>${links}
+    <p id="picked-paths"></p>${links}
     <div id="panel-parts"></div>`;
   panel.dataset.column = d.id;
+  // its paths are counted on the whole graph: at once, or when the rest of a large one is drawn (mountGraph)
+  cy.scratch("whole").then(() => {
+    if (cy.destroyed() || panel.dataset.column !== d.id) return;
+    const up = node.predecessors("node[column]").length, down = node.successors("node[column]").length;
+    $("picked-paths").textContent = `${plural(up, "column")} upstream, ${plural(down, "column")} downstream on this graph`;
+  });
   if (!window.LINEAGE_STATIC) {
     $("hop-up").onclick = () => hop(cy, d.id, "up", opts);
     $("hop-down").onclick = () => hop(cy, d.id, "down", opts);
@@ -82,6 +87,7 @@ function handles(cy, node) {
  * the column stays where it was on screen, unless the view must move (the least) to show what was added.
  */
 async function hop(cy, id, way, opts) {
+  drawRest(cy);
   const node = cy.getElementById(id), n = nav;
   if (node.empty() || !n) return;
   const {dataset, column} = node.data();
@@ -162,6 +168,7 @@ async function graphMarks(n, datasets) {
  * order, below them, with their labels; the graph makes room) and a second tap takes them away again.
  */
 async function toggleDataset(cy, box) {
+  drawRest(cy);
   const extra = columnsOf(box).filter(".extra");
   if (extra.nonempty()) {
     cy.remove(extra);
@@ -201,6 +208,7 @@ function regrow(cy, box) {
  * edge is then drawn as source -> job -> target. ``fit``: open a readable view of the new graph.
  */
 function showJobs(cy, on, fit = true) {
+  drawRest(cy);
   const g = cy.scratch("graph");
   cy.batch(() => {
     cy.remove(cy.nodes(".job"));

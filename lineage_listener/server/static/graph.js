@@ -284,6 +284,7 @@ function edgeData(id, e, alarm) {
  * batch: after a box opened or closed, a hop, the jobs toggle.
  */
 function relayout(cy) {
+  drawRest(cy);
   const els = cy.elements().map(el => ({data: {...el.data()}, classes: el.classes().join(" ")}));
   const t0 = performance.now();
   const drawing = arrange(els, cy.scratch("layout") || {});
@@ -305,7 +306,8 @@ function relayout(cy) {
 /**
  * Arrange ``elements`` (arrange.js; ``layout``: LAYOUT values to change), draw them in #graph (sized to the window
  * first) and open a readable view around the node ``startId``; zoom buttons, wheel, tooltips and (when needed)
- * the minimap.
+ * the minimap. A graph larger than its view is drawn in two steps (laterElements): what is in view first, the
+ * rest right after that frame is on screen; ``cy.scratch("whole")`` resolves once all of it is in the graph.
  */
 function mountGraph(elements, startId, nodeCount, layout = {}) {
   const container = $("graph");
@@ -313,22 +315,78 @@ function mountGraph(elements, startId, nodeCount, layout = {}) {
   const t0 = performance.now();
   const drawing = arrange(elements, layout);
   drawing.ms = performance.now() - t0;
-  // the elements come placed (preset) and readableView sets zoom and pan: a fit here would measure every element
-  // with its label before the first frame, for a viewport replaced right after
-  const cy = cytoscape({container, elements, style: GRAPH_STYLE, userZoomingEnabled: false, boxSelectionEnabled: false,
-                        minZoom: 0.05, maxZoom: 4, layout: {name: "preset", fit: false}});
+  // the elements come placed (preset) with the view readableViewport chose: a fit here would measure every
+  // element with its label before the first frame, for a viewport replaced right after
+  const start = elements.find(el => el.data.id === startId);
+  const view = readableViewport(drawing.bbox, container.clientWidth, container.clientHeight, start && start.position);
+  const later = view.fits ? [] : laterElements(elements, modelView(view, container.clientWidth, container.clientHeight));
+  const skip = new Set(later);
+  const cy = cytoscape({container, elements: later.length ? elements.filter(el => !skip.has(el)) : elements,
+                        style: GRAPH_STYLE, userZoomingEnabled: false, boxSelectionEnabled: false,
+                        minZoom: 0.05, maxZoom: 4, zoom: view.zoom, pan: view.pan, layout: {name: "preset", fit: false}});
   cy.scratch("drawing", drawing);
   cy.scratch("layout", layout);
   graphs.push(cy);
   window.lineageGraph = cy;  // for tests and the console
+  cy.one("render", () => performance.mark("lineage-graph-drawn"));  // the first frame on screen (bench/ui_bench.py)
+  cy.scratch("whole", new Promise(whole => {
+    cy.scratch("later", later.length ? {elements: later, whole} : null);
+    if (!later.length) whole();
+    // after the first frame, once the browser has put it on screen
+    else cy.one("render", () => setTimeout(() => drawRest(cy)));
+  }));
+  // what a reader does with the graph needs all of it: a hover or click before the rest is drawn draws it
+  cy.on("tap mouseover", () => drawRest(cy));
   const focus = cy.getElementById(startId);
-  const fits = readableView(cy, focus);
-  if (!fits) firstFrameInView(cy);
+  if (!view.fits) firstFrameInView(cy);
   wheelZoom(cy, container);
   zoomButtons(cy, focus);
   hover(cy);
-  if (nodeCount > MINIMAP_OVER || !fits) minimap(cy);
+  if (nodeCount > MINIMAP_OVER || !view.fits) minimap(cy);
   return cy;
+}
+
+/**
+ * The elements of a graph larger than its view that its first frame leaves out: nodes and edges wholly outside
+ * ``view`` (model units; an edge by the points of its curve and the place of its label, arrange.js), except the
+ * nodes an edge in view ends at. Styling an element (its properties parsed, its curve, label and bounds worked
+ * out) is most of a large graph's drawing time, in view or not (docs/performance.md, Drawing a graph).
+ */
+function laterElements(elements, view) {
+  const margin = 160;  // model units: an edge's label reaches this far beyond its curve's points
+  const v = {x1: view.x1 - margin, x2: view.x2 + margin, y1: view.y1 - margin, y2: view.y2 + margin};
+  const inside = (x1, x2, y1, y2) => x2 >= v.x1 && x1 <= v.x2 && y2 >= v.y1 && y1 <= v.y2;
+  const kept = new Set(), later = [], edges = [];
+  for (const el of elements) {
+    if (el.data.source !== undefined) { edges.push(el); continue; }
+    const p = el.position, w = el.data.bw || el.data.w || 0, h = el.data.bh || LAYOUT.node * 2;
+    if (!p || inside(p.x - w / 2, p.x + w / 2, p.y - h / 2, p.y + h / 2)) kept.add(el.data.id);
+  }
+  const ends = new Set();
+  for (const e of edges) {
+    const pts = e.data.path || [];
+    const xs = pts.map(q => q.x), ys = pts.map(q => q.y);
+    if (!pts.length || inside(Math.min(...xs), Math.max(...xs), Math.min(...ys), Math.max(...ys))) {
+      ends.add(e.data.source); ends.add(e.data.target);
+    } else later.push(e);
+  }
+  for (const el of elements) if (el.data.source === undefined && !kept.has(el.data.id) && !ends.has(el.data.id)) later.push(el);
+  return later;
+}
+
+/** What a ``w`` x ``h`` frame at viewport ``view`` ({zoom, pan}) shows, in model units. */
+function modelView(view, w, h) {
+  return {x1: -view.pan.x / view.zoom, x2: (w - view.pan.x) / view.zoom, y1: -view.pan.y / view.zoom, y2: (h - view.pan.y) / view.zoom};
+}
+
+/** Add the elements the first frame of ``cy`` left out (mountGraph), once; nothing when they are in already. */
+function drawRest(cy) {
+  const later = !cy.destroyed() && cy.scratch("later");
+  if (!later) return;
+  cy.scratch("later", null);
+  cy.add(later.elements);
+  cy.one("render", () => performance.mark("lineage-graph-whole"));
+  later.whole();
 }
 
 /**
@@ -362,39 +420,47 @@ function resizeFrame() {
 window.addEventListener("resize", resizeFrame);
 
 /**
- * Fit the graph when its labels stay readable (READABLE_PX); else the readable zoom around ``focus``, the
- * graph's near end filling the frame (pan, or click the minimap, for the rest). True when all of it is in view.
- * The graph's extent is the drawing's (arrange.js), not asked of cytoscape.
+ * The viewport ({zoom, pan, fits}) of a ``w`` x ``h`` frame on a drawing of extent ``bb`` (arrange.js's, not
+ * asked of cytoscape): all of it when its labels stay readable (READABLE_PX); else the readable zoom around
+ * ``at`` (a model position), the graph's near end filling the frame (pan, or click the minimap, for the rest).
+ * ``fits``: all of it is in view.
  */
-function readableView(cy, focus) {
-  const bb = cy.scratch("drawing").bbox, w = cy.width(), h = cy.height(), pad = 24;
-  let zoom = Math.min((w - 2 * pad) / bb.w, (h - 2 * pad) / bb.h);
+function readableViewport(bb, w, h, at) {
+  const pad = 24;
+  const zoom = Math.min((w - 2 * pad) / bb.w, (h - 2 * pad) / bb.h);
   if (zoom < MIN_READABLE_ZOOM) {
-    const at = focus.nonempty() ? focus.position() : {x: bb.x1, y: (bb.y1 + bb.y2) / 2};
-    cy.viewport({zoom: MIN_READABLE_ZOOM, pan: {x: w / 2 - at.x * MIN_READABLE_ZOOM, y: h / 2 - at.y * MIN_READABLE_ZOOM}});
-    fillViewport(cy);
-    return false;
+    const p = at || {x: bb.x1, y: (bb.y1 + bb.y2) / 2}, z = MIN_READABLE_ZOOM;
+    return {zoom: z, pan: filledPan(bb, z, {x: w / 2 - p.x * z, y: h / 2 - p.y * z}, w, h), fits: false};
   }
-  zoom = Math.min(zoom, MAX_FIRST_ZOOM);
-  cy.viewport({zoom, pan: {x: w / 2 - (bb.x1 + bb.x2) / 2 * zoom, y: h / 2 - (bb.y1 + bb.y2) / 2 * zoom}});
-  return true;
+  const z = Math.min(zoom, MAX_FIRST_ZOOM);
+  return {zoom: z, pan: {x: w / 2 - (bb.x1 + bb.x2) / 2 * z, y: h / 2 - (bb.y1 + bb.y2) / 2 * z}, fits: true};
+}
+
+/** Set readableViewport on ``cy`` around ``focus``; true when all of the graph is in view. */
+function readableView(cy, focus) {
+  const v = readableViewport(cy.scratch("drawing").bbox, cy.width(), cy.height(), focus.nonempty() ? focus.position() : null);
+  cy.viewport({zoom: v.zoom, pan: v.pan});
+  return v.fits;
 }
 
 /** The drawing's extent on screen (arrange.js's bounding box at the current zoom and pan). */
 function renderedExtent(cy) {
-  const m = cy.scratch("drawing").bbox, z = cy.zoom(), p = cy.pan();
+  return extentAt(cy.scratch("drawing").bbox, cy.zoom(), cy.pan());
+}
+function extentAt(m, z, p) {
   return {x1: m.x1 * z + p.x, x2: m.x2 * z + p.x, y1: m.y1 * z + p.y, y2: m.y2 * z + p.y, w: m.w * z, h: m.h * z};
 }
 
-/** Pan so the graph fills the canvas: the start of a backward graph sits at the right edge, not mid-way. */
-function fillViewport(cy) {
-  const bb = renderedExtent(cy), w = cy.width(), h = cy.height(), pad = 16;
+/** ``pan`` moved so the drawing ``m`` at ``zoom`` fills a ``w`` x ``h`` frame: the start of a backward graph sits
+ * at the right edge, not mid-way. */
+function filledPan(m, zoom, pan, w, h) {
+  const bb = extentAt(m, zoom, pan), pad = 16;
   let dx = 0, dy = 0;
   if (bb.w + 2 * pad > w) dx = bb.x1 > pad ? pad - bb.x1 : bb.x2 < w - pad ? w - pad - bb.x2 : 0;
   else dx = (w - bb.w) / 2 - bb.x1;
   if (bb.h + 2 * pad > h) dy = bb.y1 > pad ? pad - bb.y1 : bb.y2 < h - pad ? h - pad - bb.y2 : 0;
   else dy = (h - bb.h) / 2 - bb.y1;
-  cy.panBy({x: dx, y: dy});
+  return {x: pan.x + dx, y: pan.y + dy};
 }
 
 /**
@@ -465,6 +531,7 @@ function hover(cy) {
 
 /** Highlight ``node``'s upstream and downstream paths and dim the rest (null clears). */
 function mark(cy, node) {
+  drawRest(cy);
   cy.batch(() => {
     cy.elements().removeClass("dim hl sel");
     if (!node) return;
@@ -520,8 +587,9 @@ function minimap(cy) {
   g.strokeStyle = "#ccc"; g.lineWidth = 0.5; g.beginPath();
   for (const [s, t] of lines) { g.moveTo(s.x * z + ox, s.y * z + oy); g.lineTo(t.x * z + ox, t.y * z + oy); }
   g.stroke();
+  const later = new Map(((cy.scratch("later") || {}).elements || []).map(el => [el.data.id, el.data]));
   for (const r of rects) {
-    const d = cy.getElementById(r.id).data();
+    const el = cy.getElementById(r.id), d = el.nonempty() ? el.data() : later.get(r.id) || {};
     rect(r, d.start ? "#e0b000" : d.status === "unmasked" || d.violations ? "#c0392b" : d.labels ? "#8e44ad" : "#8aa1b8");
   }
   map.update();
