@@ -471,13 +471,13 @@ def test_docs_render_offline_with_favicon_and_overview(served, page):
 
 
 def open_html(pg, store, start: tuple, out, *args: str) -> None:
-    """Write ``lineage-listener html`` of ``start`` (with ``args``) to ``out`` and open it once drawn."""
+    """Write ``lineage-listener html`` of ``start`` (with ``args``) to ``out`` and open it once drawn whole."""
     proc = subprocess.run([sys.executable, "-m", "lineage_listener", "html", "--store", str(store), *start, *args,
                            "-o", str(out)], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0, proc.stderr
     assert "http://" not in out.read_text().split("window.LINEAGE_STATIC")[0].split("<script>")[0]
     pg.goto(out.as_uri())
-    pg.wait_for_function("window.lineageGraph && window.lineageGraph.nodes().length > 0")
+    pg.wait_for_function("window.lineageGraph && window.lineageGraph.nodes().length > 0 && !window.lineageGraph.scratch('later')")
 
 
 def test_html_file_draws_the_same_graph_offline(served, page, tmp_path):
