@@ -13,10 +13,12 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
 from tests import docs_commands
+from tests.server_helpers import Server
 from tests.docs_commands import ROOT, Example, examples, json_matches, matches, normal_lines, pages
 
 #: Pages whose every command a test runs: page -> the test.
@@ -90,8 +92,6 @@ _not_run("docs/server.md", "a server at a host with TLS and files under /etc and
          "spark-submit $(lineage-listener spark-conf) --conf spark.lineage.url=")
 _not_run("docs/server.md", "a run Airflow launched, with Airflow's events ingested: tests/test_airflow_parent.py",
          "curl -s 'localhost:8765/api/runs/")
-_not_run("docs/server.md", "the demo store's server answers: not run by a page test yet", "curl -s 'localhost:8765/",
-         "curl -s '...email_hash/")
 _not_run("docs/streaming.md", "the page's stream (tests/test_streaming.py captures file streams)",
          "lineage-listener sql --store lineage.duckdb")
 
@@ -153,8 +153,10 @@ def normal(text: str, paths: dict[str, str]) -> str:
 
 
 def run_shown(example: Example, cwd: Path, args: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lineage_listener", *args[1:]], cwd=cwd, capture_output=True,
-                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}, timeout=300)
+    """A page's command (the checkout's ``lineage-listener``, or another program such as curl)."""
+    command = [sys.executable, "-m", "lineage_listener", *args[1:]] if args[0] == "lineage-listener" else args
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"})
 
 
 def compare(example: Example, done: subprocess.CompletedProcess, paths: dict[str, str]) -> list[str]:
@@ -218,9 +220,14 @@ def test_the_governance_page_prints_what_it_shows(retail, tmp_path, monkeypatch)
 DEMO_AFTER = {("docs/openlineage.md", "lineage-listener ingest openlineage --store copy.duckdb events.ndjson")}
 
 
+#: Where the pages' requests find the demo store's server (``serve --store demo-output/lineage.duckdb``).
+DEMO_SERVER = "localhost:8765"
+
+
 def on_demo_store(example: Example) -> bool:
     return DEMO_FOLDER + "lineage.duckdb" in example.command or any(
-        example.page == page and example.command.startswith(start) for page, start in DEMO_AFTER)
+        example.page == page and example.command.startswith(start) for page, start in DEMO_AFTER) or (
+        example.page == "docs/server.md" and example.command.startswith("curl ") and f"'{DEMO_SERVER}/" in example.command)
 
 
 def test_the_demo_store_commands_print_what_the_pages_show(demo_store, tmp_path):
@@ -231,13 +238,24 @@ def test_the_demo_store_commands_print_what_the_pages_show(demo_store, tmp_path)
     paths = {str(demo_store.parent): "/tmp/demo-out", "lineage-listener-tests": "sample_job"}
     problems = []
     ran = 0
-    for page in pages():
-        for example in examples(page):
-            if not on_demo_store(example) or not_run(example):
-                continue
-            args = shlex.split(example.command.replace("$PWD/" + DEMO_FOLDER, str(demo_store.parent) + "/"),
-                               comments=True)
-            problems += compare(example, run_shown(example, tmp_path, args), paths)
-            ran += 1
-    assert ran >= 4
+    server = None
+    try:
+        for page in pages():
+            for example in examples(page):
+                if not on_demo_store(example) or not_run(example):
+                    continue
+                command = example.command.replace("$PWD/" + DEMO_FOLDER, str(demo_store.parent) + "/")
+                if command.startswith("curl "):  # the server the page started: on a copy, at a free port
+                    if server is None:
+                        shutil.copy(demo_store, tmp_path / "served.duckdb")
+                        server = Server(tmp_path / "served.duckdb", token=None).start()
+                    command = command.replace(DEMO_SERVER, server.url.split("://")[1]).replace(
+                        quote("/tmp/demo-out", safe=""), quote(str(demo_store.parent), safe=""))
+                args = shlex.split(command, comments=True)
+                problems += compare(example, run_shown(example, tmp_path, args), paths)
+                ran += 1
+    finally:
+        if server is not None:
+            server.stop()
+    assert ran >= 4 and server is not None
     assert not problems, "\n\n".join(problems)
