@@ -219,28 +219,6 @@ def _bridge_jar() -> Path:
 
 # ---- job kinds -----------------------------------------------------------------------
 
-def test_pyspark_script(tmp_path: Path) -> None:
-    store, out, probe = tmp_path / "lineage.duckdb", tmp_path / "out", tmp_path / "probe.json"
-    (tmp_path / "gateway_probe.py").write_text(GATEWAY_PROBE)
-    rc, stdout, err = run_job([*capture_args(store), *pyspark_job(tmp_path, "bridge_pyspark_job", [out],
-                                                                  probe=str(probe), probe_dir=str(tmp_path))],
-                              tmp_path)
-    assert rc == 0, stdout[-3000:] + err[-3000:]
-    assert edges(store, f"file:{out}") == pyspark_edges(orders_csv(tmp_path))
-    runs = ended_runs(store)
-    assert list(runs) == ["bridge_pyspark_job"] and runs["bridge_pyspark_job"] is not None
-    assert OFF_LINE not in err
-
-    # the gateway only listens on loopback and only talks to holders of the token
-    result = json.loads(probe.read_text())
-    loopback = {"0100007F", "0000000000000000FFFF00000100007F"}  # 127.0.0.1, or ::ffff:127.0.0.1 (dual stack)
-    assert len(result["listen_addresses"]) == 1 and set(result["listen_addresses"]) <= loopback, result
-    assert result["right_token"] == "connected"
-    assert result["no_token"].startswith("refused") and result["wrong_token"].startswith("refused"), result
-    assert not result["raw_reply"].startswith("!y"), result   # no reply but an error to a tokenless call
-    assert result["token_in_argv"] is False
-
-
 def test_sql_file_with_spark_sql(tmp_path: Path) -> None:
     store, sql = tmp_path / "lineage.duckdb", tmp_path / "job.sql"
     sql.write_text(SQL_JOB)
@@ -364,22 +342,36 @@ def test_worker_killed_mid_run_loses_no_edges(tmp_path: Path) -> None:
     assert ended_runs(store)["killed_worker_job"] is not None
 
 
-def test_two_jobs_at_once_share_one_store(tmp_path: Path) -> None:
-    store = tmp_path / "lineage.duckdb"
+def test_two_pyspark_scripts_at_once_share_one_store_and_guard_their_gateways(tmp_path: Path) -> None:
+    """Two unmodified PySpark scripts under spark-submit at once, into one store; the first also tries
+    its bridge's gateway from the driver: it listens on loopback only and talks only to the token's holder."""
+    store, probe = tmp_path / "lineage.duckdb", tmp_path / "probe.json"
+    (tmp_path / "gateway_probe.py").write_text(GATEWAY_PROBE)
     procs = {}
     for name in ("a", "b"):
         d = tmp_path / name
         d.mkdir()
         outs = [d / "out1", d / "out2"]
-        procs[name] = (d, outs, submit([*capture_args(store), *pyspark_job(d, f"concurrent_{name}", outs)], d))
+        extra = {"probe": str(probe), "probe_dir": str(tmp_path)} if name == "a" else {}
+        job = pyspark_job(d, f"concurrent_{name}", outs, **extra)
+        procs[name] = (d, outs, submit([*capture_args(store), *job], d))
     for _d, _outs, proc in procs.values():
-        rc, _, err = finish(proc)
-        assert rc == 0, err[-3000:]
+        rc, stdout, err = finish(proc)
+        assert rc == 0, stdout[-3000:] + err[-3000:]
+        assert OFF_LINE not in err
     for d, outs, _ in procs.values():
         for o in outs:
             assert edges(store, f"file:{o}") == pyspark_edges(orders_csv(d)), o
     runs = ended_runs(store)
     assert set(runs) == {"concurrent_a", "concurrent_b"} and all(runs.values())
+
+    result = json.loads(probe.read_text())
+    loopback = {"0100007F", "0000000000000000FFFF00000100007F"}  # 127.0.0.1, or ::ffff:127.0.0.1 (dual stack)
+    assert len(result["listen_addresses"]) == 1 and set(result["listen_addresses"]) <= loopback, result
+    assert result["right_token"] == "connected"
+    assert result["no_token"].startswith("refused") and result["wrong_token"].startswith("refused"), result
+    assert not result["raw_reply"].startswith("!y"), result   # no reply but an error to a tokenless call
+    assert result["token_in_argv"] is False
 
 
 def test_spark_stop_does_not_wait_for_a_busy_store_and_nothing_is_lost(tmp_path: Path) -> None:
