@@ -245,6 +245,15 @@ def retail(tmp_path_factory: pytest.TempPathFactory) -> Retail:
 
 
 @pytest.fixture(scope="session")
+def hive_app(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Hive-enabled application of ``tests/hive_app.py``, run once: its folder holds ``hive.duckdb``,
+    ``multi.duckdb`` and ``separate.duckdb``."""
+    from tests import hive_app
+
+    return hive_app.run(tmp_path_factory.mktemp("hive"))
+
+
+@pytest.fixture(scope="session")
 def access_store(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The small warehouse of the access tests (``tests/access_pipeline.py``: tables and paths a marts
     reader may and may not read, SQL literals on both sides, two streams) captured into a store, once."""

@@ -90,44 +90,13 @@ def test_both_fact_readers_name_each_write(spark, reader, tables):
     assert [p.target for p in parts] == by_calls[multiwrite.WRITES]
 
 
-HIVE_JOB = """
-import lineage_listener
-from pyspark.sql import SparkSession
-spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
-         .config("spark.sql.warehouse.dir", {wh!r})
-         .config("spark.driver.extraJavaOptions", "-Dderby.system.home=" + {wh!r})
-         .enableHiveSupport().getOrCreate())
-spark.sql("CREATE TABLE src (k INT, v STRING) STORED AS TEXTFILE")
-spark.sql("INSERT INTO src VALUES (1, 'a')")
-spark.sql("CREATE TABLE a (k INT, v STRING) STORED AS TEXTFILE")
-spark.sql("CREATE TABLE b (kk INT) STORED AS TEXTFILE")
-handle = lineage_listener.enable(spark, store={multi!r})
-spark.sql("FROM src INSERT INTO a SELECT k, upper(v) INSERT INTO b SELECT k + 1 WHERE k > 0").collect()
-assert handle.flush(120)
-lineage_listener.disable(spark)
-handle = lineage_listener.enable(spark, store={separate!r})
-spark.sql("INSERT INTO a SELECT k, upper(v) FROM src").collect()
-spark.sql("INSERT INTO b SELECT k + 1 FROM src WHERE k > 0").collect()
-assert handle.flush(120)
-spark.stop()
-"""
-
-
-def test_hive_format_multi_insert(tmp_path):
-    """Hive-format tables (``InsertIntoHiveTable``), in a Hive-enabled Spark of its own."""
-    import os
-    import subprocess
-    import sys
+def test_hive_format_multi_insert(hive_app):
+    """Hive-format tables (``InsertIntoHiveTable``), in a Hive-enabled Spark of its own (``tests/hive_app.py``)."""
     from pathlib import Path
 
     import duckdb
 
-    multi, separate = tmp_path / "multi.duckdb", tmp_path / "separate.duckdb"
-    script = tmp_path / "job.py"
-    script.write_text(HIVE_JOB.format(wh=str(tmp_path / "wh"), multi=str(multi), separate=str(separate)))
-    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    multi, separate = hive_app / "multi.duckdb", hive_app / "separate.duckdb"
 
     def rows(store: Path) -> tuple[list[Any], set[Any]]:
         with duckdb.connect(str(store), read_only=True) as con:
