@@ -77,20 +77,25 @@ class EdgeRow:
 class Captured:
     """What the store holds for the queries one test action produced."""
 
-    def __init__(self, store: Path, query_ids: list[str]) -> None:
+    def __init__(self, store: Path, query_ids: list[str], con: duckdb.DuckDBPyConnection | None = None) -> None:
+        """``con``: a read-only connection to ``store`` already open (else one is opened here)."""
         self.store = store
         self.query_ids = query_ids
         self.queries: list[dict[str, Any]] = []
         self.edges: list[EdgeRow] = []
-        if not store.exists():
-            return
-        with duckdb.connect(str(store), read_only=True) as con:
-            self.queries = [dict(zip([d[0] for d in con.description], r)) for r in
-                            con.execute("SELECT * FROM queries WHERE query_id IN (SELECT unnest(?)) "
-                                        "ORDER BY captured_at", [query_ids]).fetchall()]
-            rows = con.execute(
-                "SELECT target_dataset, target_column, source_dataset, source_column, transform, kind, expression, "
-                "masking, guess FROM column_lineage WHERE query_id IN (SELECT unnest(?))", [query_ids]).fetchall()
+        if con is not None:
+            self._read(con)
+        elif store.exists():
+            with duckdb.connect(str(store), read_only=True) as con:
+                self._read(con)
+
+    def _read(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.queries = [dict(zip([d[0] for d in con.description], r)) for r in
+                        con.execute("SELECT * FROM queries WHERE query_id IN (SELECT unnest(?)) "
+                                    "ORDER BY captured_at", [self.query_ids]).fetchall()]
+        rows = con.execute(
+            "SELECT target_dataset, target_column, source_dataset, source_column, transform, kind, expression, "
+            "masking, guess FROM column_lineage WHERE query_id IN (SELECT unnest(?))", [self.query_ids]).fetchall()
         self.edges = [EdgeRow(*r) for r in rows]
 
     def simple(self, kind: str | None = None) -> set[tuple[str | None, str, str]]:
@@ -118,7 +123,11 @@ class LineageHarness:
         if not self.store.exists():
             return []
         with duckdb.connect(str(self.store), read_only=True) as con:
-            return [r[0] for r in con.execute("SELECT query_id FROM queries").fetchall()]
+            return self._ids(con)
+
+    @staticmethod
+    def _ids(con: duckdb.DuckDBPyConnection) -> list[str]:
+        return [r[0] for r in con.execute("SELECT query_id FROM queries").fetchall()]
 
     def run(self, action: str | Callable[[], Any]) -> Captured:
         """Run SQL (collected) or a callable; return the queries it added to the store."""
@@ -129,8 +138,10 @@ class LineageHarness:
         else:
             action()
         assert self.handle.flush(60), "capture did not flush"
-        after = [q for q in self._query_ids() if q not in before]
-        return Captured(self.store, after)
+        if not self.store.exists():
+            return Captured(self.store, [])
+        with duckdb.connect(str(self.store), read_only=True) as con:  # the ids and their rows over one connection
+            return Captured(self.store, [q for q in self._ids(con) if q not in before], con)
 
 
 @pytest.fixture
