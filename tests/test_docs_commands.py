@@ -31,6 +31,9 @@ DEMO_FOLDER = "demo-output/"
 RUN_ELSEWHERE = {
     "docs/querying.md": ("tests/test_docs_examples.py", "## On a store of four applications"),
 }
+#: Single commands run by a test of this file: (page, the command's start) -> the test.
+RUN_ALONE = {("docs/governance-diff-preview.md", "lineage-listener diff --store lineage.duckdb --app daily_load"):
+             "test_the_rows_written_diff_prints_what_the_page_shows"}
 #: Commands the suite does not run here, with why: (page, the command's start) -> reason. Every
 #: other command of a page is run (``RUNNERS``, ``RUN_ELSEWHERE``) or fails the first test below.
 NOT_RUN: dict[tuple[str, str], str] = {}
@@ -64,7 +67,9 @@ _not_run("docs/governance.md", "the lineage server's watch with a webhook receiv
          "(tests/test_governance.py runs serve --policy and its webhook)",
          "export LINEAGE_SERVER_TOKEN=", "lineage-listener serve --store served.duckdb", "curl -s ")
 _not_run("docs/governance-diff-preview.md", SYNOPSIS + " (applications and files of no pipeline of the pages)",
-         "lineage-listener diff --store", "lineage-listener preview --store lineage.duckdb")
+         "lineage-listener diff --store lineage.duckdb --app daily_orders", "lineage-listener diff --store lineage.duckdb --runs",
+         "lineage-listener diff --store lineage.duckdb --windows", "lineage-listener diff --store new.duckdb",
+         "lineage-listener preview --store lineage.duckdb")
 _not_run("docs/kafka.md", "a SASL_SSL broker at broker:9093 and files under /etc (tests/test_kafka.py runs "
          "publish, serve and consume against a local broker)",
          "spark-submit $(lineage-listener spark-conf --kafka", "cat /etc/lineage/kafka.conf",
@@ -110,7 +115,8 @@ def test_every_command_on_a_page_is_run_or_listed_with_a_reason():
     for page in pages():
         elsewhere = _section_commands(page, RUN_ELSEWHERE[page][1]) if page in RUN_ELSEWHERE else set()
         for example in examples(page):
-            if page in RUNNERS or example.command in elsewhere or on_demo_store(example) or not_run(example):
+            alone = any(page == p and example.command.startswith(start) for p, start in RUN_ALONE)
+            if page in RUNNERS or example.command in elsewhere or on_demo_store(example) or alone or not_run(example):
                 continue
             unlisted.append(f"{page}:{example.line}: {example.command}")
     assert not unlisted, "commands no test runs (run them, or list them in NOT_RUN with why):\n" + "\n".join(unlisted)
@@ -259,3 +265,25 @@ def test_the_demo_store_commands_print_what_the_pages_show(demo_store, tmp_path)
             server.stop()
     assert ran >= 4 and server is not None
     assert not problems, "\n\n".join(problems)
+
+
+# -- a diff of rows written: two runs of a job, ingested as OpenLineage events -----------------------
+
+def test_the_rows_written_diff_prints_what_the_page_shows(tmp_path):
+    """The page's ``diff --rows-factor`` example on its two runs of ``daily_load`` (the second writes
+    no rows into ``file:/data/daily``), ingested as the OpenLineage Spark agent's events."""
+    import io
+    import json
+
+    from lineage_listener.openlineage import ingest
+    from tests.test_write_statistics import _write_event
+
+    page = "docs/governance-diff-preview.md"
+    ((_, start),) = [key for key in RUN_ALONE if key[0] == page]
+    (example,) = [e for e in examples(page) if e.command.startswith(start)]
+    first, second = ("0193a000-0000-7000-8000-00000000000" + c for c in "12")
+    events = [_write_event(first, "0193a000-0000-7000-8000-0000000000a1", 1000, "2026-01-01T06:00:00Z"),
+              _write_event(second, "0193a000-0000-7000-8000-0000000000a2", 0, "2026-01-02T06:00:00Z")]
+    ingest.ingest(str(tmp_path / "lineage.duckdb"), io.StringIO("\n".join(json.dumps(e) for e in events)))
+    problems = compare(example, run_shown(example, tmp_path, shlex.split(example.command)), {})
+    assert not problems, "\n".join(problems)
