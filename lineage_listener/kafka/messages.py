@@ -140,17 +140,23 @@ def batch_of_rows(facet: dict[str, Any]) -> Batch:
     ...                "no_such_table": {"columns": ["x"], "rows": [[1]]}}).rows["query_started"]
     [QueryStarted(query_id='q', started_at=None)]
     """
-    batch = Batch()
+    made: list[Any] = []
     for table, spec in facet.items():
         if table not in COLUMNS:
             continue
-        names, cls = list(spec["columns"]), TABLES[table]
+        names, cls = spec["columns"], TABLES[table]
         width = len(names)
-        if names == list(COLUMNS[table]):  # this version's own columns: each row as it is
-            batch.add_all([_new(cls, row) if len(row) == width else _by_name(cls, names, row) for row in spec["rows"]])
+        if names == _COLUMN_LISTS[table]:  # this version's own columns: each row as it is
+            made += [_new(cls, row) if len(row) == width else _by_name(cls, names, row) for row in spec["rows"]]
         else:
-            batch.add_all([_by_name(cls, names, row) for row in spec["rows"]])
+            made += [_by_name(cls, names, row) for row in spec["rows"]]
+    batch = Batch()
+    batch.add_all(made)  # one redaction pass over the message's texts
     return batch
+
+
+#: Each table's columns as a list (a message's ``columns`` compared as they come).
+_COLUMN_LISTS = {table: list(columns) for table, columns in COLUMNS.items()}
 
 
 #: A row type's tuple from values of its width (``_make`` without its length check, made here).
@@ -198,11 +204,24 @@ def event(part: Part) -> dict[str, Any]:
                         job=Job(namespace=ol_events.ExportOptions.job_namespace, name=app_name or "spark"),
                         producer=ol_events.PRODUCER)
     out = Serde.to_dict(made)
-    ours = out["run"].setdefault("facets", {}).setdefault("lineage_listener", {
-        "_producer": ol_events.PRODUCER, "queryId": part.query_id or "", "runId": part.key})
+    run_part = out.pop("run")
+    facets_of_run = run_part.pop("facets", {})
+    ours = facets_of_run.pop("lineage_listener", None) or {
+        "_producer": ol_events.PRODUCER, "queryId": part.query_id or "", "runId": part.key}
+    ours.pop("rows", None)
     ours["_schemaURL"] = FACET_SCHEMA
-    ours["rows"] = rows_facet(part.batch)
-    return out
+    # rows first, in the first facet of the first key: see ROWS_FIRST
+    return {"run": {"facets": {"lineage_listener": {"rows": rows_facet(part.batch), **ours}, **facets_of_run},
+                    **run_part}, **out}
+
+
+#: How a message of ours begins (:func:`event`'s key order, written without spaces): the facet's
+#: ``rows`` come first, so :func:`decode` parses them alone and skips the OpenLineage part, which
+#: our consumer does not need. Key order means nothing to other JSON readers; a message that begins
+#: otherwise (another producer, an older version) is parsed whole.
+ROWS_FIRST = '{"run":{"facets":{"lineage_listener":{"rows":'
+_ROWS_FIRST_BYTES = ROWS_FIRST.encode()
+_DECODER = json.JSONDecoder()
 
 
 def encode(batch: Batch) -> list[tuple[bytes, bytes, Part]]:
@@ -226,6 +245,12 @@ def decode(value: bytes | str | None) -> Decoded:
     ``validate.BadEvent``, a ValueError) when it is neither."""
     if value is None:
         raise ValueError("empty message (a tombstone): no event")
+    rows = _rows_first(value)
+    if rows is not None:
+        try:
+            return Decoded(batch_of_rows(rows), 1, True)
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"lineage_listener facet rows unreadable: {exc!r}") from None
     try:
         data = json.loads(value)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -247,3 +272,27 @@ def decode(value: bytes | str | None) -> Decoded:
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"not an OpenLineage RunEvent: {exc!r}") from None
     return Decoded(batch, n, False)
+
+
+def _rows_first(value: bytes | str) -> dict[str, Any] | None:
+    """The facet's rows of a message that begins with :data:`ROWS_FIRST`, parsed alone; None for any other.
+
+    >>> _rows_first(ROWS_FIRST + '{"runs":{"columns":["run_id"],"rows":[["a"]]}},"queryId":"q"}}},"x":1}')
+    {'runs': {'columns': ['run_id'], 'rows': [['a']]}}
+    >>> _rows_first('{"run":{}}') is None
+    True
+    """
+    if isinstance(value, (bytes, bytearray)):
+        if not value.startswith(_ROWS_FIRST_BYTES):
+            return None
+        try:
+            value = value.decode()
+        except UnicodeDecodeError:
+            return None
+    elif not value.startswith(ROWS_FIRST):
+        return None
+    try:
+        rows, _end = _DECODER.raw_decode(value, len(ROWS_FIRST))
+    except json.JSONDecodeError:
+        return None  # parsed whole, and refused there
+    return rows if isinstance(rows, dict) else None
