@@ -14,6 +14,11 @@ are simply concatenated. Three things are not order-free across a batch and star
 - label rows when the chunk holds label rows (set, unset, a file loaded again: a batch applies
   them by kind, not in their order, and records one change per key).
 
+A row of a table whose merge rule collapses a key's rows (``COLLAPSE``: runs, datasets, columns) that
+is the same as the chunk's last row of its key is left out: each rule of
+:data:`~lineage_listener.store.rows.RULES` gives a value merged twice what it gives merged once, and
+messages of one application repeat its run and the datasets its queries share.
+
 >>> from lineage_listener.store.batch import Batch
 >>> from lineage_listener.store.rows import row_of
 >>> def run(ended):
@@ -30,9 +35,12 @@ from __future__ import annotations
 from typing import Any
 
 from lineage_listener.store.batch import LABEL_TABLES, Batch
+from lineage_listener.store.rows import TABLES
 
 _RUN_ID, _QUERY_ID, _CAPTURED_AT = 0, 0, 10  # runs.run_id; column_lineage.query_id, .captured_at
 _EDGE_RUN = 1                                 # column_lineage.run_id
+#: Tables whose rows of one key collapse by :data:`~lineage_listener.store.rows.RULES`, and where their key is.
+_COLLAPSED = {table: tuple(cls._fields.index(k) for k in cls.KEY) for table, cls in TABLES.items() if cls.COLLAPSE}
 
 
 class Chunk:
@@ -46,6 +54,7 @@ class Chunk:
         self._captures: set[tuple[Any, Any, Any]] = set()
         self._runs: set[Any] = set()
         self._labels = False
+        self._last: dict[str, dict[Any, tuple]] = {table: {} for table in _COLLAPSED}  # key -> its last row
 
     def __len__(self) -> int:
         return self._rows
@@ -61,8 +70,21 @@ class Chunk:
         if (captures & self._captures or (labels and self._labels)
                 or any(r[0] in self._runs for r in rows["run_reopened"])):
             return False
-        self.batch.extend(batch)
-        self._rows += size
+        for table, taken in rows.items():
+            if not taken:
+                continue
+            at = _COLLAPSED.get(table)
+            if at is None:
+                self.batch.rows[table].extend(taken)
+                self._rows += len(taken)
+                continue
+            last, into = self._last[table], self.batch.rows[table]
+            for row in taken:
+                key = row[at[0]] if len(at) == 1 else tuple(row[i] for i in at)
+                if last.get(key) != row:
+                    last[key] = row
+                    into.append(row)
+                    self._rows += 1
         self._captures |= captures
         self._runs.update(r[_RUN_ID] for r in rows["runs"])
         self._labels = self._labels or labels
