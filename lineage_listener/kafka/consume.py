@@ -64,6 +64,10 @@ POLL_WAIT = 0.2
 LAG_EVERY = 2.0
 #: Seconds over which /api/health and doctor give rates.
 RATE_WINDOW = 10.0
+#: Seconds the writer keeps the store open after a batch of the topic when nothing else waits: the
+#: next message of a topic that flows is written without reopening the store, and the server's reads
+#: meanwhile take cursors of the open database (``GroupWriter.submit``'s ``keep_open``).
+KEEP_OPEN = 2.0
 #: Seconds a batch the writer could not take (queue full, a failing store) waits before it is sent again.
 RETRY_AFTER = 0.5
 
@@ -312,7 +316,8 @@ class TopicIngest:
         while True:
             try:
                 self.writer.submit(sent.batch, lambda answer: self._answers.put((sent, answer)),
-                                   also=offsets.recorder(self.settings.topic, nexts), quiet=True)
+                                   also=offsets.recorder(self.settings.topic, nexts), quiet=True,
+                                   keep_open=KEEP_OPEN)
                 return
             except QueueFull:  # the writer is busy: wait for room, handling what it has answered
                 if self._stop.is_set():

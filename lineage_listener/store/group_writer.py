@@ -13,7 +13,8 @@ database instance (DuckDB's MVCC: a read sees the last commit and never waits fo
 Other processes (a Spark job writing the file directly, a ``duckdb`` shell) still get it: the
 writer lets go as soon as no batch waits (by default before it answers, so a client that got
 its 200 finds the file free unless others are writing; ``release_idle`` seconds later if set,
-which saves reopening under a steady trickle), and at the latest after ``hold`` seconds of
+which saves reopening under a steady trickle; a batch may ask for longer with ``keep_open``, as a
+Kafka consumer does while its topic flows), and at the latest after ``hold`` seconds of
 holding it (it then stays away ``HANDOVER`` seconds). While the writer holds it, a direct
 writer waits (its lock timeout) and then spools; the spool is ingested the next time the
 writer opens the store: nothing is lost, it is late.
@@ -84,6 +85,7 @@ class _Item:
     #: run in the batch's transaction after its rows (e.g. a Kafka consumer's offsets: both or neither)
     also: Callable[[Any], None] | None = None
     quiet: bool = False  # the caller says itself that a batch was refused (no ERROR line here)
+    keep_open: float = 0.0  # keep the store open this long after the batch (more of its kind coming)
 
     def reply(self, status: int, body: dict[str, Any]) -> None:
         """Decide the answer (sent by :meth:`send`, after the store is let go if it is to be)."""
@@ -116,6 +118,7 @@ class GroupWriter:
         self._readers = 0
         self._switching = False  # opening or closing: new reads wait
         self._opened_at = 0.0
+        self._keep_until = 0.0  # monotonic time until which an idle writer keeps the store (``keep_open``)
         self._warned = False
         self._writing = self._writing_rows = 0
         self._committing = False
@@ -147,11 +150,13 @@ class GroupWriter:
         return int(min(RETRY_AFTER[1], max(RETRY_AFTER[0], need + 0.999)))
 
     def submit(self, batch: Batch, answer: Callable[[Answer], None],
-               also: Callable[[Any], None] | None = None, quiet: bool = False) -> _Item:
+               also: Callable[[Any], None] | None = None, quiet: bool = False, keep_open: float = 0.0) -> _Item:
         """Queue ``batch``; ``answer((status, body))`` is called from the writer thread once it is
         in the store (200), spooled (202) or refused (422). ``also(con)`` runs in the same transaction,
-        after the batch's rows (not when it is spooled); ``quiet``: the caller logs a refusal itself.
-        Raises :class:`QueueFull`."""
+        after the batch's rows (not when it is spooled); ``quiet``: the caller logs a refusal itself;
+        ``keep_open``: seconds the writer keeps the store open after it when no batch waits (more are
+        coming: the next one neither reopens the store nor waits for reads of a connection of their own;
+        ``hold`` still bounds it). Raises :class:`QueueFull`."""
         rows = len(batch)
         with self._cond:
             if self._queue and self._queued_rows + rows > self.settings.queue_rows:
@@ -160,7 +165,7 @@ class GroupWriter:
                                 f"{self.settings.queue_rows}); retry in {wait} s", wait)
             if self._thread.stopping:
                 raise QueueFull("the server is stopping", RETRY_AFTER[1])
-            item = _Item(batch, rows, answer, also=also, quiet=quiet)
+            item = _Item(batch, rows, answer, also=also, quiet=quiet, keep_open=keep_open)
             self._queue.append(item)
             self._queued_rows += rows
             self._thread.start_locked()
@@ -210,7 +215,7 @@ class GroupWriter:
                 if self._db is None:
                     self._cond.wait()
                     continue
-                left = idle_since + self.settings.release_idle - time.monotonic()
+                left = max(idle_since + self.settings.release_idle, self._keep_until) - time.monotonic()
                 if left <= 0:
                     self._release_locked()
                 else:
@@ -222,6 +227,9 @@ class GroupWriter:
                 rows += item.rows
             self._queued_rows -= rows
             self._writing, self._writing_rows = len(group), rows
+            keep = max(item.keep_open for item in group)
+            if keep > 0:
+                self._keep_until = max(self._keep_until, time.monotonic() + keep)
             return group
 
     def _run(self) -> None:
@@ -252,7 +260,7 @@ class GroupWriter:
                     rate = self._writing_rows / max(time.monotonic() - started, 1e-3)
                     self._rate = rate if not self._rate else 0.8 * self._rate + 0.2 * rate
                     self._writing = self._writing_rows = 0
-                    if self.settings.release_idle <= 0 and not self._queue:
+                    if self.settings.release_idle <= 0 and not self._queue and time.monotonic() >= self._keep_until:
                         self._release_locked()  # nothing waits: the store is free when the answers go
                 for item in group:
                     item.send()
@@ -278,7 +286,8 @@ class GroupWriter:
                 done.set_exception(exc)
             finally:
                 with self._cond:
-                    if self.settings.release_idle <= 0 and not self._queue and not self._tasks:
+                    if (self.settings.release_idle <= 0 and not self._queue and not self._tasks
+                            and time.monotonic() >= self._keep_until):
                         self._release_locked()
 
     # -- writing -----------------------------------------------------------------------
