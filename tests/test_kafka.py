@@ -557,3 +557,72 @@ def test_the_ui_header_shows_the_consumers_state_and_lag(broker, tmp_path):
                 browser.close()
     finally:
         server.stop()
+
+
+def test_messages_merged_write_what_they_write_one_by_one_whatever_their_layout(tmp_path):
+    """No broker: the consumer's decoding and merging. Our messages begin with their rows (parsed alone);
+    the same events laid out otherwise (an older version, another JSON writer) decode to the same rows;
+    and messages merged into one batch, the rows they repeat left out, write what they write one by one."""
+    from lineage_listener.kafka.chunk import Chunk
+    from lineage_listener.store.connection import open_writable
+    from lineage_listener.store.write import commit_batch
+
+    sent = [batch_of(n, run=f"app-{n % 2}") for n in range(40)]
+    ended = Batch()  # app-0 ends in the middle: its later rows (no end) must not clear the end
+    ended.add(row_of("runs", ("app-0", "app-0", "job", "4.0", None, None, "2026-03-01 10:00:00",
+                              "2026-03-01 11:00:00")))
+    sent.insert(20, ended)
+    values = [value for b in sent for _key, value, _part in messages.encode(b)]
+    assert all(v.startswith(messages.ROWS_FIRST.encode()) for v in values)
+
+    def other_layout(value: bytes) -> bytes:
+        event = json.loads(value)
+        run = event.pop("run")
+        facets = run.pop("facets")
+        ours = facets.pop("lineage_listener")
+        rows_of = ours.pop("rows")
+        return json.dumps({**event, "run": {**run, "facets": {**facets, "lineage_listener": {**ours, "rows": rows_of}}}},
+                          indent=1).encode()
+    decoded = [messages.decode(v) for v in values]
+    assert all(d.ours and d.events == 1 for d in decoded)
+    assert [messages.decode(other_layout(v)).batch.rows for v in values] == [d.batch.rows for d in decoded]
+    chunk = Chunk(20_000)
+    assert all(chunk.take(d.batch) for d in decoded)
+    # of 41 runs rows: app-0 and app-1 once each, app-0's end, then app-0 again (no end: merged, the end stays)
+    assert [(r[0], r[7] is not None) for r in chunk.batch.rows["runs"]] == [
+        ("app-0", False), ("app-1", False), ("app-0", True), ("app-0", False)]
+    merged, one_by_one = tmp_path / "merged.duckdb", tmp_path / "one.duckdb"
+    con = open_writable(merged)
+    commit_batch(con, chunk.batch)
+    con.close()
+    con = open_writable(one_by_one)
+    for d in decoded:
+        commit_batch(con, d.batch)
+    con.close()
+    want, got = rows(one_by_one), rows(merged)
+    assert len(want["queries"]) == 40 and want["runs"][0][7] is not None  # app-0's end stayed
+    for table in TABLES:
+        assert got[table] == want[table], table
+
+
+def test_the_writer_keeps_the_store_open_while_a_topic_flows(tmp_path):
+    import queue
+
+    from lineage_listener.store.group_writer import Settings
+
+    writer = GroupWriter(tmp_path / "s.duckdb", Settings(hold=3600))
+    answers: queue.SimpleQueue = queue.SimpleQueue()
+    try:
+        writer.submit(batch_of(1), answers.put)
+        assert answers.get(timeout=120)[0] == 200 and not writer.stats()["open"]  # let go before the answer
+        writer.submit(batch_of(2), answers.put, keep_open=3600)
+        assert answers.get(timeout=120)[0] == 200 and writer.stats()["open"]
+        with writer.reading() as con:  # a cursor of the open store
+            assert con.execute("SELECT count(*) FROM queries").fetchone()[0] == 2
+        writer.submit(batch_of(3), answers.put, keep_open=3600)
+        assert answers.get(timeout=120)[0] == 200
+        assert writer.stats()["opened"] == 2  # the first batch's, then one for the flow
+    finally:
+        writer.close()
+    assert not writer.stats()["open"]
+    assert len(rows(tmp_path / "s.duckdb")["queries"]) == 3
