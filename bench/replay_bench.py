@@ -43,7 +43,7 @@ def keep_envelopes(path: Path) -> Callable[[], int]:
     kept: dict[str, dict[str, Any]] = {}
     record = records.Recorder.record
 
-    def keeping(self: records.Recorder, env: Envelope) -> records.Recorded:
+    def keeping(self: records.Recorder, env: Envelope) -> list[records.Row]:
         if env.plan_json and compact.is_compact(env.plan_json) and env.plan_json not in kept:
             kept[env.plan_json] = {k: getattr(env, k) for k in KEPT}
         return record(self, env)

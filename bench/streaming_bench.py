@@ -82,6 +82,7 @@ def growth(spark: Any, work: Path, batches: int) -> None:
     from lineage_listener.capture.queryreader import Reader
     from lineage_listener.capture.records import Recorder
     from lineage_listener.capture.streams import progress_of
+    from lineage_listener.store.batch import Batch
     from lineage_listener.store.writer import StoreWriter
 
     src = work / "in"
@@ -109,7 +110,9 @@ def growth(spark: Any, work: Path, batches: int) -> None:
         p = replace(base, batch_id=i, at=base.at + timedelta(seconds=10 * i))
         env = replace(first, stream=p, captured_at=p.at) if i == 0 else replace(
             first, stream=p, captured_at=p.at, plan_json=None, plan=None, root=None)
-        assert writer.write(recorder.record(env).rows)
+        batch = Batch()
+        batch.add_all(recorder.record(env))
+        assert writer.write(batch)
         after_first = after_first or store.stat().st_size
     took = time.perf_counter() - start
     with duckdb.connect(str(store), read_only=True) as con:

@@ -42,8 +42,21 @@ def plans_read(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     return seen
 
 
+@pytest.fixture
+def targets_read(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """(action, root) of every event whose write target alone the reader read (``target_only``)."""
+    seen: list[tuple[str, str]] = []
+    real = queryreader.Reader._read_target
+
+    def recording(self: Any, qe: Any, action: Any) -> Any:
+        seen.append((action.func_name, action.root))
+        return real(self, qe, action)
+    monkeypatch.setattr(queryreader.Reader, "_read_target", recording)
+    return seen
+
+
 def test_each_filter_drops_its_spark_event(spark: Any, tmp_path: Path, dropped: list, plans_read: list,
-                                          reader: Any) -> None:
+                                          targets_read: list, reader: Any) -> None:
     csv = tmp_path / "c.csv"
     csv.write_text("a,b\n1,x\n")
     log_dir = tmp_path / "t" / "_delta_log"  # a table format's log, as Delta keeps it
@@ -87,7 +100,8 @@ def test_each_filter_drops_its_spark_event(spark: Any, tmp_path: Path, dropped: 
     assert ("command", "CreateViewCommand") in by_filter["temp_view"]
     assert {a for a, _ in by_filter["format_internal_plan"]} == {"collectToPython"}
     assert {r for _, r in by_filter["stream_sink"]} <= STREAM_SINK_WRITES and by_filter["stream_sink"]
-    assert by_filter[skips.FOLD] == {("command", "CreateDataSourceTableAsSelectCommand")}  # its target only
+    assert targets_read == [("command", "CreateDataSourceTableAsSelectCommand")]  # the CTAS wrapper: its target only
+    assert ("command", "CreateDataSourceTableAsSelectCommand") not in plans_read
     assert set(by_filter) == ({s.name for s in skips.SKIPS} - {"format_internal"}  # Delta's: the next test
                               - (set() if recursive else {"recursion_step"}))
     if recursive:

@@ -11,7 +11,7 @@ each write as a query of its own, with its own target and edges: the rows two se
 ...          {"class": "x.InsertIntoHiveTable", "num-children": 1}, {"class": "x.Range", "num-children": 0},
 ...          {"class": "x.AppendData", "num-children": 1}, {"class": "x.Project", "num-children": 1},
 ...          {"class": "x.Range", "num-children": 0}]
->>> [(p.root, len(p.items), p.target) for p in parts(items, {"writes": [{"paths": ["file:/a"]}, None]})]
+>>> [(p.root, len(p.plan.items), p.target) for p in parts(items, {"writes": [{"paths": ["file:/a"]}, None]})]
 [('InsertIntoHiveTable', 2, {'paths': ['file:/a']}), ('AppendData', 3, None)]
 >>> several("multi-commands", "Union"), several("collect", "Union")
 (True, False)
@@ -19,9 +19,13 @@ each write as a query of its own, with its own target and edges: the rows two se
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from dataclasses import replace
+from typing import Any, NamedTuple, TypeVar
 
 from lineage_listener.plan.classes import MULTI_WRITE
+from lineage_listener.plan.tree import Plan
+
+E = TypeVar("E")  # an envelope (:class:`~lineage_listener.capture.queryreader.Envelope`)
 
 #: The action name Spark gives the listener for a query of several commands.
 MULTI_COMMANDS = "multi-commands"
@@ -30,9 +34,9 @@ WRITES = "writes"
 
 
 class Part(NamedTuple):
-    """One write of a multi-insert: its plan items (the write command first), its name, its target."""
+    """One write of a multi-insert: its plan (the write command first), its name, its target."""
 
-    items: list[dict[str, Any]]
+    plan: Plan
     root: str
     target: Mapping[str, Any] | None
 
@@ -57,6 +61,16 @@ def parts(items: list[dict[str, Any]], target: Mapping[str, Any]) -> list[Part]:
             pending += int(items[end]["num-children"]) - 1
             end += 1
         sub = items[start:end]
-        out.append(Part(sub, str(sub[0]["class"]).rsplit(".", 1)[-1], fact))
+        out.append(Part(Plan(None, items=sub), str(sub[0]["class"]).rsplit(".", 1)[-1], fact))
         start = end
     return out
+
+
+def split(env: E) -> list[E]:
+    """The envelopes of the writes of multi-insert event ``env``, one per write, in plan order:
+    each with its write's plan, name, target and position; the statistics Spark measured are the
+    event's, not a part's, so none goes with a part."""
+    decoded = env.plan if env.plan is not None else Plan(env.plan_json)  # type: ignore[attr-defined]
+    return [replace(env, root=part.root, plan=part.plan, target=part.target, part=i,  # type: ignore[type-var]
+                    statistics=None)
+            for i, part in enumerate(parts(decoded.items, env.target or {}))]  # type: ignore[attr-defined]

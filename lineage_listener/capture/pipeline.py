@@ -135,7 +135,7 @@ class Capture:
         #: Rows to what ``sql_text`` allows (None: all of it); built on the capture thread.
         self._mask: Callable[[Batch], Batch] | None = None
         self._recorder: Recorder | None = None
-        self._writes: LastWrites | None = None  # each run's last write, for the CTAS/saveAsTable fold
+        self._writes: LastWrites | None = None  # each run's last write: the CTAS/saveAsTable fold
         self._ready = threading.Event()  # the recorder and the writer are built
         self._warm_up = warm_up
         if writer is not None:
@@ -399,41 +399,37 @@ class Capture:
         self._record(env)
 
     def _record(self, env: Envelope | None) -> None:
-        """The envelope's rows into the pending batch (an action without lineage: None, nothing).
-
-        A CTAS or ``saveAsTable`` wrapper event folds into the write recorded just before it
-        (:mod:`~lineage_listener.capture.wrappers`); any other envelope is recorded as itself.
-        Either way the write it leaves is remembered here, for the next wrapper.
-        """
+        """The envelope's rows into the pending batch (an action without lineage: None, nothing),
+        as the CTAS/``saveAsTable`` fold records them (:meth:`~lineage_listener.capture.wrappers.LastWrites.record`:
+        a wrapper event folded into the write recorded before it, any other as the recorder records it)."""
         if env is None:
             return
-        writes = self._writes
-        assert writes is not None  # built with the recorder, before the first item
+        assert self._writes is not None  # built with the recorder, before the first item
         try:
             with stages.timed("record"):
-                inner = writes.inner(env)
-                rows, write = self.recorder.record(env) if inner is None else self.recorder.fold(env, inner)
+                rows = self._writes.record(env, self.recorder)
         except Exception:  # noqa: BLE001
             log.exception("lineage-listener: could not record an action")
             return
-        writes.remember(write)
         self._add_rows(rows)
 
-    def _add_rows(self, rows: Batch) -> None:
-        """Rows into the pending batch, with only the SQL text ``sql_text`` allows; the first rows of
-        a batch set when it is written."""
-        if self._mask is not None:
-            rows = self._mask(rows)
+    def _add_rows(self, rows: list[tuple[Any, ...]]) -> None:
+        """Rows into the pending batch, redacted, with only the SQL text ``sql_text`` allows; the
+        first rows of a batch set when it is written."""
         if not len(self._pending):
             self._next_write = self._next_write_at()
-        self._pending.extend(rows)
+        batch = _batch()
+        batch.add_all(rows)
+        if self._mask is not None:
+            batch = self._mask(batch)
+        self._pending.extend(batch)
 
     def _read(self, event: "_Event") -> Envelope | None:
         try:
-            # reads and records alternate on this thread: whether a wrapper folds is known
+            # reads and records alternate on this thread: a wrapper that folds is known before its read
             assert self._writes is not None
             env = self.reader.read(event.func_name, event.qe, event.duration_ns, event.error, event.at,
-                                   folds=self._writes.folds)
+                                   target_only=self._writes.target_only)
         except Exception as exc:  # noqa: BLE001
             log.warning("lineage-listener: could not read a %s action: %s", event.func_name, exc)
             return None
@@ -554,14 +550,10 @@ def _drain(items: "queue.SimpleQueue[Any]") -> None:
             item.done.set()
 
 
-def _problem_rows(problem: _Problem) -> Batch:
-    from lineage_listener.capture.records import iso  # the recorder's modules: loaded by the capture thread
-    from lineage_listener.store.rows import CaptureErrorRow
+def _problem_rows(problem: _Problem) -> list[tuple[Any, ...]]:
+    from lineage_listener.capture.records import error_row, iso  # the recorder's: loaded by the capture thread
 
-    batch = _batch()
-    batch.add(CaptureErrorRow(captured_at=iso(problem.at), run_id=None, query_id=None, stage=problem.stage,
-                              error=problem.error))
-    return batch
+    return [error_row(iso(problem.at), None, None, problem.stage, problem.error)]
 
 
 def _batch() -> "Batch":

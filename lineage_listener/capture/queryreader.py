@@ -12,7 +12,6 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from functools import partial
 from typing import Any
 
 from lineage_listener.capture import (
@@ -41,10 +40,9 @@ from lineage_listener.timewindow import utcnow
 _NEEDS_CURRENT = frozenset({"SaveAsV1TableCommand", "CreateViewCommand", "AlterViewAsCommand"})
 
 
-#: ``folds(root, run_id, qe_id)``: whether an event folds into a write already recorded
-#: (:meth:`~lineage_listener.capture.wrappers.LastWrites.folds`); then only its target is read
-#: (the head filter :data:`~lineage_listener.capture.skips.FOLD`).
-Folds = Callable[[str, str, "int | None"], bool]
+#: ``target_only(root, run_id, qe_id)``: whether only the write target of this event is to be read,
+#: not its plan (a request of the caller's, e.g. :meth:`~lineage_listener.capture.wrappers.LastWrites.target_only`).
+TargetOnly = Callable[[str, str, "int | None"], bool]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,17 +95,20 @@ class Reader:
         return dict(self._runs)
 
     def read(self, func_name: str, qe: Any, duration_ns: int | None, error: Any = None,
-             now: datetime | None = None, folds: Folds | None = None) -> Envelope | None:
+             now: datetime | None = None, target_only: TargetOnly | None = None) -> Envelope | None:
         """An envelope for this action, or None for actions that carry no lineage (DDL, SET...).
 
-        Read, then filter, then build: the query's head (:meth:`_head`), the head filters of
-        :mod:`~lineage_listener.capture.skips` (a dropped query's plan is never read), its plan with
-        its leaves' facts and write target (:meth:`_read_plan`), the plan filters, the envelope.
+        Stage by stage, what is known is filtered before more is read: the query's head
+        (:meth:`_head`); the head filters of :mod:`~lineage_listener.capture.skips` (a dropped
+        query's plan is never read); the plan with its leaves' facts and write target
+        (:meth:`_read_query`), or only the write target when ``target_only`` asks for it
+        (:meth:`_read_target`); the plan filters; what the kept plan still needs read (its SQL
+        variables' scope, its write's statistics); the envelope.
 
-        ``folds(root, run_id, qe_id)``: whether a wrapper event folds into a write already recorded
-        (:mod:`~lineage_listener.capture.wrappers`), asked by the head filter
-        :data:`~lineage_listener.capture.skips.FOLD`: then only its target is read, not its plan;
-        given by a capture that reads and records in turn on one thread.
+        ``target_only(root, run_id, qe_id)``: the caller's request to read only the write target of
+        the events it names (a CTAS or ``saveAsTable`` wrapper whose plan was read and recorded
+        already as its nested write, :mod:`~lineage_listener.capture.wrappers`), asked once the
+        head filters kept the event.
 
         With the bridge jar's compact reader, two JVM calls: the query's head, then (if its
         lineage is wanted) its plan with the facts of its leaves and write target.
@@ -120,23 +121,15 @@ class Reader:
         if isinstance(head, Envelope):  # rejected, or its analysis failed: what Spark said, no plan
             return head
         query = head.query
-        if folds is not None:
-            query.folds = partial(folds, query.root, head.run["app_id"], head.qe_id)
-        skip = skips.skipped(skips.HEAD, query)
-        if skip is not None and skip != skips.FOLD:
+        if skips.skipped(skips.HEAD, query) is not None:
             return None
         action = replace(action, run=head.run, qe_id=head.qe_id, root=query.root, sql_text=query.sql_text)
-        if skip == skips.FOLD:
+        if target_only is not None and target_only(query.root, head.run["app_id"], head.qe_id):
             return self._read_target(qe, action)
         scope = measured = None
         try:
-            read = self._read_plan(qe, head)
-            if variables.binds_arguments(query.sql_text):  # USING v: read the plan with v, not its value
-                rebound = variables.immediate_plan(qe)
-                if rebound is not None:
-                    head.jvm_plan = rebound
-                    read = self._read_plan(qe, head, own_plan=True)
-            if skips.skipped(skips.PLAN, query):
+            read = self._read_query(qe, head)
+            if skips.skipped(skips.PLAN, query) is not None:
                 return None
             read_error = read.fallback  # recorded (capture_errors), not an error of the capture
             if variables.touches(query.root, read.text):
@@ -184,8 +177,7 @@ class Reader:
         return _Head(query, run, qe_id, qe, plan)
 
     def _read_target(self, qe: Any, action: Envelope) -> Envelope:
-        """A wrapper event that folds into the write recorded before it: its target alone (its plan
-        is that write's query again; :mod:`~lineage_listener.capture.wrappers`)."""
+        """An event whose write target alone is read (``target_only``), not its plan."""
         root = action.root or ""
         current = _current(qe) if root in _NEEDS_CURRENT else None
         try:
@@ -194,6 +186,17 @@ class Reader:
         except jvm_call_failed() as exc:
             return replace(action, read_error=f"{type(exc).__name__}: {str(exc)[:500]}")
         return replace(action, target=target)
+
+    def _read_query(self, qe: Any, head: "_Head") -> planreader.QueryRead:
+        """The query's plan with its leaves' and target's facts (:meth:`_read_plan`); a statement
+        run with ``USING`` arguments is read again from its plan with the arguments bound."""
+        read = self._read_plan(qe, head)
+        if variables.binds_arguments(head.query.sql_text):  # USING v: read the plan with v, not its value
+            rebound = variables.immediate_plan(qe)
+            if rebound is not None:
+                head.jvm_plan = rebound
+                read = self._read_plan(qe, head, own_plan=True)
+        return read
 
     def _read_plan(self, qe: Any, head: "_Head", own_plan: bool = False) -> planreader.QueryRead:
         """The query's plan, its leaves' facts and its write target (into ``head.query``);

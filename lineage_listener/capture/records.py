@@ -1,10 +1,8 @@
 """Envelope -> store rows: run, query, datasets, columns and edges of one action.
 
-A query's rows are built first (its run, its ``queries`` row, the rows of its lineage, its
-columns' labels), then enter a :class:`~lineage_listener.store.batch.Batch` at once. A CTAS or
-``saveAsTable`` wrapper event folds into the nested write recorded just before it
-(:mod:`lineage_listener.capture.wrappers`): it adds no rows of its own but the upgraded write.
-The recorder returns the write it recorded; the capture loop remembers it for the next wrapper.
+The recorder returns a query's rows as a plain list (its run, its ``queries`` row, the rows of
+its lineage, its columns' labels); the capture loop (:mod:`~lineage_listener.capture.pipeline`)
+puts them in its batch.
 """
 from __future__ import annotations
 
@@ -12,21 +10,23 @@ import hashlib
 import traceback
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, NamedTuple
+from typing import Any
 
-from lineage_listener.capture import multiwrite, parents, spark_labels, stages, statistics, variables, wrappers
+from lineage_listener.capture import multiwrite, parents, spark_labels, stages, statistics, variables
 from lineage_listener.capture.queryreader import Envelope
 from lineage_listener.lineage import writes
 from lineage_listener.lineage.query import QueryLineage, lineage
 from lineage_listener.plan.tree import Plan
-from lineage_listener.store.batch import Batch
 from lineage_listener.store.rows import (CaptureErrorRow, DatasetColumnRow, DatasetRow, EdgeRow, QueryRow,
                                          RunReopened, RunRow, StreamRow)
 from lineage_listener import redact
 
 log = redact.logger(__name__)
+
+#: A typed store row (:mod:`~lineage_listener.store.rows`).
+Row = tuple[Any, ...]
 
 
 def _dtype(data_type: object) -> str | None:
@@ -37,8 +37,7 @@ def _dtype(data_type: object) -> str | None:
     return str(data_type)
 
 
-def column_rows(columns: Mapping[tuple[str, str], Any], now: str | None,
-                only: str | None = None) -> list[DatasetColumnRow]:
+def column_rows(columns: Mapping[tuple[str, str], Any], now: str | None) -> list[DatasetColumnRow]:
     """``dataset_columns`` rows, each with its 1-based position in its dataset's schema (the
     walk meets a dataset's columns in schema order, nested fields flattened in place).
 
@@ -52,14 +51,13 @@ def column_rows(columns: Mapping[tuple[str, str], Any], now: str | None,
     rows = []
     for (dataset, column), attr in columns.items():
         seen[dataset] = position = seen.get(dataset, 0) + 1
-        if only is None or dataset == only:
-            rows.append(DatasetColumnRow(dataset=dataset, column_name=column, data_type=_dtype(attr.data_type),
-                                         nullable=attr.nullable, first_seen=now, last_seen=now, ordinal=position))
+        rows.append(DatasetColumnRow(dataset=dataset, column_name=column, data_type=_dtype(attr.data_type),
+                                     nullable=attr.nullable, first_seen=now, last_seen=now, ordinal=position))
     return rows
 
 
-def _error(now: str | None, run_id: str | None, query_id: str | None, stage: str,
-           error: str | None) -> CaptureErrorRow:
+def error_row(now: str | None, run_id: str | None, query_id: str | None, stage: str,
+              error: str | None) -> CaptureErrorRow:
     """A ``capture_errors`` row of a query."""
     return CaptureErrorRow(captured_at=now, run_id=run_id, query_id=query_id, stage=stage, error=error)
 
@@ -80,11 +78,9 @@ def query_id_of(env: Envelope) -> str:
     return f"{env.run['app_id']}:{env.qe_id if env.qe_id is not None else 'q'}:{digest}"
 
 
-class Recorded(NamedTuple):
-    """What recording one envelope gives: its rows, and the write it records (None: no write)."""
-
-    rows: Batch
-    write: wrappers.Write | None
+def iso(t: datetime | None) -> str | None:
+    """A timestamp as a store row holds it."""
+    return t.isoformat(sep=" ") if t is not None else None
 
 
 def _plan(env: Envelope) -> Plan:
@@ -93,8 +89,23 @@ def _plan(env: Envelope) -> Plan:
     return env.plan if env.plan is not None else Plan(env.plan_json)
 
 
-def iso(t: datetime | None) -> str | None:
-    return t.isoformat(sep=" ") if t is not None else None
+def _labels(env: Envelope, result: QueryLineage, target: str | None, now: str | None) -> list[Row]:
+    """The labels Spark keeps on the query's columns (:mod:`.spark_labels`; none without a trace
+    of one in its plan or facts, its plan not decoded further)."""
+    if not spark_labels.present(env.plan_json, env.leaves, env.target):
+        return []
+    return spark_labels.rows(_plan(env), env.leaves, result.columns, env.run.get("spark_user"), now,
+                             (target, env.target) if target else None, result.edges)
+
+
+def _walks(env: Envelope, known: "StreamLineage | None") -> bool:
+    """Whether the recorder walks the envelope's plan: a stream's once, on its run's first
+    micro-batch; a query's that declares SQL variables only if it ran."""
+    if env.plan_json is None:
+        return False
+    if env.stream is not None:
+        return known is None
+    return env.error is None or env.root not in variables.DECLARATIONS
 
 
 @dataclass(frozen=True)
@@ -119,7 +130,7 @@ def lineage_hash(root: str | None, target: str | None, result: QueryLineage | No
 
 
 class Recorder:
-    """Turns envelopes into batches of rows."""
+    """Turns envelopes into rows."""
 
     def __init__(self) -> None:
         self._lineage_errors: set[str] = set()
@@ -135,7 +146,16 @@ class Recorder:
                       spark_version=r.get("spark_version"), spark_user=r.get("spark_user"), master=r.get("master"),
                       started_at=iso(started_at), ended_at=iso(ended), **{k: r.get(k) for k in parents.KEYS})
 
-    def _run_rows(self, env: Envelope) -> list[tuple[Any, ...]]:
+    def event_rows(self, env: Envelope) -> list[Row]:
+        """The rows of an event whose query is recorded already (a CTAS or ``saveAsTable`` wrapper,
+        :mod:`~lineage_listener.capture.wrappers`): its run's rows, and what the listener could
+        not read of it."""
+        rows = self.run_rows(env)
+        if env.read_error:
+            rows.append(error_row(iso(env.captured_at), env.run["app_id"], query_id_of(env), "listener", env.read_error))
+        return rows
+
+    def run_rows(self, env: Envelope) -> list[Row]:
         """The run's row; the first time this recorder sees the run, also reopen it: a capture
         disabled earlier in the same application wrote an end that no longer holds."""
         run_id = env.run["app_id"]
@@ -144,76 +164,52 @@ class Recorder:
         self._open_runs.add(run_id)
         return [RunReopened(run_id=run_id), self.run_row(env)]
 
-    def record(self, env: Envelope) -> Recorded:
-        """Rows for one envelope, and the write it records (a query with a target).
+    def record(self, env: Envelope) -> list[Row]:
+        """Rows for one envelope.
 
-        The route: the run, the plan walked (:meth:`_lineage`), the ``queries`` row, the lineage's
-        rows, the columns' labels (:mod:`~lineage_listener.capture.spark_labels`), one batch.
-        A wrapper event that folds into the write before it goes to :meth:`fold` instead.
+        The route: a multi-insert's writes one by one (:func:`~lineage_listener.capture.multiwrite.split`);
+        else the plan walked once (:meth:`_lineage`), then the rows of what the envelope is: a
+        streaming micro-batch (:meth:`_stream_rows`), a query (:meth:`_query_rows`: its run, its
+        ``queries`` row, its lineage's rows, its write's statistics, its columns' labels). A query
+        that declares SQL variables has no rows of its own: its walk sets them (:mod:`.variables`).
         """
+        if env.stream is None and env.part is None and env.plan_json is not None and multiwrite.is_multi(env.target):
+            return [row for part in multiwrite.split(env) for row in self.record(part)]
+        known = self._streams.get(env.stream.stream_run_id) if env.stream is not None else None
+        result, walk_error = self._lineage(env) if _walks(env, known) else (None, None)
         if env.stream is not None:
-            return Recorded(self.record_stream(env), None)
-        if env.part is None and env.plan_json is not None and multiwrite.is_multi(env.target):
-            return Recorded(self._record_writes(env), None)
-        if env.root in variables.DECLARATIONS:  # no query of its own: what the session's variables become
-            if env.plan_json is not None and env.error is None:
-                self._lineage(env)
-            return Recorded(Batch(), None)
-        rows = self._run_rows(env)
+            return self._stream_rows(env, known, result, walk_error)
+        if env.root in variables.DECLARATIONS:
+            return []
+        return self._query_rows(env, result, walk_error)
+
+    def _query_rows(self, env: Envelope, result: QueryLineage | None, walk_error: str | None) -> list[Row]:
+        """A query's rows: its run, its errors, its ``queries`` row, its lineage's rows, its write's
+        statistics (:mod:`.statistics`), its columns' labels (:mod:`.spark_labels`)."""
+        rows = self.run_rows(env)
         run_id = env.run["app_id"]
         query_id = query_id_of(env)
         now = iso(env.captured_at)
         status = "failed" if env.error else "succeeded"
         error = env.error
-        result: QueryLineage | None = None
-        if env.plan_json is not None:
-            result, walk_error = self._lineage(env)
-            if walk_error is not None:
-                status = "lineage_error" if not env.error else status
-                error = (error + "\n" if error else "") + walk_error
-                rows.append(_error(now, run_id, query_id, "walk", error[:4000]))
-        rows += [_error(now, run_id, query_id, "plan", problem)
+        if walk_error is not None:
+            status = "lineage_error" if not env.error else status
+            error = (error + "\n" if error else "") + walk_error
+            rows.append(error_row(now, run_id, query_id, "walk", error[:4000]))
+        rows += [error_row(now, run_id, query_id, "plan", problem)
                  for problem in (result.problems if result is not None else ())]
-        rows += [_error(now, run_id, query_id, "python", note) for note in (result.guesses if result is not None else ())]
+        rows += [error_row(now, run_id, query_id, "python", note) for note in (result.guesses if result is not None else ())]
         if env.read_error:
-            rows.append(_error(now, run_id, query_id, "listener", env.read_error))
+            rows.append(error_row(now, run_id, query_id, "listener", env.read_error))
         target = result.target.name if result is not None and result.target is not None else None
-        row = QueryRow(query_id=query_id, run_id=run_id, action=env.func_name, command=env.root,
-                       sql_text=env.sql_text, status=status, error=error, duration_ms=env.duration_ms,
-                       captured_at=now, target_dataset=target, write_mode=result.write_mode if target else None)
-        rows.append(row)
-        write = None
+        rows.append(QueryRow(query_id=query_id, run_id=run_id, action=env.func_name, command=env.root,
+                             sql_text=env.sql_text, status=status, error=error, duration_ms=env.duration_ms,
+                             captured_at=now, target_dataset=target, write_mode=result.write_mode if target else None))
         if result is not None:
-            if target is not None:
-                write = wrappers.Write(row, env.qe_id, column_rows(result.columns, None, only=target))
             rows += self._lineage_rows(query_id, run_id, target, result, now)
+            rows += _labels(env, result, target, now)
             rows += statistics.rows(query_id, target, env.statistics, env.leaves)
-            if spark_labels.present(env.plan_json, env.leaves, env.target):
-                rows += spark_labels.rows(_plan(env).items, env.leaves, result.columns, env.run.get("spark_user"),
-                                            now, (target, env.target) if target else None, result.edges)
-        batch = Batch()
-        batch.add_all(rows)
-        return Recorded(batch, write)
-
-    def _record_writes(self, env: Envelope) -> Batch:
-        """Rows for a multi-insert event: one query per write (:mod:`~lineage_listener.capture.multiwrite`)."""
-        batch = Batch()
-        for i, part in enumerate(multiwrite.parts(_plan(env).items, env.target or {})):
-            batch.extend(self.record(replace(env, root=part.root, plan=Plan(None, items=part.items), target=part.target,
-                                             part=i, statistics=None)).rows)  # the counts are the event's, not a part's
-        return batch
-
-    def fold(self, env: Envelope, inner: wrappers.Write) -> Recorded:
-        """Rows for a wrapper event that folds into ``inner``, the write recorded just before it
-        (:func:`~lineage_listener.capture.wrappers.fold`), and the upgraded write."""
-        rows = self._run_rows(env)
-        now = iso(env.captured_at)
-        if env.read_error:
-            rows.append(_error(now, env.run["app_id"], query_id_of(env), "listener", env.read_error))
-        folded, write = wrappers.fold(env, inner, now)
-        batch = Batch()
-        batch.add_all(rows + folded)
-        return Recorded(batch, write)
+        return rows
 
     def _lineage(self, env: Envelope) -> tuple[QueryLineage | None, str | None]:
         """Walk the envelope's plan: its lineage, or None and the error. A query that sets SQL
@@ -237,8 +233,10 @@ class Recorder:
                             env.root, exc, traceback.format_exc(limit=5))
             return None, error
 
-    def record_stream(self, env: Envelope) -> Batch:
-        """Rows for one micro-batch: the stream plan's edges once, then its counters.
+    def _stream_rows(self, env: Envelope, known: StreamLineage | None, result: QueryLineage | None,
+                     walk_error: str | None) -> list[Row]:
+        """Rows for one micro-batch: the stream plan's edges once (``known``: its run's lineage, from
+        its first micro-batch), then its counters.
 
         The ``queries`` row of a stream plan has a stable id (stream id + lineage digest), so a
         restart from the checkpoint with the same code updates it and adds no edge, while new
@@ -247,15 +245,12 @@ class Recorder:
         progress = env.stream
         assert progress is not None
         run_id = env.run["app_id"]
-        rows = self._run_rows(env)
+        rows = self.run_rows(env)
         now = iso(env.captured_at)
-        known = self._streams.get(progress.stream_run_id)
         if known is None and env.plan_json is None and env.read_error is None:
             pass  # a later batch of a run whose first was never read: nothing to count on
         elif known is None:
-            result, error = None, env.read_error
-            if env.plan_json is not None:
-                result, error = self._lineage(env)
+            error = walk_error if env.plan_json is not None else env.read_error
             target = result.target.name if result is not None and result.target is not None else None
             digest = lineage_hash(env.root, target, result) if result is not None else "unread"
             known = StreamLineage(f"stream:{progress.stream_id}:{digest}", env.root, target, digest,
@@ -264,12 +259,12 @@ class Recorder:
                 self._streams.clear()
             self._streams[progress.stream_run_id] = known
             if error and not env.read_error:
-                rows.append(_error(now, run_id, known.query_id, "walk", error[:4000]))
+                rows.append(error_row(now, run_id, known.query_id, "walk", error[:4000]))
             if env.read_error:
-                rows.append(_error(now, run_id, known.query_id, "listener", env.read_error))
-            rows += [_error(now, run_id, known.query_id, "plan", problem)
+                rows.append(error_row(now, run_id, known.query_id, "listener", env.read_error))
+            rows += [error_row(now, run_id, known.query_id, "plan", problem)
                      for problem in (result.problems if result is not None else ())]
-            rows += [_error(now, run_id, known.query_id, "python", note)
+            rows += [error_row(now, run_id, known.query_id, "python", note)
                      for note in (result.guesses if result is not None else ())]
             if result is not None:
                 rows += self._lineage_rows(known.query_id, run_id, known.target, result, now)
@@ -283,15 +278,13 @@ class Recorder:
                                   target_dataset=known.target, lineage_hash=known.lineage_hash,
                                   first_batch_id=progress.batch_id, last_batch_id=progress.batch_id,
                                   first_batch_at=iso(progress.at), last_batch_at=iso(progress.at), batch_count=1))
-        batch = Batch()
-        batch.add_all(rows)
-        return batch
+        return rows
 
     @staticmethod
     def _lineage_rows(query_id: str, run_id: str, target: str | None, result: QueryLineage,
-                      now: str | None) -> list[tuple[Any, ...]]:
+                      now: str | None) -> list[Row]:
         """The ``dataset_columns``, ``datasets`` and ``edges`` rows of a query's lineage."""
-        rows: list[tuple[Any, ...]] = list(column_rows(result.columns, now))
+        rows: list[Row] = list(column_rows(result.columns, now))
         for ds in result.datasets.values():
             rows.append(DatasetRow(dataset=ds.name, kind=ds.kind, format=ds.format, location=ds.location,
                                    properties=ds.properties_json(), first_seen=now, last_seen=now))
@@ -302,10 +295,8 @@ class Recorder:
                                 expression=e.expression, masking=e.masking, captured_at=now, guess=e.guess))
         return rows
 
-    def end_run(self, run: Mapping[str, Any], ended: datetime) -> Batch:
+    def end_run(self, run: Mapping[str, Any], ended: datetime) -> list[Row]:
         """The run's end (``runs.ended_at``); a later action of the run reopens it."""
-        batch = Batch()
         env = Envelope(func_name="end", captured_at=ended, run=run)
-        batch.add(self.run_row(env, ended))
         self._open_runs.discard(str(run["app_id"]))
-        return batch
+        return [self.run_row(env, ended)]

@@ -2,10 +2,7 @@
 
 Spark reports to a ``QueryExecutionListener`` much that is not the user's lineage: DDL, the
 result rows of a command already captured, a table format's own queries, its own schema
-inference. Each filter below says which event it drops and why. One head filter keeps its event
-but spares its plan: :data:`FOLD`, a CTAS or ``saveAsTable`` wrapper folding into the write
-recorded just before it (its plan is that write's query again; only its target is read).
-A filter looks at a :class:`Query`, what is known of the event at its stage, and runs at the
+inference. Each filter below says which event it drops and why. A filter looks at a :class:`Query`, what is known of the event at its stage, and runs at the
 first point that knowledge exists:
 
 - ``HEAD``: the query's head (action, root node, SQL text), before its plan is read: the plan of
@@ -13,7 +10,7 @@ first point that knowledge exists:
 - ``PLAN``: the read plan: its nodes, its leaves' facts and its write target.
 
 >>> [s.name for s in SKIPS if s.stage == HEAD]
-['command_result', 'utility_command', 'recursion_step', 'stream_sink', 'format_internal', 'wrapper_fold']
+['command_result', 'utility_command', 'recursion_step', 'stream_sink', 'format_internal']
 >>> skipped(HEAD, Query(func_name="command", root="CreateTableCommand"))
 'utility_command'
 >>> skipped(HEAD, Query(func_name="collect", root="Project", sql_text="SELECT 1")) is None
@@ -34,18 +31,14 @@ from lineage_listener.plan.tree import Plan
 log = redact.logger(__name__)
 
 HEAD, PLAN = "head", "plan"
-#: The head filter whose event is kept, its plan unread: a wrapper that folds (:func:`_wrapper_fold`).
-FOLD = "wrapper_fold"
 
 
 class Query:
     """What the filters see of one event; the reader fills in its plan, leaves and target as it reads.
 
     ``sql``: how to get the SQL text, asked once and only when a filter or the envelope needs it
-    (without the bridge jar it costs py4j calls); or ``sql_text``, when it is known. ``folds``:
-    whether the event folds into a write already recorded (given by a reader that records in turn;
-    :meth:`~lineage_listener.capture.wrappers.LastWrites.folds`). ``step``: Spark runs it as a step
-    of a recursive CTE inside another statement's execution (:func:`_recursion_step`).
+    (without the bridge jar it costs py4j calls); or ``sql_text``, when it is known. ``step``: Spark
+    runs it as a step of a recursive CTE inside another statement's execution (:func:`_recursion_step`).
     """
 
     def __init__(self, func_name: str, root: str, reads_result: bool = False,
@@ -59,7 +52,6 @@ class Query:
         self.plan: Plan | None = None  # decoded as far as the reader needed
         self.leaves: Mapping[int, Mapping[str, Any]] = {}
         self.target: Mapping[str, Any] | None = None
-        self.folds: Callable[[], bool] | None = None
 
     @cached_property
     def sql_text(self) -> str | None:
@@ -96,13 +88,6 @@ def _format_internal(q: Query) -> bool:
     """A table format's own work known from the head: Delta's data write, a read inside its
     ``MERGE`` (:mod:`~lineage_listener.capture.internal`)."""
     return internal.reason(q.func_name, q.root, q.sql_text) is not None
-
-
-def _wrapper_fold(q: Query) -> bool:
-    """A CTAS or ``saveAsTable`` wrapper folding into the nested write recorded just before it
-    (:mod:`~lineage_listener.capture.wrappers`): kept, but its plan, that write's query again, is
-    not read (:data:`FOLD`)."""
-    return q.folds is not None and q.folds()
 
 
 def _command_results_only(q: Query) -> bool:
@@ -144,7 +129,6 @@ SKIPS: tuple[Skip, ...] = (
     Skip("recursion_step", HEAD, _recursion_step),
     Skip("stream_sink", HEAD, _stream_sink),
     Skip("format_internal", HEAD, _format_internal),
-    Skip(FOLD, HEAD, _wrapper_fold),
     Skip("command_results_only", PLAN, _command_results_only),
     Skip("schema_inference", PLAN, _schema_inference),
     Skip("temp_view", PLAN, _temp_view),
@@ -154,8 +138,7 @@ _BY_STAGE = {stage: tuple(s for s in SKIPS if s.stage == stage) for stage in (HE
 
 
 def skipped(stage: str, query: Query) -> str | None:
-    """The name of the first filter of ``stage`` that drops ``query`` (:data:`FOLD`: it is kept, its
-    plan unread), or None: it is kept."""
+    """The name of the first filter of ``stage`` that drops ``query``, or None: it is kept."""
     for skip in _BY_STAGE[stage]:
         if skip.drops(query):
             log.debug("lineage-listener: skipped a %s event (%s)", query.func_name, skip.name)

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from lineage_listener.plan.scan import dicts
+from lineage_listener.plan.tree import Plan
 from lineage_listener.lineage import column_path
 from lineage_listener.store.rows import LabelRow
 
@@ -118,11 +119,12 @@ def _attributes(items: Any) -> Iterable[dict]:
     return (d for d in dicts(items) if d.get("metadata") and isinstance(d.get("exprId"), dict))
 
 
-def rows(items: Any, leaves: Mapping[int, Mapping[str, Any]], columns: Mapping[tuple[str, str], Any],
+def rows(plan: Plan, leaves: Mapping[int, Mapping[str, Any]], columns: Mapping[tuple[str, str], Any],
          by: str | None, now: str | None, target: tuple[str, Mapping[str, Any] | None] | None = None,
          edges: Iterable[Any] = ()) -> list[LabelRow]:
     """``column_labels`` rows for the labels Spark keeps on the columns a query reads and writes.
 
+    ``plan``: the query's plan (its items are searched for attributes with metadata);
     ``columns``: the walk's ``(dataset, column) -> Attribute`` (leaf and target columns, by expr
     id); ``leaves``: the facts of each source leaf, by its first output id; ``target``: the
     written dataset's name and facts (a catalog table's properties, the written schema);
@@ -133,7 +135,7 @@ def rows(items: Any, leaves: Mapping[int, Mapping[str, Any]], columns: Mapping[t
     for (dataset, column), attr in columns.items():
         by_expr.setdefault(attr.expr_id, []).append((dataset, column))
     found: dict[tuple[str, str, str], str] = {}
-    for attr in _attributes(items):
+    for attr in _attributes(plan.items):
         labels = metadata_labels(attr["metadata"])
         if not labels:
             continue
