@@ -1,8 +1,10 @@
 """The capture pipeline: listener callbacks in, batched store writes out.
 
-``on_success`` runs on Spark's listener bus and only queues; the capture thread reads, walks and
-records, and hands each batch to a write lane (:mod:`~lineage_listener.capture.writelane`), whose
-thread writes it to the store.
+``on_success`` runs on Spark's listener bus and only queues; the capture thread (:class:`Capture`'s
+queue loop) reads, walks and records into its pending batch, and hands each batch, when the write
+pacing (:mod:`~lineage_listener.capture.pacing`) says, to a write lane
+(:mod:`~lineage_listener.capture.writelane`), whose thread writes it to the store
+(:class:`~lineage_listener.capture.writelane.StoreWrites`).
 Creating a :class:`Capture` only starts that thread: the thread builds what is slow to build
 (the recorder and its lineage modules, the store writer) and warms up (``warm_up``, then the
 store opened and its schema migrated), while the job runs; actions arriving meanwhile wait in
@@ -32,7 +34,8 @@ from typing import TYPE_CHECKING
 
 from lineage_listener.capture import stages, textmode
 from lineage_listener.capture.jvm import release
-from lineage_listener.capture.writelane import WriteLane
+from lineage_listener.capture.pacing import Pacing
+from lineage_listener.capture.writelane import StoreWrites, WriteLane, empty_batch
 from lineage_listener.timewindow import utcnow
 from lineage_listener import redact
 
@@ -45,12 +48,6 @@ if TYPE_CHECKING:  # pragma: no cover - imported on the capture thread (imports 
 
 log = redact.logger(__name__)
 
-#: A batch waits at least this many times the last store write's duration after it (see _next_write_at):
-#: the store takes at most ~1/100 of a core while a job is busy (a write costs about the same for one
-#: query or a hundred, so fewer, larger writes cost the job less CPU; ``docs/performance.md``).
-WRITE_SPACING = 100.0
-#: ... but never longer than this after the last write (a slow store: lineage still arrives).
-MAX_SPACING = 10.0
 #: Seconds a batch's first rows wait for more before it is written, unless the writer says otherwise
 #: (its ``batch_interval``: a Kafka topic takes each query as a message of its own, so it waits less).
 BATCH_INTERVAL = 1.0
@@ -99,7 +96,7 @@ class _Marker:
 
 
 class Capture:
-    """Owns the capture thread, its write lane and the store writer for one store file."""
+    """Owns the capture thread and its queue loop, its write lane and the store writer for one store file."""
 
     def __init__(self, store: str | os.PathLike, *, batch_interval: float | None = None,
                  max_batch_rows: int = 20_000, lock_timeout: float = 10.0, defer_reads: bool = False,
@@ -146,9 +143,8 @@ class Capture:
             self.store = str(Path(store).expanduser().absolute())
         self.batch_interval = batch_interval if batch_interval is not None else \
             getattr(writer, "batch_interval", BATCH_INTERVAL)
+        self._pacing = Pacing(self.batch_interval)
         self._next_write = 0.0
-        self._last_write_end = 0.0
-        self._last_write_cost = 0.0
         self.max_batch_rows = max_batch_rows
         self.defer_reads = defer_reads
         self.max_queue = max_queue
@@ -157,10 +153,9 @@ class Capture:
         self._queue: queue.SimpleQueue[Envelope | _Event | _Marker] = queue.SimpleQueue()
         self._pending: Batch = None  # type: ignore[assignment] # the capture thread's, from _build on
         #: Store writes run here, off the capture thread (built with the writer, before the thread
-        #: takes its first item: everything after ``_build`` may use it).
+        #: takes its first item: everything after ``_build`` may use it), as ``_stores`` writes.
         self._lane: WriteLane | None = None
-        #: Rows ``after_write`` returned, written with the next batch (owned by the lane's thread).
-        self._extras: Batch = None  # type: ignore[assignment] # built with the lane
+        self._stores: StoreWrites = None  # type: ignore[assignment] # built with the lane
         self._closed = False
         self._hurried = False
         self._thread = threading.Thread(target=self._loop, name="lineage-listener-capture", daemon=True)
@@ -198,7 +193,7 @@ class Capture:
         warm-up."""
         from lineage_listener.capture.queryreader import Reader
 
-        self._pending, self._extras = _batch(), _batch()
+        self._pending = empty_batch()
         self._reader = Reader(self.stream_sessions)
         self._reader_built.set()
         from lineage_listener.capture.records import Recorder
@@ -218,6 +213,7 @@ class Capture:
         self._recorder = Recorder()
         self._mask = textmode.masker(self.sql_text)
         self._writes = LastWrites()
+        self._stores = StoreWrites(self._writer, self._pacing, self.after_write, lambda: self._hurried)
         self._lane = WriteLane(max_waiting=1)
         self._ready.set()
         if self._hurried:  # hurry() came before the writer was there
@@ -230,7 +226,7 @@ class Capture:
                 self.record_problem("plan", f"warm-up failed: {type(exc).__name__}: {exc}")
         if own_store and self._queue.empty():  # open the store and migrate its schema now, if free
             writer = self._writer
-            self._lane.submit(lambda: writer.write(_batch(), wait=0.0))
+            self._lane.submit(lambda: writer.write(empty_batch(), wait=0.0))
 
     # -- listener-bus side (must be fast and never raise) ---------------------------
     def on_success(self, func_name: str, qe: Any, duration_ns: int | None) -> None:
@@ -368,7 +364,7 @@ class Capture:
                 self._write()
             elif item is None and now >= next_spool_try:
                 next_spool_try = now + 2.0  # the store may be free again: write what waits
-                self._lane.offer(self._retry)  # a busy lane writes what waits before its batch anyway
+                self._lane.offer(self._stores.retry)  # a busy lane writes what waits before its batch anyway
 
     def _on_marker(self, item: "_Marker") -> bool:
         """Answer a control marker (end of runs, flush, stop); True: the thread stops."""
@@ -381,12 +377,12 @@ class Capture:
                     self._add_rows(self.recorder.end_run(run, now))
             item.ok = True
         elif item.kind == "stop":  # close() flushed just before: write only what came since
-            batch, self._pending = self._pending, _batch()
-            item.ok = self._call(lambda: self._stop_write(batch))
+            batch, self._pending = self._pending, empty_batch()
+            item.ok = self._call(lambda: self._stores.stop(batch))
             self._lane.close()
         else:  # flush: what after_write returns too, so nothing is written after flush() returns
-            batch, self._pending = self._pending, _batch()
-            item.ok = self._call(lambda: self._store(batch, flush=True))
+            batch, self._pending = self._pending, empty_batch()
+            item.ok = self._call(lambda: self._stores.store(batch, flush=True))
         item.done.set()
         return item.kind == "stop"
 
@@ -417,8 +413,8 @@ class Capture:
         """Rows into the pending batch, redacted, with only the SQL text ``sql_text`` allows; the
         first rows of a batch set when it is written."""
         if not len(self._pending):
-            self._next_write = self._next_write_at()
-        batch = _batch()
+            self._next_write = self._pacing.first_rows()
+        batch = empty_batch()
         batch.add_all(rows)
         if self._mask is not None:
             batch = self._mask(batch)
@@ -444,33 +440,21 @@ class Capture:
             log.warning("lineage-listener: could not read a streaming micro-batch: %s", exc)
             return None
 
-    def _next_write_at(self) -> float:
-        """When to write a batch whose first rows just arrived.
-
-        ``batch_interval`` from now, and never sooner than ``WRITE_SPACING`` times the last
-        write's duration after it ended: a store write costs about the same for one query or
-        fifty (open, schema check, commit, checkpoint), so when actions come faster than
-        that, batches grow instead of the store taking the driver's CPU (at most
-        ``MAX_SPACING`` between writes).
-        """
-        return max(time.monotonic() + self.batch_interval,
-                   self._last_write_end + min(WRITE_SPACING * self._last_write_cost, MAX_SPACING))
-
     def _write(self) -> None:
         """Hand the pending batch to the lane (a store write off the capture thread). While the lane
-        is busy, or sooner after its last write than :meth:`_next_write_at` allows, the batch grows
-        (up to ``max_batch_rows``; past that, the capture thread waits for the lane)."""
+        is busy, or sooner after its last write than the pacing allows, the batch grows (up to
+        ``max_batch_rows``; past that, the capture thread waits for the lane)."""
         batch = self._pending
         full = len(batch) >= self.max_batch_rows
-        spaced = self._last_write_end + min(WRITE_SPACING * self._last_write_cost, MAX_SPACING)
+        spaced = self._pacing.spaced()
         if not full and spaced > time.monotonic():  # the last write ended since this batch began
             self._next_write = spaced
-        elif not full and not self._lane.offer(lambda: self._store(batch)):
-            self._next_write = time.monotonic() + self.batch_interval
+        elif not full and not self._lane.offer(lambda: self._stores.store(batch)):
+            self._next_write = self._pacing.later()
         else:
             if full:
-                self._lane.submit(lambda: self._store(batch))
-            self._pending = _batch()
+                self._lane.submit(lambda: self._stores.store(batch))
+            self._pending = empty_batch()
 
     def _call(self, fn: Callable[[], bool]) -> bool:
         try:
@@ -478,65 +462,6 @@ class Capture:
         except Exception:  # noqa: BLE001 - StoreWriter should not raise; belt and braces
             log.exception("lineage-listener: store write failed")
             return False
-
-    # -- the lane's thread ------------------------------------------------------------
-    def _retry(self) -> None:
-        """Idle: write the rows ``after_write`` returned, and what waits (spooled or held lineage)
-        if the store is free now."""
-        if len(self._extras):
-            self._store(_batch())
-        elif self.writer.waiting():
-            self.writer.write(_batch(), wait=0.0)
-
-    def _stop_write(self, batch: Batch) -> bool:
-        if len(batch) or len(self._extras):
-            return self._store(batch, flush=True)
-        return not self.writer.waiting()
-
-    def _store(self, batch: Batch, flush: bool = False) -> bool:
-        """Write ``batch`` after the rows ``after_write`` returned before; a flush also writes what
-        ``after_write`` returns for it (at most three more writes)."""
-        ok = self._store_once(self._with_extras(batch))
-        for _ in range(3 if flush else 0):
-            if not (ok and len(self._extras)):
-                break
-            ok = self._store_once(self._with_extras(_batch()))
-        return ok
-
-    def _with_extras(self, batch: Batch) -> Batch:
-        if not len(self._extras):
-            return batch
-        extras, self._extras = self._extras, _batch()
-        extras.extend(batch)
-        return extras
-
-    def _store_once(self, batch: Batch) -> bool:
-        if not len(batch) and not self.writer.waiting():
-            return True
-        if not len(batch) and self._hurried:
-            return False  # ending: do not wait for a busy store only to retry the spool
-        start, cpu = time.monotonic(), time.thread_time()
-        try:
-            with stages.timed("store"):
-                ok = self.writer.write(batch)
-        except Exception:  # noqa: BLE001 - StoreWriter should not raise; belt and braces
-            log.exception("lineage-listener: store write failed")
-            return False
-        finally:
-            self._last_write_end = time.monotonic()
-            # a writer that mostly waits for the network costs the process only its CPU time
-            spent = time.thread_time() - cpu if getattr(self.writer, "waits_on_network", False) \
-                else self._last_write_end - start
-            self._last_write_cost = min(spent, 1.0)
-        if ok and self.after_write is not None and len(batch):
-            try:
-                extra = self.after_write(batch)
-            except Exception:  # noqa: BLE001 - a sink's bug must not stop capture
-                log.exception("lineage-listener: after-write hook failed")
-                extra = None
-            if extra is not None and len(extra):
-                self._extras.extend(extra)
-        return ok
 
 
 def _drain(items: "queue.SimpleQueue[Any]") -> None:
@@ -554,13 +479,6 @@ def _problem_rows(problem: _Problem) -> list[tuple[Any, ...]]:
     from lineage_listener.capture.records import error_row, iso  # the recorder's: loaded by the capture thread
 
     return [error_row(iso(problem.at), None, None, problem.stage, problem.error)]
-
-
-def _batch() -> "Batch":
-    """An empty batch (the store's row modules are imported on the capture thread, not with this one)."""
-    from lineage_listener.store.batch import Batch
-
-    return Batch()
 
 
 def _text(error: Any) -> str | None:
