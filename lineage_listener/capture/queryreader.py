@@ -41,7 +41,7 @@ _NEEDS_CURRENT = frozenset({"SaveAsV1TableCommand", "CreateViewCommand", "AlterV
 
 
 #: ``target_only(root, run_id, qe_id)``: whether only the write target of this event is to be read,
-#: not its plan (a request of the caller's, e.g. :meth:`~lineage_listener.capture.wrappers.LastWrites.target_only`).
+#: not its plan (a request of the caller's).
 TargetOnly = Callable[[str, str, "int | None"], bool]
 
 
@@ -106,9 +106,8 @@ class Reader:
         variables' scope, its write's statistics); the envelope.
 
         ``target_only(root, run_id, qe_id)``: the caller's request to read only the write target of
-        the events it names (a CTAS or ``saveAsTable`` wrapper whose plan was read and recorded
-        already as its nested write, :mod:`~lineage_listener.capture.wrappers`), asked once the
-        head filters kept the event.
+        the events it names (whose plan it has recorded already, under another event), asked once
+        the head filters kept the event.
 
         With the bridge jar's compact reader, two JVM calls: the query's head, then (if its
         lineage is wanted) its plan with the facts of its leaves and write target.

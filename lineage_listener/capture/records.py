@@ -147,9 +147,8 @@ class Recorder:
                       started_at=iso(started_at), ended_at=iso(ended), **{k: r.get(k) for k in parents.KEYS})
 
     def event_rows(self, env: Envelope) -> list[Row]:
-        """The rows of an event whose query is recorded already (a CTAS or ``saveAsTable`` wrapper,
-        :mod:`~lineage_listener.capture.wrappers`): its run's rows, and what the listener could
-        not read of it."""
+        """The rows of an event whose query is recorded already: its run's rows, and what the
+        listener could not read of it."""
         rows = self.run_rows(env)
         if env.read_error:
             rows.append(error_row(iso(env.captured_at), env.run["app_id"], query_id_of(env), "listener", env.read_error))
