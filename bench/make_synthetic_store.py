@@ -117,19 +117,21 @@ def generate(path: str | os.PathLike, edges: int = 10_000_000, datasets: int | N
 
     # runs: one Spark application per (round, database) group of jobs
     con.execute(sql(f"""
-        INSERT INTO runs
+        INSERT INTO runs (run_id, app_id, app_name, spark_version, spark_user, master, started_at, ended_at)
         SELECT 'app-' || r || '-' || g, 'app-' || r || '-' || g, 'etl_db' || g, '4.3.0', 'etl',
                'yarn', TIMESTAMP '2025-01-01' + INTERVAL (r) DAY + INTERVAL (g) MINUTE,
                TIMESTAMP '2025-01-01' + INTERVAL (r) DAY + INTERVAL (g + 30) MINUTE
         FROM range({runs}) a(r), range({{DB}}) b(g)"""))
     con.execute(sql(f"""
-        INSERT INTO queries
+        INSERT INTO queries (query_id, run_id, action, command, sql_text, status, error, duration_ms, captured_at,
+                             target_dataset)
         SELECT 'app-' || r || '-' || (j.d % {{DB}}) || ':' || j.d, 'app-' || r || '-' || (j.d % {{DB}}),
                'command', 'InsertIntoHadoopFsRelationCommand', NULL, 'succeeded', NULL, 1000,
                TIMESTAMP '2025-01-01' + INTERVAL (r) DAY + INTERVAL (j.d % 1800) SECOND, j.target
         FROM job j, range({runs}) a(r)"""))
     con.execute(sql(f"""
-        INSERT INTO column_lineage_before_v6
+        INSERT INTO column_lineage_before_v6 (query_id, run_id, target_dataset, target_column, source_dataset,
+                                              source_column, transform, kind, expression, masking, captured_at)
         SELECT 'app-' || r || '-' || (t.d % {{DB}}) || ':' || t.d, 'app-' || r || '-' || (t.d % {{DB}}),
                t.target, t.target_column,
                CASE WHEN hash(t.d, t.slot, {{seed}}) % 10 = 0 THEN s.location ELSE s.name END,
@@ -145,7 +147,8 @@ def generate(path: str | os.PathLike, edges: int = 10_000_000, datasets: int | N
         FROM template t JOIN ds s ON s.d = t.s, range({runs}) a(r)"""))
     # read-only driver accesses (collect) of column c0 of some tables
     con.execute(sql(f"""
-        INSERT INTO column_lineage_before_v6
+        INSERT INTO column_lineage_before_v6 (query_id, run_id, target_dataset, target_column, source_dataset,
+                                              source_column, transform, kind, expression, masking, captured_at)
         SELECT 'app-' || r || '-' || (x % {{DB}}) || ':collect' || x, 'app-' || r || '-' || (x % {{DB}}),
                NULL, NULL, ds.name, 'c' || (x % 2), 'identity', 'direct', 'c' || (x % 2), false,
                TIMESTAMP '2025-01-01' + INTERVAL (r) DAY + INTERVAL (x % 1800) SECOND
