@@ -85,9 +85,15 @@ def summarize(data: dict[str, Any]) -> dict[str, Any]:
     >>> d = summarize({"records": [r("indirect", "filter", 3), r("direct", "identity", 2)]})
     >>> d["transform"], d["transforms"], d["captures"], d["first_seen"].day
     ('identity', ['filter', 'identity'], 2, 2)
+
+    Records tied on kind, transform rank and time give the same summary in any order:
+
+    >>> a, b = r("indirect", "filter", 3), r("indirect", "group_by", 3)
+    >>> summarize({"records": [a, b]})["transform"], summarize({"records": [b, a]})["transform"]
+    ('filter', 'filter')
     """
     records = data["records"]
-    records.sort(key=_latest)
+    records.sort(key=lambda r: (_latest(r), _preference(r)))
     current = [r for r in records if not r.get("before_window")]
     basis = current or records
     data.update(min(basis, key=_preference))
@@ -107,7 +113,11 @@ def _latest(record: dict) -> float:
 
 
 def _preference(record: dict) -> tuple:
-    return (record["kind"] != "direct", TRANSFORM_RANK.get(record["transform"], 9), -_latest(record))
+    """Direct before indirect, the strongest transform, the latest; records equal in all three (a
+    filter and a group-by key captured together) are told apart by what they say, so the summary
+    never depends on the order the store returned them in."""
+    return (record["kind"] != "direct", TRANSFORM_RANK.get(record["transform"], 9), -_latest(record),
+            record["transform"] or "", record.get("expression") or "", record.get("edge_id") or 0)
 
 
 def origins(g: nx.DiGraph) -> list[Node]:
