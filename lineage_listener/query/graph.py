@@ -3,7 +3,8 @@
 Nodes are ``(dataset, column)`` tuples, edges point source -> target (data
 flow). A step stored as several distinct edges (it is both a copy and a filter
 key, or its expression changed) is one graph edge: its attributes describe the
-preferred one (direct before indirect, then the latest) and ``records`` lists
+preferred one (direct before indirect, the strongest transform, then the latest;
+records equal in those by their transform and expression) and ``records`` lists
 them all, each with its first and last capture and how many captures it had
 (``captures``). Which runs captured a step is a question of its own
 (:meth:`~lineage_listener.query.store.LineageStore.captures`): a job that ran
