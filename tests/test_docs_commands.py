@@ -194,8 +194,9 @@ def test_the_governance_page_prints_what_it_shows(retail, tmp_path, monkeypatch)
     for name, text in {**yaml_files(GOVERNANCE), **UNSHOWN_FILES}.items():
         (shop / "repo" / name).write_text(text)
     data = str(retail.root)
-    # The page's --since falls between the last job and the commands; here: the end of the last job.
-    since = {"2026-11-26T07:09:00": max(t.ended for t in retail.times.values()).isoformat(timespec="seconds")}
+    # The page's --since falls between the last job and the commands; here: the end of the last job, to the
+    # microsecond: cut to the second, it can fall before the job's last capture, made in the same second.
+    since = {"2026-11-26T07:09:00": max(t.ended for t in retail.times.values()).isoformat()}
     paths = {data: "/tmp/shop/retail", str(shop / "repo"): "/tmp/shop/repo"}
     problems = []
     printed: dict[str, list[tuple[str, int]]] = {}
