@@ -33,7 +33,6 @@ def rows(item: Dropped, runs: dict[str, dict[str, Any]]) -> list[tuple[Any, ...]
     reason = REASON.format(limit=item.limit)
     from lineage_listener.capture.records import iso  # the recorder's modules: loaded by the capture thread
 
-
     now = iso(item.at)
     duration_ms = item.duration_ns // 1_000_000 if item.duration_ns is not None else None
     return [QueryRow(query_id=query_id, run_id=run_id, action=item.func_name, command=None, sql_text=None,

@@ -2,8 +2,9 @@
 
 Spark reports to a ``QueryExecutionListener`` much that is not the user's lineage: DDL, the
 result rows of a command already captured, a table format's own queries, its own schema
-inference. Each filter below says which event it drops and why. A filter looks at a :class:`Query`, what is known of the event at its stage, and runs at the
-first point that knowledge exists:
+inference. Each filter below says which event it drops and why. A filter looks at a
+:class:`Query`, what is known of the event at its stage, and runs at the first point that
+knowledge exists:
 
 - ``HEAD``: the query's head (action, root node, SQL text), before its plan is read: the plan of
   a query dropped here is never read;
