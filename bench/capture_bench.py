@@ -47,7 +47,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 import lineage_listener  # noqa: E402
-from lineage_listener.capture import planreader, stages  # noqa: E402
+from lineage_listener.capture import stages  # noqa: E402
+from lineage_listener.capture.reading import planreader  # noqa: E402
 from lineage_listener.lineage import sqltext  # noqa: E402
 from bench.replay_bench import keep_envelopes  # noqa: E402
 from bench.startup_bench import mixed  # noqa: E402,F401 - the mixed workload

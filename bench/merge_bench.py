@@ -33,7 +33,8 @@ import duckdb  # noqa: E402
 import pyspark  # noqa: E402
 
 import lineage_listener  # noqa: E402
-from lineage_listener.capture import planreader, queryreader, stages  # noqa: E402
+from lineage_listener.capture import stages  # noqa: E402
+from lineage_listener.capture.reading import planreader, queryreader  # noqa: E402
 from tests.jars import jar_paths  # noqa: E402
 
 MERGE = """MERGE INTO {t} t USING {s} s ON t.id = s.id

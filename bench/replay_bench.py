@@ -27,8 +27,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
-from lineage_listener.capture import records
-from lineage_listener.capture.queryreader import Envelope
+from lineage_listener.capture.recording import records
+from lineage_listener.capture.reading.queryreader import Envelope
 from lineage_listener.plan import compact
 from lineage_listener.plan.tree import Plan, from_compact
 

@@ -293,7 +293,7 @@ def main() -> int:
     if args.child:
         print(json.dumps(child(args.child, args.work, args.steady_warm_ups, args.steady_rounds)))
         return 0
-    from lineage_listener.capture import planreader
+    from lineage_listener.capture.reading import planreader
 
     planreader.install_default(background=False)  # build the jar once, outside the timings
     codes = {"after": REPO, "before": args.before} if args.before else {"now": REPO}

@@ -79,9 +79,9 @@ def run_stream(spark: Any, work: Path, batches: int, capture: bool) -> dict[str,
 
 def growth(spark: Any, work: Path, batches: int) -> None:
     """``batches`` micro-batches of one stream through the real recorder and writer."""
-    from lineage_listener.capture.queryreader import Reader
-    from lineage_listener.capture.records import Recorder
-    from lineage_listener.capture.streams import progress_of
+    from lineage_listener.capture.reading.queryreader import Reader
+    from lineage_listener.capture.recording.records import Recorder
+    from lineage_listener.capture.reading.streams import progress_of
     from lineage_listener.store.batch import Batch
     from lineage_listener.store.writer import StoreWriter
 
@@ -133,7 +133,7 @@ def main() -> int:
     ap.add_argument("--growth", type=int, default=1000)
     ap.add_argument("--readers", default="compact,json", help="plan readers: compact (the bridge jar), json (Spark's toJSON)")
     args = ap.parse_args()
-    from lineage_listener.capture import planreader
+    from lineage_listener.capture.reading import planreader
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 

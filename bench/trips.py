@@ -26,12 +26,12 @@ the one before it starting a new stay. Printed per route:
 - the modules entered more than twice, with their count of stays.
 
     python bench/trips.py [--depths 2,3] [--quiet] [ROUTE ...]
-    (ROUTE: module:Class.method or module:function, as ``capture.records:Recorder.record``)
+    (ROUTE: module:Class.method or module:function, as ``capture.recording.records:Recorder.record``)
 
->>> route = ["capture.pipeline", "capture.records", "lineage.query", "capture.records", "store.batch",
-...          "capture.records"]
+>>> route = ["capture.pipeline", "capture.recording.records", "lineage.query", "capture.recording.records", "store.batch",
+...          "capture.recording.records"]
 >>> counts(route)
-Counts(stays=6, modules=4, returns=2, climbs=2, entered={'capture.records': 3})
+Counts(stays=6, modules=4, returns=2, climbs=2, entered={'capture.recording.records': 3})
 """
 from __future__ import annotations
 
@@ -51,12 +51,12 @@ from tests.test_structure import LAYERS  # noqa: E402 - one list of the layers: 
 PACKAGE = REPO / "lineage_listener"
 ROOT = "lineage_listener"
 #: The routes printed by default.
-ROUTES = ("capture.pipeline:Capture._record", "capture.records:Recorder.record",
-          "capture.queryreader:Reader.read")
+ROUTES = ("capture.pipeline:Capture._record", "capture.recording.records:Recorder.record",
+          "capture.reading.queryreader:Reader.read")
 
 
 def layer_of(module: str) -> int:
-    """The layer of a package module (``capture.records`` -> the ``capture`` layer's index)."""
+    """The layer of a package module (``capture.recording.records`` -> the ``capture`` layer's index)."""
     top = module.split(".")[0]
     return next(i for i, names in enumerate(LAYERS) if top in names)
 

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pyspark.sql import SparkSession  # noqa: E402
 
 import lineage_listener  # noqa: E402
-from lineage_listener.capture import facts, planreader  # noqa: E402
+from lineage_listener.capture.reading import facts, planreader  # noqa: E402
 from lineage_listener.plan import compact  # noqa: E402
 from lineage_listener.lineage.query import lineage  # noqa: E402
 from lineage_listener.plan.tree import parse  # noqa: E402

@@ -20,7 +20,7 @@ ROLE = re.compile(r":(?:meth|func|class|data|attr|mod|exc|obj):`(~?)([^`]+)`")
 def plain_roles(text: str) -> str:
     """Sphinx roles as code: ``~`` keeps the last part of the name, as Sphinx shows it.
 
-    >>> plain_roles("see :meth:`upstream` and :mod:`~lineage_listener.capture.wrappers`")
+    >>> plain_roles("see :meth:`upstream` and :mod:`~lineage_listener.capture.recording.wrappers`")
     'see `upstream` and `wrappers`'
     """
     return ROLE.sub(lambda m: f"`{m.group(2).rsplit('.', 1)[-1] if m.group(1) else m.group(2)}`", text)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import threading
 
-from lineage_listener.capture import nodelay
+from lineage_listener.capture.reading import nodelay
 
 
 def _jvm_sockets(spark):

@@ -17,7 +17,7 @@ import duckdb
 import pytest
 
 import lineage_listener
-from lineage_listener.capture import planreader
+from lineage_listener.capture.reading import planreader
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -26,9 +26,9 @@ def test_importing_the_capture_entry_point_loads_neither_sqlglot_nor_duckdb() ->
     """The lineage walk (sqlglot), the store (duckdb), the plan and fact readers and the store's
     rows are loaded by the capture thread, not by enable()."""
     code = ("import sys, lineage_listener.capture.inprocess; "
-            "print(sorted(m for m in ('sqlglot', 'duckdb', 'lineage_listener.capture.records', "
-            "'lineage_listener.store.writer', 'lineage_listener.store.remote', 'lineage_listener.capture.queryreader', "
-            "'lineage_listener.capture.readers', 'lineage_listener.capture.streams', "
+            "print(sorted(m for m in ('sqlglot', 'duckdb', 'lineage_listener.capture.recording.records', "
+            "'lineage_listener.store.writer', 'lineage_listener.store.remote', 'lineage_listener.capture.reading.queryreader', "
+            "'lineage_listener.capture.reading.readers', 'lineage_listener.capture.reading.streams', "
             "'lineage_listener.store.rows') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stdout
@@ -270,7 +270,8 @@ def test_disable_removes_the_listener_behind_a_users_own(spark: Any, tmp_path: P
 def test_disable_while_the_streaming_listener_is_being_added_removes_it(
         spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The start-up thread adds the streaming listener after disable() began: it removes it itself."""
-    from lineage_listener.capture import inprocess, streams
+    from lineage_listener.capture import inprocess
+    from lineage_listener.capture.reading import streams
 
     real_register = streams.register
     session = spark.newSession()
@@ -289,7 +290,7 @@ def test_disable_while_the_streaming_listener_is_being_added_removes_it(
 
 def test_a_failing_streaming_listener_costs_one_line_and_a_recorded_error(
         spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: Any) -> None:
-    from lineage_listener.capture import streams
+    from lineage_listener.capture.reading import streams
 
     def broken_register(jsession: Any, capture: Any) -> Any:
         raise RuntimeError("no streams here\nsecond line of a Java trace")

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from py4j.protocol import Py4JError
 
-from lineage_listener.capture import facts, planreader
+from lineage_listener.capture.reading import facts, planreader
 from lineage_listener.capture.jvm import jvm_call_failed
-from lineage_listener.capture.readers import registry
+from lineage_listener.capture.reading.readers import registry
 from lineage_listener.plan.classes import SOURCE_LEAVES, STREAM_SINK_WRITES, STREAM_SOURCES, WRITE_COMMANDS
 
 MISSING = "lineage_listener_no_such_table"
@@ -66,9 +66,9 @@ def test_a_leaf_whose_reader_fails_has_no_fact(spark, people, v2_files, monkeypa
     _, items, _ = planreader.read(plan)
     assert facts.leaves(plan, items)  # the reader names the leaf
     monkeypatch.setitem(registry.LEAVES, "DataSourceV2Relation", _failing_reader(spark))
-    with caplog.at_level(logging.DEBUG, logger="lineage_listener.capture.facts"):
+    with caplog.at_level(logging.DEBUG, logger="lineage_listener.capture.reading.facts"):
         assert facts.leaves(plan, items) == {}
-    lines = [r.getMessage() for r in caplog.records if r.name == "lineage_listener.capture.facts"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "lineage_listener.capture.reading.facts"]
     assert len(lines) == 1 and lines[0].startswith("could not read leaf facts:"), lines
     assert MISSING_KEY in lines[0]
 

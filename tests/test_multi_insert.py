@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from lineage_listener.capture import facts, multiwrite, planreader
+from lineage_listener.capture import multiwrite
+from lineage_listener.capture.reading import facts, planreader
 from lineage_listener.plan.classes import MULTI_WRITE
 from tests.test_plan_reader import reader  # noqa: F401 - the bridge jar's reader, loaded in the driver
 

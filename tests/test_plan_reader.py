@@ -2,7 +2,7 @@
 
 Every plan is read both ways from the same live JVM plan: the decoded items must be equal
 (field by field, but for the products the reader trims, ``compact.KEEP``), the facts the
-reader reads with the plan equal to those the py4j fact readers (``capture/readers/``) give, and
+reader reads with the plan equal to those the py4j fact readers (``capture/reading/readers/``) give, and
 the walker's edges identical, for the plan-fixture shapes, the SQL of the accuracy tests,
 wide ``withColumn``/``select`` plans, and every TPC-DS query.
 """
@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from lineage_listener.jar import BridgeBuildError, bridge_jar
-from lineage_listener.capture import facts, planreader
-from lineage_listener.capture.queryreader import Reader
+from lineage_listener.capture.reading import facts, planreader
+from lineage_listener.capture.reading.queryreader import Reader
 from lineage_listener.lineage.query import lineage
 from lineage_listener.plan import compact
 from lineage_listener.plan.classes import WRITE_COMMANDS

@@ -9,7 +9,7 @@ import duckdb
 import pytest
 
 import lineage_listener
-from lineage_listener.capture import queryreader, skips
+from lineage_listener.capture.reading import queryreader, skips
 from lineage_listener.plan.classes import STREAM_SINK_WRITES
 from tests.test_plan_reader import reader  # noqa: F401 - the bridge jar's reader (it knows a recursion's steps)
 

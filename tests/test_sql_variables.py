@@ -12,7 +12,7 @@ from typing import Any
 import pyspark
 import pytest
 
-from lineage_listener.capture import planreader
+from lineage_listener.capture.reading import planreader
 
 SPARK4 = int(pyspark.__version__.split(".")[0]) >= 4
 

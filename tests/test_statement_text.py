@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from lineage_listener.capture import planreader
+from lineage_listener.capture.reading import planreader
 
 
 @pytest.fixture(params=["compact", "json"])

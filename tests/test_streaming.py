@@ -361,7 +361,7 @@ def test_a_stream_started_before_the_streaming_listener_is_added_is_captured_onc
         spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The listener is added once the stream runs (Spark told no listener of its start): it takes the
     stream as started, and its micro-batches are captured once."""
-    from lineage_listener.capture import streams
+    from lineage_listener.capture.reading import streams
 
     real_register, running = streams.register, threading.Event()
 

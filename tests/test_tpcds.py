@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from lineage_listener.capture.queryreader import Reader
+from lineage_listener.capture.reading.queryreader import Reader
 from lineage_listener.lineage.query import lineage
 from tests import tpcds
 

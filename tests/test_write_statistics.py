@@ -10,7 +10,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from lineage_listener.capture import planreader
+from lineage_listener.capture.reading import planreader
 from tests.test_plan_reader import reader  # noqa: F401 - the bridge jar's reader, loaded in the driver
 
 

@@ -97,7 +97,7 @@ def test_ddl_is_not_a_query(lineage, spark):
 def test_ctas_query_is_read_and_walked_once(lineage, spark, people, monkeypatch):
     """A CTAS fires its inner write, then a wrapper carrying the same query: the plan is read once
     (the wrapper's target facts only), and the table still gets the query's columns and types."""
-    from lineage_listener.capture import planreader
+    from lineage_listener.capture.reading import planreader
 
     reads: list[bool] = []
     real = planreader.read_query
@@ -121,7 +121,7 @@ def test_an_action_on_a_commands_result_is_not_a_second_statement(lineage, spark
                                                                    reader):
     """``spark.sql(cmd).collect()``: Spark reports the command, then the collect of its result rows, whose
     plan is the command again. One statement, one ``queries`` row: the command's (with either plan reader)."""
-    from lineage_listener.capture import planreader
+    from lineage_listener.capture.reading import planreader
 
     monkeypatch.setenv(planreader.ENV, reader)
     if reader == "compact":

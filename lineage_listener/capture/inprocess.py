@@ -7,7 +7,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from lineage_listener.capture import planreader, sigterm, sinks, textmode
+from lineage_listener.capture import sigterm, sinks, textmode
+from lineage_listener.capture.reading import planreader
 from lineage_listener.capture.jvm import jvm_proxy, scala_map
 from lineage_listener.capture.listener import PlanListener
 from lineage_listener.capture.pipeline import Capture
@@ -189,7 +190,7 @@ def start_streams(handle: CaptureHandle) -> None:
     """On the start-up thread: add the streaming listener to the handle's session, then take the
     streams that started before it was there. A failure costs one log line and a ``capture_errors``
     row (stage ``stream``); batch capture goes on. After ``disable()`` began, nothing stays added."""
-    from lineage_listener.capture import streams  # with the plan readers: imported off enable()'s thread
+    from lineage_listener.capture.reading import streams  # with the plan readers: imported off enable()'s thread
 
     if handle.stopping.is_set():
         return
@@ -244,7 +245,7 @@ def disable(spark: Any, timeout: float = 30.0) -> None:
             log.warning("lineage-listener: could not remove the query listener: %s",
                         (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200])
         if wrapper is not None:
-            from lineage_listener.capture import streams
+            from lineage_listener.capture.reading import streams
 
             streams.unregister(spark._jsparkSession, wrapper)
     # The store is complete when this returns: the runs end now (runs.ended_at, the end of their

@@ -3,7 +3,7 @@
 Spark 4 runs ``FROM t INSERT INTO a SELECT .. INSERT INTO b SELECT ..`` as one ``multi-commands``
 query whose analyzed plan is a ``Union`` of its write commands (Spark 3.5 tells the listener of
 each write as a ``command`` of its own). Its target fact is ``{"writes": [...]}``, the target of
-each write in plan order (:func:`lineage_listener.capture.facts.target`); the recorder records
+each write in plan order (:func:`lineage_listener.capture.reading.facts.target`); the recorder records
 each write as a query of its own, with its own target and edges: the rows two separate
 ``INSERT`` statements give (``docs/reference/semantics.md``).
 
@@ -25,7 +25,7 @@ from typing import Any, NamedTuple, TypeVar
 from lineage_listener.plan.classes import MULTI_WRITE
 from lineage_listener.plan.tree import Plan
 
-E = TypeVar("E")  # an envelope (:class:`~lineage_listener.capture.queryreader.Envelope`)
+E = TypeVar("E")  # an envelope (:class:`~lineage_listener.capture.reading.queryreader.Envelope`)
 
 #: The action name Spark gives the listener for a query of several commands.
 MULTI_COMMANDS = "multi-commands"

@@ -40,9 +40,9 @@ from lineage_listener.timewindow import utcnow
 from lineage_listener import redact
 
 if TYPE_CHECKING:  # pragma: no cover - imported on the capture thread (imports take a while)
-    from lineage_listener.capture.queryreader import Envelope, Reader
-    from lineage_listener.capture.records import Recorder
-    from lineage_listener.capture.wrappers import LastWrites
+    from lineage_listener.capture.reading.queryreader import Envelope, Reader
+    from lineage_listener.capture.recording.records import Recorder
+    from lineage_listener.capture.recording.wrappers import LastWrites
     from lineage_listener.store.batch import Batch
     from lineage_listener.store.writer import BatchWriter
 
@@ -191,13 +191,13 @@ class Capture:
     def _build(self) -> None:
         """On the capture thread, before the first item: the reader, the recorder, the writer, the
         warm-up."""
-        from lineage_listener.capture.queryreader import Reader
+        from lineage_listener.capture.reading.queryreader import Reader
 
         self._pending = empty_batch()
         self._reader = Reader(self.stream_sessions)
         self._reader_built.set()
-        from lineage_listener.capture.records import Recorder
-        from lineage_listener.capture.wrappers import LastWrites
+        from lineage_listener.capture.recording.records import Recorder
+        from lineage_listener.capture.recording.wrappers import LastWrites
 
         own_store = self._writer is None and not self._writer_args[0]
         if self._writer is None:
@@ -266,7 +266,7 @@ class Capture:
                 full = self._waiting >= self.max_queue
                 self._waiting += not full
             if full:  # never block the listener bus, never hold more plans: record the overflow
-                from lineage_listener.capture import overflow
+                from lineage_listener.capture.recording import overflow
 
                 self._queue.put(overflow.Dropped(str(func_name), duration_ns, _text(error), now, self.max_queue))
             else:
@@ -335,8 +335,8 @@ class Capture:
             self._ready.set()
             _drain(self._queue)
             return
-        from lineage_listener.capture import overflow
-        from lineage_listener.capture.queryreader import Envelope
+        from lineage_listener.capture.recording import overflow
+        from lineage_listener.capture.reading.queryreader import Envelope
 
         self._next_write = 0.0
         next_spool_try = 0.0
@@ -396,7 +396,7 @@ class Capture:
 
     def _record(self, env: Envelope | None) -> None:
         """The envelope's rows into the pending batch (an action without lineage: None, nothing),
-        as the CTAS/``saveAsTable`` fold records them (:meth:`~lineage_listener.capture.wrappers.LastWrites.record`:
+        as the CTAS/``saveAsTable`` fold records them (:meth:`~lineage_listener.capture.recording.wrappers.LastWrites.record`:
         a wrapper event folded into the write recorded before it, any other as the recorder records it)."""
         if env is None:
             return
@@ -476,7 +476,7 @@ def _drain(items: "queue.SimpleQueue[Any]") -> None:
 
 
 def _problem_rows(problem: _Problem) -> list[tuple[Any, ...]]:
-    from lineage_listener.capture.records import error_row, iso  # the recorder's: loaded by the capture thread
+    from lineage_listener.capture.recording.records import error_row, iso  # the recorder's: loaded by the capture thread
 
     return [error_row(iso(problem.at), None, None, problem.stage, problem.error)]
 

@@ -1,6 +1,6 @@
 """Canonical dataset names (``docs/reference/datasets.md``) from the facts read about a leaf or target.
 
-A *relation fact* is the plain dict the capture's fact readers (``capture/readers/``, and the
+A *relation fact* is the plain dict the capture's fact readers (``capture/reading/readers/``, and the
 bridge jar's ``Facts`` for the common leaves) read from the JVM about one source leaf or one
 write target. :class:`RelationFact` lists every key, in this one place; a fact holds only the
 keys that apply, and :func:`datasets_of` names it by the first of ``table``, ``kafka``,
@@ -55,7 +55,7 @@ class RelationFact(TypedDict, total=False):
     - ``options``: the reader's or writer's options (redacted when stored); ``delta.version`` and
       ``iceberg.snapshot-id`` give the version a read is pinned to.
 
-    Labels (``capture/spark_labels.py``):
+    Labels (``capture/recording/spark_labels.py``):
 
     - ``classification``: a table's ``lineage.classification.<column>`` properties;
     - ``classified_schema``: its schema JSON when that mentions a classification.
@@ -161,7 +161,7 @@ def datasets_of(fact: Mapping[str, Any]) -> list[Dataset]:
     if fact.get("table"):
         kind = "view" if fact.get("view") else "table"
         return [Dataset(table_name(fact["table"]), kind, fmt, location, props)]
-    if fact.get("kafka"):  # topics: kafka://<bootstrap servers>/<topic> (capture/streams.py)
+    if fact.get("kafka"):  # topics: kafka://<bootstrap servers>/<topic> (capture/reading/streams.py)
         return [Dataset(name, "topic", "kafka", name, props) for name in fact["kafka"]]
     if fact.get("named"):  # a stream's memory sink: memory:<query name>
         return [Dataset(fact["named"], fact.get("kind") or "memory", fmt, None, props)]

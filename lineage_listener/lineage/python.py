@@ -11,7 +11,7 @@ handlers here turn the reading into origins (docs/reference/semantics.md, "Pytho
 - ``applyInPandas`` (grouped, cogrouped) and Arrow's: the same, grouping keys stay ``group_by``;
 - a Python UDTF (``PythonUDTF`` in a ``Generate``): each output column from its arguments;
 - a DataFrame made from a Python RDD (a ``LogicalRDD`` whose fact the capture read,
-  :mod:`lineage_listener.capture.rdds`): back through the RDD's functions to the DataFrame its
+  :mod:`lineage_listener.capture.reading.rdds`): back through the RDD's functions to the DataFrame its
   rows came from, or at least to the datasets its leaf RDDs read.
 
 A function that cannot be read keeps the conservative rule (every output from every input) and

@@ -22,7 +22,7 @@ WRITE_COMMANDS = frozenset({
     "AlterViewAsCommand", "AppendData", "OverwriteByExpression", "OverwritePartitionsDynamic",
     "CreateTableAsSelect", "ReplaceTableAsSelect", "ReplaceData", "WriteDelta", "MergeIntoTable",
     "MergeIntoCommand", "UpdateCommand", "DeleteCommand", "DeltaDynamicPartitionOverwriteCommand",
-    "WriteToMicroBatchDataSource", "WriteToMicroBatchDataSourceV1",  # a stream's sink (capture/streams.py)
+    "WriteToMicroBatchDataSource", "WriteToMicroBatchDataSourceV1",  # a stream's sink (capture/reading/streams.py)
 })
 
 #: The root of a multi-insert (``FROM t INSERT INTO a SELECT .. INSERT INTO b SELECT ..``) Spark 4

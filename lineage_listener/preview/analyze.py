@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lineage_listener.capture.queryreader import Reader
+from lineage_listener.capture.reading.queryreader import Reader
 from lineage_listener.preview import session as local
 from lineage_listener.govern.sides import DistinctEdge
 from lineage_listener.preview.sqlfile import Statement, qualified, replace_path, statements

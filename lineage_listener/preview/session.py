@@ -58,7 +58,7 @@ def local_session(workdir: Path, app_name: str, conf: Mapping[str, str] | None =
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
-    from lineage_listener.capture import planreader
+    from lineage_listener.capture.reading import planreader
 
     if SparkContext._active_spark_context is not None:
         raise SessionError("preview starts its own local Spark session, and this process already runs one: "

@@ -1,7 +1,7 @@
 """The CTAS / ``saveAsTable`` fold, store side: a nested write's edges renamed from the table's path to the table.
 
 Why a CTAS or ``saveAsTable`` fires two events, and which rows capture makes of them:
-:mod:`lineage_listener.capture.wrappers`. The store receives the nested write's rows (edges into
+:mod:`lineage_listener.capture.recording.wrappers`. The store receives the nested write's rows (edges into
 the table's *path*, the path's ``datasets`` / ``dataset_columns`` rows), the upgraded ``queries``
 row, the table's dataset and columns, and a :class:`~lineage_listener.store.rows.Retarget`
 instruction (``query_id``, table, path). This module applies it, whichever batch each part is in:

@@ -10,7 +10,7 @@ import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * Facts the plan JSON leaves out, read on the JVM in the plan reader's call: what the fact readers
- * of {@code lineage_listener/capture/readers/} read with a few py4j calls each, for the common
+ * of {@code lineage_listener/capture/reading/readers/} read with a few py4j calls each, for the common
  * leaves and write targets (catalog tables, files read or written by path).
  *
  * <p>The rules are those of the Python readers, which stay the reference ({@code catalog.py},
@@ -62,7 +62,7 @@ final class Facts {
     /**
      * The text of the {@code spark.sql} statement {@code plan} came from, or null: the root's origin,
      * else the first node below it with a text that does not start there (analysis replaced the root,
-     * as for a CTAS); nodes parsed from a view are skipped. The rules of {@code capture/statement.py}.
+     * as for a CTAS); nodes parsed from a view are skipped. The rules of {@code capture/reading/statement.py}.
      */
     static Object statementText(Object plan) throws Exception {
         ArrayDeque<Object> todo = new ArrayDeque<>();
@@ -92,7 +92,7 @@ final class Facts {
 
     /**
      * True when {@code qe} ran its command already and holds its result rows: an action on the
-     * DataFrame {@code spark.sql(command)} returned (rules: {@code capture/command_result.py}).
+     * DataFrame {@code spark.sql(command)} returned (rules: {@code capture/reading/command_result.py}).
      */
     private static boolean readsCommandResult(Object qe, Object analyzed) {
         try {
@@ -219,7 +219,7 @@ final class Facts {
             // no table type
         }
         Map<String, String> labelled = new LinkedHashMap<>();
-        try {  // labels the table keeps: facts.classified, capture/spark_labels.py
+        try {  // labels the table keeps: facts.classified, capture/recording/spark_labels.py
             for (Map.Entry<String, String> p : map(call(table, "properties")).entrySet()) {
                 if (p.getKey().startsWith("lineage.classification.")) {
                     labelled.put(p.getKey(), p.getValue());

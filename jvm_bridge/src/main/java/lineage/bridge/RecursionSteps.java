@@ -12,7 +12,7 @@ import org.apache.spark.scheduler.SparkListenerEvent;
 /**
  * Tells the steps of a recursive CTE from statements: Spark (4.1+) runs a {@code WITH RECURSIVE}
  * anchor and rounds as queries of their own inside the statement's execution, and the listener is
- * told of each ({@code capture/skips.py}, filter {@code recursion_step}).
+ * told of each ({@code capture/reading/skips.py}, filter {@code recursion_step}).
  *
  * <p>A step is a query whose SQL execution is nested (its {@code rootExecutionId} is another
  * execution's) under a root whose executions run a {@code UnionLoop}. This listener reads that from

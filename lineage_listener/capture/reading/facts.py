@@ -1,9 +1,9 @@
 """Facts of one query's datasets, read from live JVM objects while the ``QueryExecution`` is alive.
 
 :func:`leaves` names every source leaf of a plan (catalog tables from the plan JSON itself, the
-rest by the fact readers of :mod:`lineage_listener.capture.readers`, remembered per leaf in a
+rest by the fact readers of :mod:`lineage_listener.capture.reading.readers`, remembered per leaf in a
 :class:`FactCache`); :func:`target` names a write command's target with the schema it writes;
-:func:`null_fields` / :func:`repair_null_fields` (:mod:`~lineage_listener.capture.nullfields`)
+:func:`null_fields` / :func:`repair_null_fields` (:mod:`~lineage_listener.capture.reading.nullfields`)
 read the plan fields ``toJSON`` wrote as null. A fact that cannot be read is simply absent.
 """
 from __future__ import annotations
@@ -15,8 +15,8 @@ from lineage_listener import redact
 from lineage_listener.capture.jvm import jvm_call_failed, seq
 from lineage_listener.capture import parents
 from lineage_listener.capture.multiwrite import WRITES
-from lineage_listener.capture.nullfields import null_fields, repair_null_fields
-from lineage_listener.capture.readers import relation, target_of
+from lineage_listener.capture.reading.nullfields import null_fields, repair_null_fields
+from lineage_listener.capture.reading.readers import relation, target_of
 from lineage_listener.lineage.datasets import RelationFact, table_name
 from lineage_listener.plan.classes import MULTI_WRITE, NESTED_PLAN_FIELDS, SOURCE_LEAVES, WRITE_COMMANDS
 from lineage_listener.plan.scan import json_leaves

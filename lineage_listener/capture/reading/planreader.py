@@ -10,7 +10,7 @@ path; the first read loads it in a child class loader of Spark's. When neither w
 plans are read with ``toJSON`` (one log line says why). A plan the compact reader cannot
 encode is read with ``toJSON`` too, and the envelope says so (a ``capture_errors`` row).
 
->>> from lineage_listener.capture import planreader
+>>> from lineage_listener.capture.reading import planreader
 >>> planreader.install(None)                        # doctest: +SKIP
 """
 from __future__ import annotations
@@ -228,7 +228,7 @@ class QueryRead:
     plan: Plan
     #: Facts of source leaves by first output id, as the JVM side read them (None: toJSON was used).
     leaves: dict[int, dict[str, Any]] | None = None
-    #: Source leaves the JVM side did not describe (read with py4j calls, :mod:`~lineage_listener.capture.facts`).
+    #: Source leaves the JVM side did not describe (read with py4j calls, :mod:`~lineage_listener.capture.reading.facts`).
     unresolved: set[int] = field(default_factory=set)
     #: Fields of :data:`~lineage_listener.plan.classes.EXPRESSION_FIELDS` written as null (to read
     #: from the JVM objects), or None: not counted.

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from lineage_listener.capture.jvm import jvm_call_failed, opt, scala_map, seq
-from lineage_listener.capture.readers.catalog import catalog_table, labelled
-from lineage_listener.capture.readers.registry import TARGETS, VERSIONS, Current, reads, relation
+from lineage_listener.capture.reading.readers.catalog import catalog_table, labelled
+from lineage_listener.capture.reading.readers.registry import TARGETS, VERSIONS, Current, reads, relation
 from lineage_listener.lineage.datasets import RelationFact
 from lineage_listener.plan.classes import DELTA_ROW_LEVEL_COMMANDS, SOURCE_LEAVES
 

@@ -10,13 +10,13 @@ from typing import Any
 
 from lineage_listener import redact
 from lineage_listener.capture.jvm import jvm_call_failed, opt, scala_map
-from lineage_listener.capture.readers.registry import LEAVES, TARGETS, Current, reads
+from lineage_listener.capture.reading.readers.registry import LEAVES, TARGETS, Current, reads
 from lineage_listener.lineage.datasets import RelationFact, TableIdent
 from lineage_listener.plan.classes import CATALOG_TABLE_WRITES
 
 log = redact.logger(__name__)
 
-#: Table properties that label a column (``capture/spark_labels.py``).
+#: Table properties that label a column (``capture/recording/spark_labels.py``).
 CLASSIFICATION_PREFIX = "lineage.classification."
 
 
@@ -56,7 +56,7 @@ def labelled(properties: dict[str, str]) -> dict[str, str]:
 
 
 def classified(table: Any) -> RelationFact:
-    """What a table keeps of labels (capture/spark_labels.py): its ``lineage.classification.<column>``
+    """What a table keeps of labels (capture/recording/spark_labels.py): its ``lineage.classification.<column>``
     properties (``classification``) and, when its schema mentions one, the schema (``classified_schema``)."""
     out: RelationFact = {}
     try:

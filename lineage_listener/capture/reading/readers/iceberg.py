@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from lineage_listener.capture.jvm import jvm_call_failed
-from lineage_listener.capture.readers.registry import VERSIONS, reads
+from lineage_listener.capture.reading.readers.registry import VERSIONS, reads
 from lineage_listener.lineage.datasets import RelationFact
 
 

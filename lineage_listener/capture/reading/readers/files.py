@@ -6,9 +6,9 @@ import re
 from typing import Any
 
 from lineage_listener.capture.jvm import jvm_call_failed, opt, private_field, scala_map, seq
-from lineage_listener.capture.readers import delta
-from lineage_listener.capture.readers.catalog import catalog_table
-from lineage_listener.capture.readers.registry import RELATIONS, TARGETS, Current, reads
+from lineage_listener.capture.reading.readers import delta
+from lineage_listener.capture.reading.readers.catalog import catalog_table
+from lineage_listener.capture.reading.readers.registry import RELATIONS, TARGETS, Current, reads
 from lineage_listener.lineage.datasets import RelationFact
 
 #: ``FileSink[file:/x]``, ``FileStreamSource[file:/x]``, ``DeltaSink[s3a://b/t]``: a path in brackets.

@@ -13,11 +13,11 @@ from typing import Any
 
 from lineage_listener import redact
 from lineage_listener.capture.jvm import jvm_call_failed, opt, scala_map, seq
-from lineage_listener.capture.readers import kafka
-from lineage_listener.capture.readers.catalog import catalog_table
-from lineage_listener.capture.readers.dsv2 import identifier, v2_table
-from lineage_listener.capture.readers.files import bracketed, qualify, sink_format
-from lineage_listener.capture.readers.registry import STREAM_SINKS, STREAM_SOURCES, reads
+from lineage_listener.capture.reading.readers import kafka
+from lineage_listener.capture.reading.readers.catalog import catalog_table
+from lineage_listener.capture.reading.readers.dsv2 import identifier, v2_table
+from lineage_listener.capture.reading.readers.files import bracketed, qualify, sink_format
+from lineage_listener.capture.reading.readers.registry import STREAM_SINKS, STREAM_SOURCES, reads
 from lineage_listener.lineage.datasets import RelationFact
 
 log = redact.logger(__name__)

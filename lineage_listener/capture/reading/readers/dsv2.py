@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from lineage_listener.capture.jvm import jvm_call_failed, opt, scala_map
-from lineage_listener.capture.readers.catalog import classified
-from lineage_listener.capture.readers.files import qualify, root_paths
-from lineage_listener.capture.readers.registry import LEAVES, TARGETS, Current, pinned_version, reads
+from lineage_listener.capture.reading.readers.catalog import classified
+from lineage_listener.capture.reading.readers.files import qualify, root_paths
+from lineage_listener.capture.reading.readers.registry import LEAVES, TARGETS, Current, pinned_version, reads
 from lineage_listener.lineage.datasets import RelationFact, TableIdent
 from lineage_listener.plan.classes import V2_CREATE_WRITES, V2_WRITES
 

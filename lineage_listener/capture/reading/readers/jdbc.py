@@ -5,7 +5,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lineage_listener.capture.jvm import scala_map
-from lineage_listener.capture.readers.registry import RELATIONS, reads
+from lineage_listener.capture.reading.readers.registry import RELATIONS, reads
 from lineage_listener.lineage.datasets import RelationFact
 
 

@@ -25,7 +25,7 @@ from functools import cached_property
 from typing import Any
 
 from lineage_listener import redact
-from lineage_listener.capture import command_result, inference, internal
+from lineage_listener.capture.reading import command_result, inference, internal
 from lineage_listener.plan.classes import STREAM_SINK_WRITES, VARIABLE_COMMANDS, WRITE_COMMANDS
 from lineage_listener.plan.tree import Plan
 
@@ -62,7 +62,7 @@ class Query:
 
 def _command_result(q: Query) -> bool:
     """An action on the result rows of a command that already ran (``spark.sql(cmd).collect()``):
-    the command was captured from its own event (:mod:`~lineage_listener.capture.command_result`)."""
+    the command was captured from its own event (:mod:`~lineage_listener.capture.reading.command_result`)."""
     return q.reads_result
 
 
@@ -87,7 +87,7 @@ def _stream_sink(q: Query) -> bool:
 
 def _format_internal(q: Query) -> bool:
     """A table format's own work known from the head: Delta's data write, a read inside its
-    ``MERGE`` (:mod:`~lineage_listener.capture.internal`)."""
+    ``MERGE`` (:mod:`~lineage_listener.capture.reading.internal`)."""
     return internal.reason(q.func_name, q.root, q.sql_text) is not None
 
 
@@ -98,7 +98,7 @@ def _command_results_only(q: Query) -> bool:
 
 
 def _schema_inference(q: Query) -> bool:
-    """Spark reading a CSV file to infer its schema (:mod:`~lineage_listener.capture.inference`):
+    """Spark reading a CSV file to infer its schema (:mod:`~lineage_listener.capture.reading.inference`):
     not the user's read."""
     return q.root not in WRITE_COMMANDS and inference.is_schema_inference(q.func_name, q.leaves.values())
 
@@ -110,7 +110,7 @@ def _temp_view(q: Query) -> bool:
 
 def _format_internal_plan(q: Query) -> bool:
     """A table format's own read known from its plan: Delta log replay, its touched-file search
-    (:func:`~lineage_listener.capture.internal.plan_reason`)."""
+    (:func:`~lineage_listener.capture.reading.internal.plan_reason`)."""
     return q.plan_json is not None and internal.plan_reason(q.root, q.plan_json, q.leaves) is not None
 
 

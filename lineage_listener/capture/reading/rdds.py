@@ -15,8 +15,8 @@ import json
 from typing import Any
 
 from lineage_listener import redact
-from lineage_listener.capture import planreader
-from lineage_listener.capture.facts import FactCache, resolve
+from lineage_listener.capture.reading import planreader
+from lineage_listener.capture.reading.facts import FactCache, resolve
 from lineage_listener.capture.jvm import jvm_call_failed
 from lineage_listener.lineage.datasets import RelationFact
 from lineage_listener.plan import compact

@@ -7,7 +7,7 @@ event after each one; :class:`StreamListener` (the py4j side of PySpark's
 ``StreamExecution.logicalPlan`` every ``IncrementalExecution`` (``lastExecution``)
 is built from, whose leaves are the sources themselves (a micro-batch's own plan
 lists that batch's files, or an empty ``LocalRelation`` when a source had no new
-data). Its sources and sink are read by :mod:`lineage_listener.capture.readers.streaming`,
+data). Its sources and sink are read by :mod:`lineage_listener.capture.reading.readers.streaming`,
 named as a batch read or write of the same path, table or topic is.
 
 ``foreachBatch``: Spark hands the function a ``LogicalRDD`` whose attributes are the
@@ -24,9 +24,9 @@ from datetime import datetime, timezone
 from typing import Any, Protocol
 
 from lineage_listener import redact
-from lineage_listener.capture import facts, planreader
+from lineage_listener.capture.reading import facts, planreader
 from lineage_listener.capture.jvm import jvm_call_failed, seq
-from lineage_listener.capture.readers.streaming import sink_fact, source_facts
+from lineage_listener.capture.reading.readers.streaming import sink_fact, source_facts
 from lineage_listener.lineage.datasets import RelationFact
 from lineage_listener.plan.classes import MICRO_BATCH_LEAF, STREAM_SINK_WRITES
 from lineage_listener.timewindow import utcnow

@@ -13,7 +13,7 @@ from typing import Any
 
 from lineage_listener import redact
 from lineage_listener.capture.jvm import jvm_call_failed
-from lineage_listener.capture.nullfields import _follow, path_to
+from lineage_listener.capture.reading.nullfields import _follow, path_to
 from lineage_listener.plan.scan import dicts
 
 log = redact.logger(__name__)

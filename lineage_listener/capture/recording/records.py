@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from lineage_listener.capture import multiwrite, parents, spark_labels, stages, statistics, variables
-from lineage_listener.capture.queryreader import Envelope
+from lineage_listener.capture import multiwrite, parents, stages, statistics, variables
+from lineage_listener.capture.recording import spark_labels
+from lineage_listener.capture.reading.queryreader import Envelope
 from lineage_listener.lineage import writes
 from lineage_listener.lineage.query import QueryLineage, lineage
 from lineage_listener.plan.tree import Plan

@@ -12,7 +12,7 @@ So the capture records one write, under the table's name, and this module decide
 events (:class:`LastWrites`, one per capture loop):
 
 - :meth:`LastWrites.record` records every envelope the capture loop reads: the nested write is
-  recorded as any write (:meth:`~lineage_listener.capture.records.Recorder.record`), and the
+  recorded as any write (:meth:`~lineage_listener.capture.recording.records.Recorder.record`), and the
   :class:`Write` its rows hold is remembered per run (its ``queries`` row, ``QueryExecution`` id
   and target columns, :func:`written`);
 - the wrapper *folds* into it (a wrapper command whose id is earlier than the remembered write's):
@@ -23,7 +23,7 @@ events (:class:`LastWrites`, one per capture loop):
   write is remembered in turn;
 - :meth:`LastWrites.target_only` asks the same before the wrapper is read: the capture loop gives
   it to the reader as its request to read only the write target of such an event
-  (:meth:`~lineage_listener.capture.queryreader.Reader.read`), whose plan is that write's query again.
+  (:meth:`~lineage_listener.capture.reading.queryreader.Reader.read`), whose plan is that write's query again.
 
 The store applies the instruction (:mod:`lineage_listener.store.retarget`): the query's edges
 name the table, and the path's ``datasets`` / ``dataset_columns`` rows go when nothing else names
@@ -52,15 +52,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from lineage_listener.capture.records import Row, iso
+from lineage_listener.capture.recording.records import Row, iso
 from lineage_listener.lineage.datasets import datasets_of
 from lineage_listener.lineage.writes import mode_of
 from lineage_listener.plan.classes import WRAPPER_COMMANDS
 from lineage_listener.store.rows import DatasetColumnRow, DatasetRow, QueryRow, Retarget
 
 if TYPE_CHECKING:
-    from lineage_listener.capture.queryreader import Envelope
-    from lineage_listener.capture.records import Recorder
+    from lineage_listener.capture.reading.queryreader import Envelope
+    from lineage_listener.capture.recording.records import Recorder
 
 
 class Write(NamedTuple):

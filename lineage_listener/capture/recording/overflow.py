@@ -31,7 +31,7 @@ def rows(item: Dropped, runs: dict[str, dict[str, Any]]) -> list[tuple[Any, ...]
     run_id = next(iter(runs)) if len(runs) == 1 else "unknown"
     query_id = f"{run_id}:q:{uuid.uuid4().hex[:8]}"
     reason = REASON.format(limit=item.limit)
-    from lineage_listener.capture.records import iso  # the recorder's modules: loaded by the capture thread
+    from lineage_listener.capture.recording.records import iso  # the recorder's modules: loaded by the capture thread
 
     now = iso(item.at)
     duration_ms = item.duration_ns // 1_000_000 if item.duration_ns is not None else None

@@ -29,13 +29,13 @@ checks both give the same facts on the same plans.
 
 A failed JVM call (:func:`~lineage_listener.capture.jvm.jvm_call_failed`) means no fact: the
 readers catch it where a fact is optional, and the callers
-(:func:`lineage_listener.capture.facts.resolve`, :func:`.streaming.source_facts`) skip a leaf
+(:func:`lineage_listener.capture.reading.facts.resolve`, :func:`.streaming.source_facts`) skip a leaf
 that cannot be read with one debug line; the query is captured without that name.
 """
 from __future__ import annotations
 
-from lineage_listener.capture.readers import (catalog, delta, dsv2, files, iceberg, jdbc,  # noqa: F401 - registers
+from lineage_listener.capture.reading.readers import (catalog, delta, dsv2, files, iceberg, jdbc,  # noqa: F401 - registers
                                               kafka, streaming, v1)
-from lineage_listener.capture.readers.registry import relation, target_of
+from lineage_listener.capture.reading.readers.registry import relation, target_of
 
 __all__ = ["relation", "target_of"]

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from lineage_listener.capture.jvm import opt, scala_map, simple_name
-from lineage_listener.capture.readers import jdbc, kafka
-from lineage_listener.capture.readers.catalog import catalog_table
-from lineage_listener.capture.readers.files import qualify
-from lineage_listener.capture.readers.registry import LEAVES, RELATIONS, TARGETS, Current, reads, relation
+from lineage_listener.capture.reading.readers import jdbc, kafka
+from lineage_listener.capture.reading.readers.catalog import catalog_table
+from lineage_listener.capture.reading.readers.files import qualify
+from lineage_listener.capture.reading.readers.registry import LEAVES, RELATIONS, TARGETS, Current, reads, relation
 from lineage_listener.lineage.datasets import RelationFact
 
 

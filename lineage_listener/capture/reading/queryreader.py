@@ -3,8 +3,8 @@ is alive, into an :class:`Envelope`.
 
 Everything else happens later, from this plain, immutable record: parsing and walking on the
 capture thread, writing on its write lane. The reader reads the plan through
-:mod:`~lineage_listener.capture.planreader` and the facts of its leaves and target through
-:mod:`~lineage_listener.capture.facts`.
+:mod:`~lineage_listener.capture.reading.planreader` and the facts of its leaves and target through
+:mod:`~lineage_listener.capture.reading.facts`.
 """
 from __future__ import annotations
 
@@ -14,21 +14,18 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from lineage_listener.capture import (
+from lineage_listener.capture import multiwrite, stages, statistics, variables
+from lineage_listener.capture.reading import (
     command_result,
     facts,
-    multiwrite,
     nodelay,
     planreader,
     pythoncode,
     rdds,
     rejected,
     skips,
-    stages,
     statement,
-    statistics,
     streams,
-    variables,
 )
 from lineage_listener.capture.jvm import jvm_call_failed
 from lineage_listener.plan.classes import MICRO_BATCH_LEAF, WRITE_COMMANDS
@@ -99,7 +96,7 @@ class Reader:
         """An envelope for this action, or None for actions that carry no lineage (DDL, SET...).
 
         Stage by stage, what is known is filtered before more is read: the query's head
-        (:meth:`_head`); the head filters of :mod:`~lineage_listener.capture.skips` (a dropped
+        (:meth:`_head`); the head filters of :mod:`~lineage_listener.capture.reading.skips` (a dropped
         query's plan is never read); the plan with its leaves' facts and write target
         (:meth:`_read_query`), or only the write target when ``target_only`` asks for it
         (:meth:`_read_target`); the plan filters; what the kept plan still needs read (its SQL
