@@ -85,13 +85,13 @@ def main() -> int:
     statements = [MERGE.format(t="dim", s="stage"), MERGE.format(t="ice.db.dim", s="ice.db.stage")]
 
     events = []
-    original = queryreader.Reader.read
+    original = queryreader.QueryReader.read
 
     def counting(self, func_name, qe, *a, **k):  # type: ignore[no-untyped-def]
         events.append(func_name)
         return original(self, func_name, qe, *a, **k)
 
-    queryreader.Reader.read = counting  # type: ignore[method-assign]
+    queryreader.QueryReader.read = counting  # type: ignore[method-assign]
 
     def job() -> tuple[float, float]:
         c, t = cpu(), time.perf_counter()

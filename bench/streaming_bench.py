@@ -79,7 +79,7 @@ def run_stream(spark: Any, work: Path, batches: int, capture: bool) -> dict[str,
 
 def growth(spark: Any, work: Path, batches: int) -> None:
     """``batches`` micro-batches of one stream through the real recorder and writer."""
-    from lineage_listener.capture.reading.queryreader import Reader
+    from lineage_listener.capture.reading.queryreader import QueryReader
     from lineage_listener.capture.recording.records import Recorder
     from lineage_listener.capture.reading.streams import progress_of
     from lineage_listener.store.batch import Batch
@@ -99,7 +99,7 @@ def growth(spark: Any, work: Path, batches: int) -> None:
         def progress(self) -> Any:
             return jq.lastProgress()
 
-    reader, recorder = Reader(), Recorder()
+    reader, recorder = QueryReader(), Recorder()
     first = reader.read_stream(Event(), jq, datetime.now())
     q.stop()
     store = work / "growth.duckdb"

@@ -1,7 +1,7 @@
 """How a captured query travels through the package, read from the code: the modules its route enters.
 
 A route is followed statically, through every branch: from a method (``Capture._record``, the
-capture loop's step for one read query; ``Recorder.record``; ``Reader.read``), each call the code
+capture loop's step for one read query; ``Recorder.record``; ``QueryReader.read``), each call the code
 makes, in the order it is written (arguments before the call, an assignment's value before its
 target, every arm of an ``if``, ``try`` and ``match``, each loop body once), is resolved to the
 package function it runs and followed into it, down to a depth of calls below the method (2: the
@@ -28,8 +28,8 @@ the one before it starting a new stay. Printed per route:
     python bench/trips.py [--depths 2,3] [--quiet] [ROUTE ...]
     (ROUTE: module:Class.method or module:function, as ``capture.recording.records:Recorder.record``)
 
->>> route = ["capture.pipeline", "capture.recording.records", "lineage.query", "capture.recording.records", "store.batch",
-...          "capture.recording.records"]
+>>> route = ["capture.pipeline", "capture.recording.records", "lineage.query", "capture.recording.records",
+...          "store.batch", "capture.recording.records"]
 >>> counts(route)
 Counts(stays=6, modules=4, returns=2, climbs=2, entered={'capture.recording.records': 3})
 """
@@ -52,7 +52,7 @@ PACKAGE = REPO / "lineage_listener"
 ROOT = "lineage_listener"
 #: The routes printed by default.
 ROUTES = ("capture.pipeline:Capture._record", "capture.recording.records:Recorder.record",
-          "capture.reading.queryreader:Reader.read")
+          "capture.reading.queryreader:QueryReader.read")
 
 
 def layer_of(module: str) -> int:

@@ -19,7 +19,7 @@ import pytest
 
 from lineage_listener.jar import BridgeBuildError, bridge_jar
 from lineage_listener.capture.reading import facts, planreader
-from lineage_listener.capture.reading.queryreader import Reader
+from lineage_listener.capture.reading.queryreader import QueryReader
 from lineage_listener.lineage.query import lineage
 from lineage_listener.plan import compact
 from lineage_listener.plan.classes import WRITE_COMMANDS
@@ -182,7 +182,7 @@ def test_wide_plans_and_dataframe_shapes(spark, reader, people):
 def test_capture_uses_it_and_records_a_fallback(spark, reader, people, caplog, monkeypatch):
     monkeypatch.delenv(planreader.ENV, raising=False)
     qe = spark.sql("SELECT id, upper(name) AS u FROM people")._jdf.queryExecution()
-    env = Reader().read("collect", qe, 0)
+    env = QueryReader().read("collect", qe, 0)
     assert compact.is_compact(env.plan_json) and env.read_error is None, "the compact reader is the default"
     # The facts travel as an object: a JSON text in a string would escape each of its quotes.
     assert isinstance(json.loads(env.plan_json)["facts"]["leaves"], list)
@@ -190,7 +190,7 @@ def test_capture_uses_it_and_records_a_fallback(spark, reader, people, caplog, m
     assert lineage(env.plan.root, env.leaves).edges == want
     assert lineage(parse(env.plan_json), env.leaves).edges == want  # a replayed envelope decodes it too
     monkeypatch.setenv(planreader.ENV, "json")  # the way back
-    env = Reader().read("collect", qe, 0)
+    env = QueryReader().read("collect", qe, 0)
     assert not compact.is_compact(env.plan_json) and env.read_error is None
     assert lineage(env.plan.root, env.leaves).edges == want
     monkeypatch.delenv(planreader.ENV)
@@ -200,7 +200,7 @@ def test_capture_uses_it_and_records_a_fallback(spark, reader, people, caplog, m
     planreader._readers[key] = spark._jvm.java.lang.Object()
     try:
         with caplog.at_level(logging.WARNING, "lineage_listener"):
-            env = Reader().read("collect", qe, 0)
+            env = QueryReader().read("collect", qe, 0)
     finally:
         planreader._readers[key] = loaded
     assert not compact.is_compact(env.plan_json)

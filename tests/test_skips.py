@@ -33,12 +33,12 @@ def dropped(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str, str]]:
 def plans_read(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     """(action, root) of every query whose plan the reader read."""
     seen: list[tuple[str, str]] = []
-    real = queryreader.Reader._read_plan
+    real = queryreader.QueryReader._read_plan
 
     def recording(self: Any, qe: Any, head: Any) -> Any:
         seen.append((head.query.func_name, head.query.root))
         return real(self, qe, head)
-    monkeypatch.setattr(queryreader.Reader, "_read_plan", recording)
+    monkeypatch.setattr(queryreader.QueryReader, "_read_plan", recording)
     return seen
 
 
@@ -46,12 +46,12 @@ def plans_read(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
 def targets_read(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     """(action, root) of every event whose write target alone the reader read (``target_only``)."""
     seen: list[tuple[str, str]] = []
-    real = queryreader.Reader._read_target
+    real = queryreader.QueryReader._read_target
 
     def recording(self: Any, qe: Any, action: Any) -> Any:
         seen.append((action.func_name, action.root))
         return real(self, qe, action)
-    monkeypatch.setattr(queryreader.Reader, "_read_target", recording)
+    monkeypatch.setattr(queryreader.QueryReader, "_read_target", recording)
     return seen
 
 
@@ -122,7 +122,7 @@ def test_a_table_formats_own_action_is_dropped_before_its_plan_is_read(spark: An
     """Delta's data write reaches the listener as action ``deltaTransactionalWrite`` (Delta is not on
     this session: the action name is given to the reader with a real query)."""
     qe = spark.table("people")._jdf.queryExecution()
-    reader = queryreader.Reader()
+    reader = queryreader.QueryReader()
     assert reader.read("deltaTransactionalWrite", qe, 1_000_000) is None
     assert reader.read("collect", qe, 1_000_000) is not None
     assert [(name, action) for name, action, _ in dropped] == [("format_internal", "deltaTransactionalWrite")]

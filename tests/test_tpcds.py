@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from lineage_listener.capture.reading.queryreader import Reader
+from lineage_listener.capture.reading.queryreader import QueryReader
 from lineage_listener.lineage.query import lineage
 from tests import tpcds
 
@@ -29,7 +29,7 @@ def analyzed(spark, sql):
 @pytest.mark.parametrize("name", sorted(QUERIES))
 def test_tpcds_query_lineage(spark, tpcds_tables, name):
     qe = analyzed(spark, QUERIES[name])
-    env = Reader().read("collect", qe, 0)
+    env = QueryReader().read("collect", qe, 0)
     result = lineage(env.plan.root, env.leaves, env.target)
     assert result.fallbacks == frozenset(), f"unknown plan nodes: {sorted(result.fallbacks)}"
     sources = {e.source.dataset for e in result.edges}
@@ -49,7 +49,7 @@ def test_tpcds_query_lineage(spark, tpcds_tables, name):
 def test_tpcds_q3_exact_edges(spark, tpcds_tables):
     """q3: brand and sum of sales by year for one manufacturer."""
     qe = analyzed(spark, QUERIES["q3"])
-    env = Reader().read("collect", qe, 0)
+    env = QueryReader().read("collect", qe, 0)
     edges = {(e.target_column, e.source.dataset.rsplit(".", 1)[-1], e.source.name, e.transform.value)
              for e in lineage(env.plan.root, env.leaves).edges}
     assert ("brand_id", "item", "i_brand_id", "rename") in edges

@@ -40,7 +40,7 @@ from lineage_listener.timewindow import utcnow
 from lineage_listener import redact
 
 if TYPE_CHECKING:  # pragma: no cover - imported on the capture thread (imports take a while)
-    from lineage_listener.capture.reading.queryreader import Envelope, Reader
+    from lineage_listener.capture.reading.queryreader import Envelope, QueryReader
     from lineage_listener.capture.recording.records import Recorder
     from lineage_listener.capture.recording.wrappers import LastWrites
     from lineage_listener.store.batch import Batch
@@ -123,7 +123,7 @@ class Capture:
         self.after_write = after_write
         #: The sessions whose streams this capture reads (the reader's, from when it is built).
         self.stream_sessions: list[Any] = []
-        self._reader: Reader | None = None
+        self._reader: QueryReader | None = None
         self._reader_built = threading.Event()  # set once the reader is built (or cannot be)
         self._writer: BatchWriter | None = writer
         self._writer_args = (url, token, lock_timeout)
@@ -164,7 +164,7 @@ class Capture:
         _register_exit_hook()
 
     @property
-    def reader(self) -> "Reader | None":
+    def reader(self) -> "QueryReader | None":
         """Reads actions into envelopes (built first on the capture thread: this waits until it is;
         None when the capture could not start)."""
         self._reader_built.wait()
@@ -191,10 +191,10 @@ class Capture:
     def _build(self) -> None:
         """On the capture thread, before the first item: the reader, the recorder, the writer, the
         warm-up."""
-        from lineage_listener.capture.reading.queryreader import Reader
+        from lineage_listener.capture.reading.queryreader import QueryReader
 
         self._pending = empty_batch()
-        self._reader = Reader(self.stream_sessions)
+        self._reader = QueryReader(self.stream_sessions)
         self._reader_built.set()
         from lineage_listener.capture.recording.records import Recorder
         from lineage_listener.capture.recording.wrappers import LastWrites

@@ -38,7 +38,7 @@ from lineage_listener.store.rows import ViolationRow
 
 log = logging.getLogger(__name__)
 
-Reader = Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]]
+ReadOpener = Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]]
 _ROW = COLUMNS["policy_violations"]
 
 
@@ -56,7 +56,7 @@ def _json(value: Any) -> str:
 class PolicyWatch:
     """Checks ``policy`` after each write; see the module docstring."""
 
-    def __init__(self, read: Reader, write: Callable[[Batch], None], policy: Policy | None,
+    def __init__(self, read: ReadOpener, write: Callable[[Batch], None], policy: Policy | None,
                  webhook: Webhook | None = None, classifications: Path | None = None) -> None:
         self._read = read
         self._write = write

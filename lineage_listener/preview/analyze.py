@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lineage_listener.capture.reading.queryreader import Reader
+from lineage_listener.capture.reading.queryreader import QueryReader
 from lineage_listener.preview import session as local
 from lineage_listener.govern.sides import DistinctEdge
 from lineage_listener.preview.sqlfile import Statement, qualified, replace_path, statements
@@ -196,7 +196,7 @@ class _Workspace:
                             "MODULE$").SKIP()
         self.standins: dict[str, str] = {}  # stand-in location -> the recorded path it stands for
         self.defined: list[dict[str, Any]] = []
-        self.reader = Reader()
+        self.reader = QueryReader()
 
     # -- one statement ---------------------------------------------------------------------
 

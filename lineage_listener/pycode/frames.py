@@ -9,9 +9,9 @@ is column ``a``, ``pdf[['a', 'b']]`` a frame of two, ``pdf['c'] = ...`` / ``assi
 (``derived``). Library calls (``pd.DataFrame({...})``, ``pa.RecordBatch.from_pydict``,
 ``Row(a=...)``, ``np.where``) are modelled the same way, by name.
 
->>> from lineage_listener.pycode.interp import Reader
+>>> from lineage_listener.pycode.interp import FunctionReader
 >>> t = Table.of(["id", "amount"])
->>> out, _ = method(Reader(2), t, "assign", [], {"double": binary(t.column("amount"), Const(2))})
+>>> out, _ = method(FunctionReader(2), t, "assign", [], {"double": binary(t.column("amount"), Const(2))})
 >>> [(n, sorted(taint(v).flows)) for n, v in out.cols]
 [('id', [(0, 'copy')]), ('amount', [(1, 'copy')]), ('double', [(1, 'derived')])]
 """
@@ -24,7 +24,7 @@ from lineage_listener.pycode.values import (AGGREGATE, DERIVED, EMPTY, Const, Fu
                                             Table, Taint, Value, derive, taint, union)
 
 if TYPE_CHECKING:
-    from lineage_listener.pycode.interp import Reader
+    from lineage_listener.pycode.interp import FunctionReader
 
 #: Methods reducing a column (or each column of a frame) over its rows.
 REDUCTIONS = frozenset({
@@ -101,7 +101,7 @@ def either(values: list[Value]) -> Value:
     return Taint(decided.flows, decided.guess, any(taint(v).vector for v in values))
 
 
-def compare(reader: "Reader", parts: list[Value], ops: list[ast.cmpop]) -> Value:
+def compare(reader: "FunctionReader", parts: list[Value], ops: list[ast.cmpop]) -> Value:
     """A comparison; ``'a' in pdf.columns`` asks about the frame's shape, not its values."""
     if len(parts) == 2 and isinstance(ops[0], (ast.In, ast.NotIn)) and isinstance(parts[0], Const) \
             and isinstance(parts[1], Table):
@@ -110,7 +110,7 @@ def compare(reader: "Reader", parts: list[Value], ops: list[ast.cmpop]) -> Value
     return Taint(t.flows, t.guess, any(taint(p).vector for p in parts))
 
 
-def element(reader: "Reader", value: Value) -> Value:
+def element(reader: "FunctionReader", value: Value) -> Value:
     """What iterating over ``value`` gives one at a time."""
     if isinstance(value, (Iter, Seq)):
         return value.elem if not (isinstance(value, Seq) and value.items) else union(list(value.items) + [value.elem])
@@ -130,7 +130,7 @@ def element(reader: "Reader", value: Value) -> Value:
     return Obj("?item")
 
 
-def unpack(reader: "Reader", value: Value, n: int) -> list[Value]:
+def unpack(reader: "FunctionReader", value: Value, n: int) -> list[Value]:
     """``a, b = value``: its first ``n`` parts by position."""
     if isinstance(value, Seq) and value.items is not None and len(value.items) >= n:
         return list(value.items[:n])
@@ -145,25 +145,25 @@ def unpack(reader: "Reader", value: Value, n: int) -> list[Value]:
 # -- reading from frames, rows and columns --------------------------------------------
 
 
-def _missing(reader: "Reader", table: Table, name: Any) -> Value:
+def _missing(reader: "FunctionReader", table: Table, name: Any) -> Value:
     """A column the reader did not see made: it lost track of something, so it may hold any input."""
     return reader.guess(f"column {name!r} is not one the reader saw made")
 
 
-def column(reader: "Reader", table: Table, name: Any) -> Value:
+def column(reader: "FunctionReader", table: Table, name: Any) -> Value:
     found = table.column(name)
     if found is None:
         found = dict(table.index).get(name)
     return found if found is not None else _missing(reader, table, name)
 
 
-def positional(reader: "Reader", table: Table, index: int) -> Value:
+def positional(reader: "FunctionReader", table: Table, index: int) -> Value:
     if table.extra is None and -len(table.cols) <= index < len(table.cols):
         return table.cols[index][1]
     return reader.guess("a column is read by its position", table)
 
 
-def attribute(reader: "Reader", value: Value, name: str) -> Value:
+def attribute(reader: "FunctionReader", value: Value, name: str) -> Value:
     """``value.name``."""
     if isinstance(value, Obj):
         return Obj(f"{value.path}.{name}")
@@ -193,7 +193,7 @@ def attribute(reader: "Reader", value: Value, name: str) -> Value:
     return Obj("?")
 
 
-def get_item(reader: "Reader", base: Value, key: Value, accessor: str | None) -> Value:
+def get_item(reader: "FunctionReader", base: Value, key: Value, accessor: str | None) -> Value:
     """``base[key]`` (``accessor``: through ``.loc`` / ``.iloc`` / ``.at`` / ``.iat``)."""
     if isinstance(base, Table):
         return _table_item(reader, base, key, accessor)
@@ -240,7 +240,7 @@ def _names(key: Value) -> list[Any] | None:
     return None
 
 
-def _table_item(reader: "Reader", table: Table, key: Value, accessor: str | None) -> Value:
+def _table_item(reader: "FunctionReader", table: Table, key: Value, accessor: str | None) -> Value:
     if accessor in ("loc", "at") and isinstance(key, Seq) and key.items is not None and len(key.items) == 2:
         rows, cols = key.items
         picked = _rows(reader, table, rows)
@@ -274,14 +274,14 @@ def _table_item(reader: "Reader", table: Table, key: Value, accessor: str | None
     return reader.guess("a column is chosen at run time", table)
 
 
-def _rows(reader: "Reader", table: Table, key: Value) -> Table:
+def _rows(reader: "FunctionReader", table: Table, key: Value) -> Table:
     """The rows of ``table`` a key picks (a condition's columns decide them)."""
     if isinstance(key, Taint):
         reader.filters.update(i for i, _ in key.flows)
     return table
 
 
-def set_item(reader: "Reader", base: Value, key: Value, value: Value, accessor: str | None) -> Value | None:
+def set_item(reader: "FunctionReader", base: Value, key: Value, value: Value, accessor: str | None) -> Value | None:
     """``base[key] = value``: the changed container (None: nothing the reader follows changed)."""
     if isinstance(base, Table):
         if accessor in ("loc", "at") and isinstance(key, Seq) and key.items is not None and len(key.items) == 2:
@@ -317,13 +317,13 @@ def set_item(reader: "Reader", base: Value, key: Value, value: Value, accessor: 
     return None
 
 
-def table_guess(reader: "Reader", table: Table, reason: str, value: Value | None = None) -> Table:
+def table_guess(reader: "FunctionReader", table: Table, reason: str, value: Value | None = None) -> Table:
     """A frame whose columns the reader lost track of: each may hold anything it held."""
     everything = reader.guess(reason, union([table, value]) if value is not None else table)
     return Table(tuple((n, everything) for n in table.names()), everything, table.kind)
 
 
-def renamed_by_position(reader: "Reader", table: Table, names: list[Any] | None) -> Table:
+def renamed_by_position(reader: "FunctionReader", table: Table, names: list[Any] | None) -> Table:
     """``df.columns = [...]`` / Arrow's ``rename_columns([...])``: new names by position."""
     if names is None or table.extra is not None or len(names) != len(table.cols):
         return table_guess(reader, table, "columns are renamed by a list the reader cannot line up")
@@ -333,7 +333,7 @@ def renamed_by_position(reader: "Reader", table: Table, names: list[Any] | None)
 # -- methods --------------------------------------------------------------------------
 
 
-def method(reader: "Reader", receiver: Value, name: str, args: list[Value],
+def method(reader: "FunctionReader", receiver: Value, name: str, args: list[Value],
            kwargs: dict[str, Value]) -> tuple[Value, Value | None]:
     """``receiver.name(*args, **kwargs)``: the result and, for a method that changes its receiver
     in place (``insert``, ``inplace=True``, a list's ``append``), the changed receiver."""
@@ -375,7 +375,7 @@ def method(reader: "Reader", receiver: Value, name: str, args: list[Value],
     return reader.call(Obj(f"?method:{name}"), [receiver] + args, kwargs), None
 
 
-def _column_method(reader: "Reader", col: Taint, name: str, args: list[Value], kwargs: dict[str, Value]) -> Value:
+def _column_method(reader: "FunctionReader", col: Taint, name: str, args: list[Value], kwargs: dict[str, Value]) -> Value:
     everything = list(args) + list(kwargs.values())
     if name in ("apply", "map", "transform", "agg", "aggregate", "pipe") and args and isinstance(args[0], Func):
         result = reader.call(args[0], [Taint(col.flows, col.guess, False)] + args[1:], {})
@@ -394,7 +394,7 @@ def _column_method(reader: "Reader", col: Taint, name: str, args: list[Value], k
     return Taint(out.flows, out.guess, col.vector or any(taint(a).vector for a in everything))
 
 
-def _table_method(reader: "Reader", table: Table, name: str, args: list[Value],  # noqa: C901 - one per method
+def _table_method(reader: "FunctionReader", table: Table, name: str, args: list[Value],  # noqa: C901 - one per method
                   kwargs: dict[str, Value]) -> tuple[Value, Value | None]:
     inplace = isinstance(kwargs.get("inplace"), Const) and kwargs["inplace"].value is True  # type: ignore[union-attr]
     result: Value
@@ -584,7 +584,7 @@ def _table_method(reader: "Reader", table: Table, name: str, args: list[Value], 
     return reader.guess(f"the frame method {name}() is not followed column by column", union([table] + args)), None
 
 
-def _group_method(reader: "Reader", group: Group, name: str, args: list[Value], kwargs: dict[str, Value]) -> Value:
+def _group_method(reader: "FunctionReader", group: Group, name: str, args: list[Value], kwargs: dict[str, Value]) -> Value:
     keys = tuple((k, group.table.column(k) or EMPTY) for k in group.keys)
     for _, v in keys:
         pass
@@ -640,7 +640,7 @@ def _kind(path: str) -> str:
     return "batch" if path.startswith("pyarrow") else "frame"
 
 
-def library_call(reader: "Reader", path: str, args: list[Value],  # noqa: C901 - one branch per known call
+def library_call(reader: "FunctionReader", path: str, args: list[Value],  # noqa: C901 - one branch per known call
                  kwargs: dict[str, Value]) -> Value:
     """A call of the library function (or class) ``path`` (a dotted name from the code's imports)."""
     last = path.rsplit(".", 1)[-1]
@@ -752,7 +752,7 @@ def as_table(value: Value) -> Value:
     return value
 
 
-def _from_arrays(reader: "Reader", arrays: Value, names: Value | None) -> Value:
+def _from_arrays(reader: "FunctionReader", arrays: Value, names: Value | None) -> Value:
     labels = _names(names) if names is not None else None
     items = arrays.items if isinstance(arrays, Seq) else None
     if labels is None or items is None or len(items) != len(labels):
@@ -760,7 +760,7 @@ def _from_arrays(reader: "Reader", arrays: Value, names: Value | None) -> Value:
     return Table(tuple(zip(labels, items)), None, "batch")
 
 
-def _frame(reader: "Reader", args: list[Value], kwargs: dict[str, Value]) -> Value:
+def _frame(reader: "FunctionReader", args: list[Value], kwargs: dict[str, Value]) -> Value:
     """``pd.DataFrame(data, columns=...)``: from a dict of columns, a frame, rows (dicts,
     tuples, Rows) or a list of values."""
     data = args[0] if args else kwargs.get("data", Const(None))
@@ -790,7 +790,7 @@ def _frame(reader: "Reader", args: list[Value], kwargs: dict[str, Value]) -> Val
     return Table((), everything, "frame")
 
 
-def _column_of(reader: "Reader", value: Value) -> Value:
+def _column_of(reader: "FunctionReader", value: Value) -> Value:
     """A dict value made a column: a list of values is one column of them."""
     if isinstance(value, Seq):
         return union([value.elem] + list(value.items or ()))
@@ -803,7 +803,7 @@ def _vector(value: Value) -> Value:
     return value
 
 
-def _concat(reader: "Reader", frames: Value, axis: Value) -> Value:
+def _concat(reader: "FunctionReader", frames: Value, axis: Value) -> Value:
     parts = list(frames.items) if isinstance(frames, Seq) and frames.items is not None else [element(reader, frames)]
     tables = [p for p in parts if isinstance(p, Table)]
     if len(tables) != len(parts):

@@ -1,6 +1,6 @@
 """Reading a function's source: which input columns flow into what it returns, without running it.
 
-:class:`Reader` follows a function's ``ast`` statement by statement, keeping for each variable a
+:class:`FunctionReader` follows a function's ``ast`` statement by statement, keeping for each variable a
 :mod:`~lineage_listener.pycode.values` value (the input columns it is made of). Branches are
 read both ways and joined, loops twice (a loop over constant column names once per name),
 calls into functions of the code are read in place, and what a condition reads joins every
@@ -16,7 +16,7 @@ what would make the whole function unreadable (``exec``, ``eval``, ``globals()``
 >>> from lineage_listener.pycode.values import Table, taint
 >>> tree = ast.parse("def f(it):\\n    for pdf in it:\\n        pdf['d'] = pdf['email'].str.upper()\\n"
 ...                  "        yield pdf[['id', 'd']]")
->>> reader = Reader(2)
+>>> reader = FunctionReader(2)
 >>> out = reader.call(reader.function(tree.body[0], Module(tree)), [Iter(Table.of(['id', 'email']))])
 >>> [(n, sorted(taint(v).flows)) for n, v in out.elem.cols]
 [('id', [(0, 'copy')]), ('d', [(1, 'derived')])]
@@ -91,7 +91,7 @@ class Scope:
         self.module = module if module is not None else (parent.module if parent is not None else None)
         self.outer = outer  # the pickled closure and globals of the function read
 
-    def lookup(self, name: str, reader: "Reader") -> Value:
+    def lookup(self, name: str, reader: "FunctionReader") -> Value:
         scope: Scope | None = self
         while scope is not None:
             if name in scope.vars:
@@ -163,10 +163,10 @@ def _yields(node: ast.AST) -> bool:
     return False
 
 
-class Reader:
+class FunctionReader:
     """Reads functions over ``inputs`` input columns; ``top`` is every one of them, a guess."""
 
-    def __init__(self, inputs: int, resolve: Callable[[Any, "Reader"], Value] | None = None) -> None:
+    def __init__(self, inputs: int, resolve: Callable[[Any, "FunctionReader"], Value] | None = None) -> None:
         self.top = Taint(frozenset((i, DERIVED) for i in range(inputs)), True, True)
         self.reasons: list[str] = []
         self.filters: set[int] = set()
@@ -700,9 +700,9 @@ def _bound(scope: Scope, name: str) -> bool:
     return False
 
 
-def method_of(reader: Reader, fn: Func, receiver: Value) -> Func:
+def method_of(reader: FunctionReader, fn: Func, receiver: Value) -> Func:
     """``fn`` bound to ``receiver`` (a UDTF's ``self``)."""
     return replace(fn, bound=(receiver,))
 
 
-__all__ = ["Reader", "Module", "Unreadable", "Env", "Scope", "method_of", "AGGREGATE", "COPY", "Group", "Iter"]
+__all__ = ["FunctionReader", "Module", "Unreadable", "Env", "Scope", "method_of", "AGGREGATE", "COPY", "Group", "Iter"]

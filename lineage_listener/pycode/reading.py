@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lineage_listener.pycode import pickled, source
-from lineage_listener.pycode.interp import Module, Reader, Unreadable, method_of
+from lineage_listener.pycode.interp import FunctionReader, Module, Unreadable, method_of
 from lineage_listener.pycode.values import (AGGREGATE, Const, Func, Instance, Iter, Obj, Seq, Table, Taint, Value,
                                             derive, taint, union)
 from lineage_listener.pycode import frames
@@ -150,7 +150,7 @@ def _label(command: bytes) -> str:
 class _Context:
     """Turns pickled values (closure cells, globals) into reader values, finding helpers' source."""
 
-    def __init__(self, reader: Reader) -> None:
+    def __init__(self, reader: FunctionReader) -> None:
         self.reader = reader
         self.modules: dict[int, Module] = {}
 
@@ -252,7 +252,7 @@ def _by_reference(ref: pickled.Ref) -> tuple[ast.AST, ast.Module] | None:
 
 def _read(command: bytes, shape: Shape) -> Reading:
     payload = pickled.load(command)
-    reader = Reader(len(shape.inputs))
+    reader = FunctionReader(len(shape.inputs))
     context = _Context(reader)
     main = _main(payload, shape)
     if shape.kind == RDD:
@@ -304,7 +304,7 @@ def _arity(fn: Func) -> int:
     return len(args.posonlyargs) + len(args.args)
 
 
-def _call(reader: Reader, fn: Func, shape: Shape) -> Value:
+def _call(reader: FunctionReader, fn: Func, shape: Shape) -> Value:
     """Call ``fn`` with the inputs its kind gives it."""
     vector = shape.kind in _VECTOR_KINDS or shape.kind == SCALAR and shape.arrow
     columns = [Taint(frozenset({(i, "copy")}), False, vector) for i in range(len(shape.inputs))]
@@ -333,7 +333,7 @@ def _call(reader: Reader, fn: Func, shape: Shape) -> Value:
     raise Unreadable(f"functions of kind {shape.kind} are not read")
 
 
-def _outputs(reader: Reader, value: Value, shape: Shape) -> list[Taint]:
+def _outputs(reader: FunctionReader, value: Value, shape: Shape) -> list[Taint]:
     """Each output's value, from what the function gives back: by name from a frame, dict or
     Row, by position from a tuple; an iterator's items for map and iterator functions."""
     if shape.kind in (MAP, SCALAR_ITER, GROUPED_ITER) and isinstance(value, Iter):
@@ -369,7 +369,7 @@ def _outputs(reader: Reader, value: Value, shape: Shape) -> list[Taint]:
     return [reader.guess("its result is not split field by field", value) for _ in shape.outputs]
 
 
-def _finish(reader: Reader, shape: Shape, label: str, results: list[Value], extra: tuple[str, ...]) -> Reading:
+def _finish(reader: FunctionReader, shape: Shape, label: str, results: list[Value], extra: tuple[str, ...]) -> Reading:
     per_output: list[list[Taint]] = [_outputs(reader, r, shape) for r in results]
     outs = []
     for i in range(shape.width):

@@ -1,5 +1,5 @@
-"""The query reader: :class:`Reader` takes from a live ``QueryExecution`` what must be read while it
-is alive, into an :class:`Envelope`.
+"""The query reader: :class:`QueryReader` takes from a live ``QueryExecution`` what must be read
+while it is alive, into an :class:`Envelope`.
 
 Everything else happens later, from this plain, immutable record: parsing and walking on the
 capture thread, writing on its write lane. The reader reads the plan through
@@ -72,7 +72,7 @@ class Envelope:
     statistics: Mapping[str, Any] | None = None
 
 
-class Reader:
+class QueryReader:
     """Reads envelopes from ``QueryExecution`` objects; caches per-run and per-leaf facts."""
 
     def __init__(self, stream_sessions: list[Any] | None = None) -> None:

@@ -23,7 +23,7 @@ events (:class:`LastWrites`, one per capture loop):
   write is remembered in turn;
 - :meth:`LastWrites.target_only` asks the same before the wrapper is read: the capture loop gives
   it to the reader as its request to read only the write target of such an event
-  (:meth:`~lineage_listener.capture.reading.queryreader.Reader.read`), whose plan is that write's query again.
+  (:meth:`~lineage_listener.capture.reading.queryreader.QueryReader.read`), whose plan is that write's query again.
 
 The store applies the instruction (:mod:`lineage_listener.store.retarget`): the query's edges
 name the table, and the path's ``datasets`` / ``dataset_columns`` rows go when nothing else names
