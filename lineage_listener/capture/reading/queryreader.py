@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from lineage_listener.capture import multiwrite, stages, statistics, variables
 from lineage_listener.capture.reading import (
@@ -95,12 +95,13 @@ class QueryReader:
              now: datetime | None = None, target_only: TargetOnly | None = None) -> Envelope | None:
         """An envelope for this action, or None for actions that carry no lineage (DDL, SET...).
 
-        Stage by stage, what is known is filtered before more is read: the query's head
-        (:meth:`_head`); the head filters of :mod:`~lineage_listener.capture.reading.skips` (a dropped
-        query's plan is never read); the plan with its leaves' facts and write target
-        (:meth:`_read_query`), or only the write target when ``target_only`` asks for it
-        (:meth:`_read_target`); the plan filters; what the kept plan still needs read (its SQL
-        variables' scope, its write's statistics); the envelope.
+        The query's head is read first (:meth:`_head`); the first rule of :data:`RULES` that holds
+        for it decides what else is read: nothing (the head filters of
+        :mod:`~lineage_listener.capture.reading.skips` dropped it, so its plan is never read), the
+        statement Spark rejected or could not analyze as it was reported, only the write target
+        (:meth:`_read_target`), or the plan and what it needs: the plan with its leaves' and target's
+        facts (:meth:`_read_query`), the plan filters, then what the kept plan still needs read (its
+        SQL variables' scope, its write's statistics).
 
         ``target_only(root, run_id, qe_id)``: the caller's request to read only the write target of
         the events it names (whose plan it has recorded already, under another event), asked once
@@ -113,16 +114,19 @@ class QueryReader:
         action = Envelope(func_name=func_name, captured_at=now, run={},
                           duration_ms=int(duration_ns // 1_000_000) if duration_ns is not None else None,
                           error=_error_text(error) if error is not None else None, duration_ns=duration_ns)
-        head = self._head(qe, action, error)
-        if isinstance(head, Envelope):  # rejected, or its analysis failed: what Spark said, no plan
-            return head
-        query = head.query
-        if skips.skipped(skips.HEAD, query) is not None:
+        head = self._head(qe, func_name)
+        what = decide(head, target_only)
+        if what == SKIPPED:
             return None
+        if what == REJECTED:
+            return self._read_rejected(qe, head, action, error)
+        if what == UNANALYZED:
+            return replace(action, run=head.run, qe_id=head.qe_id, error=action.error or _error_text(head.failure))
+        query = head.query
         action = replace(action, run=head.run, qe_id=head.qe_id, root=query.root, sql_text=query.sql_text)
-        if target_only is not None and target_only(query.root, head.run["app_id"], head.qe_id):
+        if what == TARGET_ONLY:
             return self._read_target(qe, action)
-        scope = measured = None
+        scope = measured = None  # PLAN: the plan with its leaves' and target's facts, the plan filters, the rest
         try:
             read = self._read_query(qe, head)
             if skips.skipped(skips.PLAN, query) is not None:
@@ -137,12 +141,12 @@ class QueryReader:
         return replace(action, plan_json=query.plan_json, leaves=query.leaves, target=query.target,
                        read_error=read_error, plan=query.plan, variables=scope, statistics=measured)
 
-    def _head(self, qe: Any, action: Envelope, error: Any) -> "_Head | Envelope":
-        """What is known of the query before its plan is read; or the whole envelope of a statement
-        Spark rejected or could not analyze (nothing more to read). One JVM call with the compact
-        reader; else py4j calls (the SQL text only when asked)."""
-        func_name = action.func_name
-        head = None if rejected.is_rejected(func_name) else planreader.head(qe)
+    def _head(self, qe: Any, func_name: str) -> "_Head":
+        """What is known of the query before its plan is read: one JVM call with the compact reader;
+        else py4j calls (the SQL text only when asked). Of a statement Spark rejected, its run and
+        id; of one whose analysis failed, also the failure."""
+        is_rejected = rejected.is_rejected(func_name)
+        head = None if is_rejected else planreader.head(qe)
         if head is not None and "root" in head:
             query = skips.Query(func_name, str(head["root"]), command_result.reads_result(func_name, qe, head),
                                 sql_text=head.get("sql"), step=bool(head.get("step")))
@@ -153,15 +157,12 @@ class QueryReader:
             qe_id = int(qe.id())
         except jvm_call_failed():
             qe_id = None
-        if rejected.is_rejected(func_name):  # Spark 4: the analyzer rejected the statement
-            err_text = rejected.error_text(error) if error is not None else "rejected during analysis"
-            rejected.noted(func_name, err_text)
-            return Envelope(func_name=func_name, captured_at=action.captured_at, run=run, qe_id=qe_id,
-                            root=rejected.command(qe), sql_text=rejected.sql_text(qe), error=err_text)
+        if is_rejected:  # Spark 4: the analyzer rejected the statement; no plan
+            return _Head(None, run, qe_id, qe, rejected=True)
         try:
             plan = qe.analyzed()
-        except jvm_call_failed() as exc:  # analysis itself failed: record the failure
-            return replace(action, run=run, qe_id=qe_id, error=action.error or _error_text(exc))
+        except jvm_call_failed() as exc:  # analysis itself failed: its failure is recorded
+            return _Head(None, run, qe_id, qe, failure=exc)
         root = str(plan.nodeName())
 
         def sql() -> str | None:  # below the root only for writes: a few py4j calls per node
@@ -171,6 +172,14 @@ class QueryReader:
                 return None
         query = skips.Query(func_name, root, command_result.reads_result(func_name, qe, None), sql=sql)
         return _Head(query, run, qe_id, qe, plan)
+
+    def _read_rejected(self, qe: Any, head: "_Head", action: Envelope, error: Any) -> Envelope:
+        """A statement Spark rejected during analysis: its parsed command and SQL text, and what
+        Spark said (:mod:`~lineage_listener.capture.reading.rejected`)."""
+        err_text = rejected.error_text(error) if error is not None else "rejected during analysis"
+        rejected.noted(action.func_name, err_text)
+        return Envelope(func_name=action.func_name, captured_at=action.captured_at, run=head.run, qe_id=head.qe_id,
+                        root=rejected.command(qe), sql_text=rejected.sql_text(qe), error=err_text)
 
     def _read_target(self, qe: Any, action: Envelope) -> Envelope:
         """An event whose write target alone is read (``target_only``), not its plan."""
@@ -281,18 +290,82 @@ class QueryReader:
 @dataclass
 class _Head:
     """A query before its plan is read: what the filters see, its run, its id; its analyzed JVM
-    plan, asked of the ``QueryExecution`` once, when first needed (:meth:`plan`)."""
+    plan, asked of the ``QueryExecution`` once, when first needed (:meth:`plan`). No ``query`` for
+    a statement Spark ``rejected`` or whose analysis ended in ``failure``."""
 
-    query: skips.Query
+    query: skips.Query | None
     run: dict[str, Any]
     qe_id: int | None
     qe: Any
     jvm_plan: Any = None
+    rejected: bool = False
+    failure: BaseException | None = None
 
     def plan(self) -> Any:
         if self.jvm_plan is None:
             self.jvm_plan = self.qe.analyzed()
         return self.jvm_plan
+
+
+def _rejected(head: _Head, target_only: TargetOnly | None) -> bool:
+    """Spark's analyzer rejected the statement (:mod:`~lineage_listener.capture.reading.rejected`)."""
+    return head.rejected
+
+
+def _unanalyzed(head: _Head, target_only: TargetOnly | None) -> bool:
+    """Asking Spark for the analyzed plan failed: the failure is what there is to record."""
+    return head.failure is not None
+
+
+def _skipped(head: _Head, target_only: TargetOnly | None) -> bool:
+    """A head filter of :mod:`~lineage_listener.capture.reading.skips` drops the query."""
+    return skips.skipped(skips.HEAD, head.query) is not None
+
+
+def _target_only(head: _Head, target_only: TargetOnly | None) -> bool:
+    """The caller asks for the write target alone (``target_only``)."""
+    return target_only is not None and target_only(head.query.root, head.run["app_id"], head.qe_id)
+
+
+def _plan(head: _Head, target_only: TargetOnly | None) -> bool:
+    """Anything else: the plan and what it needs."""
+    return True
+
+
+REJECTED, UNANALYZED, SKIPPED, TARGET_ONLY, PLAN = "rejected", "unanalyzed", "skipped", "target_only", "plan"
+
+
+class Rule(NamedTuple):
+    """A rule of :data:`RULES`: when ``holds(head, target_only)``, what is read is ``name``'s."""
+
+    name: str
+    holds: Callable[[_Head, "TargetOnly | None"], bool]
+
+
+#: What is read of a query once its head is read, in the order the rules are tried: the first that
+#: holds decides (:meth:`QueryReader.read` reads what it names).
+RULES: tuple[Rule, ...] = (
+    Rule(REJECTED, _rejected),
+    Rule(UNANALYZED, _unanalyzed),
+    Rule(SKIPPED, _skipped),
+    Rule(TARGET_ONLY, _target_only),
+    Rule(PLAN, _plan),
+)
+
+
+def decide(head: _Head, target_only: TargetOnly | None) -> str:
+    """The name of the first rule of :data:`RULES` that holds for ``head``.
+
+    >>> head = _Head(skips.Query("command", "CreateTableCommand"), {"app_id": "a"}, 1, None)
+    >>> decide(head, None)
+    'skipped'
+    >>> head = _Head(skips.Query("command", "InsertIntoHadoopFsRelationCommand"), {"app_id": "a"}, 1, None)
+    >>> decide(head, None), decide(head, lambda root, run_id, qe_id: qe_id == 1)
+    ('plan', 'target_only')
+    >>> decide(_Head(None, {}, None, None, rejected=True), None)
+    'rejected'
+    """
+    return next(rule.name for rule in RULES if rule.holds(head, target_only))
 
 
 def _writes(query: skips.Query) -> bool:
