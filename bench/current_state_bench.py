@@ -32,7 +32,7 @@ from lineage_listener.query import open_store  # noqa: E402
 from lineage_listener.store.batch import Batch  # noqa: E402
 from lineage_listener.store.connection import open_writable  # noqa: E402
 from lineage_listener.store.rows import EdgeRow, QueryRow  # noqa: E402
-from lineage_listener.store.write import commit_batch  # noqa: E402
+from lineage_listener.store.upsert import commit_batch  # noqa: E402
 
 RAW, CLEAN, EXPORT = "file:/bench/raw.csv", "spark_catalog.bench.clean", "file:/bench/exports/out.csv"
 

@@ -48,7 +48,7 @@ from lineage_listener.query import open_store  # noqa: E402
 from lineage_listener.store.batch import Batch  # noqa: E402
 from lineage_listener.store.rows import row_of  # noqa: E402
 from lineage_listener.store.connection import open_writable  # noqa: E402
-from lineage_listener.store.write import commit_batch  # noqa: E402
+from lineage_listener.store.upsert import commit_batch  # noqa: E402
 
 LAYER_DBS = ("raw", "bronze", "staging", "clean", "conformed", "enriched", "silver", "joined", "agg", "gold",
              "marts", "reports", "exports", "serving", "extracts", "feeds")

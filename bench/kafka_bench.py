@@ -215,7 +215,7 @@ def one_by_one(settings: KafkaSettings, store: Path) -> None:
 
     from lineage_listener.kafka import messages
     from lineage_listener.store.connection import open_writable
-    from lineage_listener.store.write import write_batch
+    from lineage_listener.store.upsert import write_batch
 
     c = Consumer({"bootstrap.servers": settings.bootstrap, "group.id": uuid.uuid4().hex,
                   "auto.offset.reset": "earliest", "enable.auto.commit": False})

@@ -27,7 +27,7 @@ from lineage_listener.store import spool
 from lineage_listener.store.batch import Batch
 from lineage_listener.store.connection import open_writable, release
 from lineage_listener.store.rows import row_of
-from lineage_listener.store.write import commit_batch
+from lineage_listener.store.upsert import commit_batch
 from lineage_listener.store.writer import StoreWriter
 
 EDGES = 40

@@ -21,7 +21,7 @@ from lineage_listener.store.connection import open_readonly, open_writable
 from lineage_listener.store.doctor import examine
 from lineage_listener.store.prune import prune
 from lineage_listener.store.schema import SCHEMA_VERSION
-from lineage_listener.store.write import commit_batch
+from lineage_listener.store.upsert import commit_batch
 from tests.server_helpers import Server
 
 DAY1 = datetime(2026, 1, 1, 6, 0)

@@ -565,7 +565,7 @@ def test_messages_merged_write_what_they_write_one_by_one_whatever_their_layout(
     and messages merged into one batch, the rows they repeat left out, write what they write one by one."""
     from lineage_listener.kafka.chunk import Chunk
     from lineage_listener.store.connection import open_writable
-    from lineage_listener.store.write import commit_batch
+    from lineage_listener.store.upsert import commit_batch
 
     sent = [batch_of(n, run=f"app-{n % 2}") for n in range(40)]
     ended = Batch()  # app-0 ends in the middle: its later rows (no end) must not clear the end

@@ -12,7 +12,7 @@ from lineage_listener.query.reports import impact
 from lineage_listener.store.batch import Batch
 from lineage_listener.store.rows import row_of
 from lineage_listener.store.connection import open_writable
-from lineage_listener.store.write import commit_batch
+from lineage_listener.store.upsert import commit_batch
 
 S, A, B, C = ("spark_catalog.db.s", "x"), ("spark_catalog.db.a", "x"), ("spark_catalog.db.b", "x"), \
     ("spark_catalog.db.c", "x")

@@ -15,7 +15,7 @@ from lineage_listener.query.expand import Filters, _hop_sql, captures, nearest_c
 from lineage_listener.store.batch import Batch
 from lineage_listener.store.rows import row_of
 from lineage_listener.store.connection import open_readonly, open_writable
-from lineage_listener.store.write import commit_batch
+from lineage_listener.store.upsert import commit_batch
 
 T0 = datetime(2026, 1, 1)
 

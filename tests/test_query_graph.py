@@ -13,7 +13,7 @@ from lineage_listener.timewindow import parse_time
 from lineage_listener.store.batch import Batch
 from lineage_listener.store.rows import row_of
 from lineage_listener.store.connection import StoreError, open_writable
-from lineage_listener.store.write import commit_batch
+from lineage_listener.store.upsert import commit_batch
 
 T = datetime(2025, 3, 1, 12, 0)
 

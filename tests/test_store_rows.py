@@ -16,7 +16,7 @@ from lineage_listener.store.group_writer import GroupWriter, Settings
 from lineage_listener.store.rows import (INSTRUCTIONS, ROWS, DatasetColumnRow, DatasetRow, EdgeRow, LabelFile,
                                          LabelUnset, QueryRow, Retarget, RunRow)
 from lineage_listener.store.schema import schema_sql
-from lineage_listener.store.write import commit_batch
+from lineage_listener.store.upsert import commit_batch
 from lineage_listener.store.writer import StoreWriter
 
 AT = "2026-01-01 10:00:00"

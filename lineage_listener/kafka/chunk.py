@@ -1,7 +1,7 @@
 """Consecutive messages merged into one batch, only while that writes what writing them one by one would.
 
 A store write costs about the same for one message or hundreds (statements, index lookups), so a
-consumer catching up merges messages. :func:`~lineage_listener.store.write.write_batch` writes a
+consumer catching up merges messages. :func:`~lineage_listener.store.upsert.write_batch` writes a
 batch's rows of one key as if they had come one batch after another (an upserted table's rows of
 one key are collapsed by its merge rule, in their order, or written in rounds), a query's edges
 captured again add only what the query did not hold, and appended rows are appended: so messages

@@ -17,7 +17,7 @@ from lineage_listener.openlineage import events as ol_events
 from lineage_listener.openlineage import send
 from lineage_listener.store.batch import Batch
 from lineage_listener.store.schema import ensure_schema
-from lineage_listener.store.write import commit_batch
+from lineage_listener.store.upsert import commit_batch
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 Every POSTed batch is queued; one thread takes whatever is waiting (up to ``group_rows`` rows)
 and writes it in ONE transaction the writer owns, each batch through
-:func:`~lineage_listener.store.write.write_batch` (deduped, so a replay adds nothing, also within
+:func:`~lineage_listener.store.upsert.write_batch` (deduped, so a replay adds nothing, also within
 a group), then commits once. Each request is answered when
 its group has committed (200, ``new_edges`` its own), so N waiting jobs cost one commit rather
 than N opens, commits and closes. A group that fails is rolled back and its batches written
@@ -43,7 +43,7 @@ from lineage_listener.store import spool
 from lineage_listener.store.batch import Batch
 from lineage_listener.store.connection import (ATTACH_SAFE, ATTACHED, StoreError, StoreNeedsAction,
                                                  connect_writable, open_readonly, release)
-from lineage_listener.store.write import commit_batch, write_batch
+from lineage_listener.store.upsert import commit_batch, write_batch
 
 log = logging.getLogger(__name__)
 

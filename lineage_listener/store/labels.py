@@ -1,7 +1,7 @@
 """Writing classifications: the label rows of a batch (``column_labels`` and the instructions
 around them), each change also kept in ``label_changes``.
 
-Every writer of the store goes through :func:`~lineage_listener.store.write.write_batch`, so
+Every writer of the store goes through :func:`~lineage_listener.store.upsert.write_batch`, so
 labels set from the CLI, from REST, from a classifications file or from Spark's metadata at
 capture are written the same way: in the batch's transaction, spooled when the store is busy.
 

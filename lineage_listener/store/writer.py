@@ -23,7 +23,7 @@ from lineage_listener.store.batch import Batch
 from lineage_listener.store import spool
 from lineage_listener.store.connection import (ATTACH_SAFE, StoreNeedsAction, connect_writable, is_config_conflict,
                                                  release)
-from lineage_listener.store.write import commit_batch
+from lineage_listener.store.upsert import commit_batch
 from lineage_listener import redact
 
 log = redact.logger(__name__)
