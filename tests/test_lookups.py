@@ -1,6 +1,8 @@
-"""The store's lookups read its indexes: a hop of a walk finds edges by the index on their near end,
-and captures by the index on their sets, whatever else the question asks (direct edges only, a
-time bound). Checked on the plans DuckDB runs (``EXPLAIN ANALYZE``), not on timings."""
+"""The store's lookups and the indexes: a read connection takes an index only for rows that are few
+for their table (at most 0.1% of its rows), so a hop on a small store scans its tables; where the rows
+are few enough, a hop finds edges by the index on their near end and captures by the index on their
+sets, whatever else the question asks (direct edges only, a time bound). Checked on the plans DuckDB
+runs (``EXPLAIN ANALYZE``), not on timings."""
 from __future__ import annotations
 
 import json
@@ -63,26 +65,69 @@ def scans(con: duckdb.DuckDBPyConnection, run, profile: Path) -> dict[str, set[s
     return found
 
 
-@pytest.mark.parametrize("direction", ["upstream", "downstream"])
-@pytest.mark.parametrize("filters", [Filters(), Filters(direct_only=True), Filters(since=T0, until=T0 + timedelta(3))],
-                         ids=["all", "direct_only", "window"])
-def test_a_hop_finds_edges_and_captures_by_their_indexes(store, tmp_path, direction, filters):
+def as_large(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """``con`` reading as on a store whose tables are large beside what a question finds (every
+    lookup's rows at most 0.1% of its table's): DuckDB takes an index wherever a scan's filters
+    allow it. What the tests below check is that the lookups' other conditions never stop it."""
+    con.execute("SET index_scan_percentage = 1")
+    return con
+
+
+def hop(store: Path, direction: str, filters: Filters, tmp_path: Path, large: bool) -> tuple[list, dict]:
+    """The rows of one hop from the chain's middle, and how it read each table."""
     sql, params = _hop_sql(direction, filters)
     near = "spark_catalog.db.t5" if direction == "upstream" else "spark_catalog.db.t4"
     con = open_readonly(store)
     try:
+        if large:
+            as_large(con)
         rows: list = []
         found = scans(con, lambda: rows.extend(con.execute(sql, {**params, "d": [near], "c": ["a"]}).fetchall()),
                       tmp_path / "plan.json")
     finally:
         con.close()
+    return sorted(rows, key=repr), found
+
+
+def test_a_read_connection_takes_an_index_only_for_few_rows_of_a_table_and_a_writer_keeps_the_default(
+        store, tmp_path):
+    con = open_readonly(store)
+    try:
+        read = con.execute("SELECT current_setting('index_scan_max_count'), "
+                           "current_setting('index_scan_percentage')").fetchone()
+    finally:
+        con.close()
+    writer = open_writable(tmp_path / "other.duckdb")
+    try:
+        write = writer.execute("SELECT current_setting('index_scan_max_count')").fetchone()[0]
+    finally:
+        writer.close()
+    assert read == (0, 0.001)          # the index for at most 0.1% of a table's rows, however few
+    assert write == 2048               # DuckDB's default: the writer's lookups and upserts as they were
+
+
+@pytest.mark.parametrize("direction", ["upstream", "downstream"])
+def test_a_hop_on_a_small_store_scans_its_tables_and_finds_what_the_index_finds(store, tmp_path, direction):
+    filters = Filters(direct_only=True)
+    rows, found = hop(store, direction, filters, tmp_path, large=False)
+    by_index, _ = hop(store, direction, filters, tmp_path, large=True)
+    assert rows and rows == by_index
+    assert found["edges"] == {"Sequential Scan"}, found          # a few rows of a few hundred
+    assert found["edge_captures"] == {"Sequential Scan"}, found
+
+
+@pytest.mark.parametrize("direction", ["upstream", "downstream"])
+@pytest.mark.parametrize("filters", [Filters(), Filters(direct_only=True), Filters(since=T0, until=T0 + timedelta(3))],
+                         ids=["all", "direct_only", "window"])
+def test_a_hop_finds_edges_and_captures_by_their_indexes(store, tmp_path, direction, filters):
+    rows, found = hop(store, direction, filters, tmp_path, large=True)
     assert rows                                   # the hop finds edges
     assert found["edges"] == {"Index Scan"}, found
     assert found["edge_captures"] == {"Index Scan"}, found
 
 
 def test_capture_lookups_with_a_time_bound_use_the_index_on_sets(store, tmp_path):
-    con = open_readonly(store)
+    con = as_large(open_readonly(store))
     try:
         edge_id = con.execute("SELECT min(edge_id) FROM edges WHERE target_dataset = 'spark_catalog.db.t3'").fetchone()[0]
         until = Filters(until=T0 + timedelta(days=2))
@@ -100,7 +145,7 @@ def test_the_closure_of_datasets_labels_start_from_reads_edges_by_index(store, t
     from lineage_listener.govern.reach import reachable_datasets
     from lineage_listener.query.names import Aliases
 
-    con = open_readonly(store)
+    con = as_large(open_readonly(store))
     try:
         found: set = set()
         plan = scans(con, lambda: found.update(reachable_datasets(con, {"spark_catalog.db.t2"}, Aliases(con),
@@ -116,7 +161,7 @@ def test_the_datasets_and_key_edges_upstream_are_read_by_index(store, tmp_path):
     from lineage_listener.govern.reach import between, datasets_between, key_edges_among, upstream_datasets
     from lineage_listener.query.names import Aliases
 
-    con = open_readonly(store)
+    con = as_large(open_readonly(store))
     try:
         aliases = Aliases(con)
         found: list = []
@@ -143,7 +188,7 @@ def test_the_hops_among_chosen_columns_and_the_captures_paths_use_are_read_by_in
     from lineage_listener.query.expand import Among, captures_at
     from lineage_listener.query.names import Aliases
 
-    con = open_readonly(store)
+    con = as_large(open_readonly(store))
     try:
         aliases = Aliases(con)
         keys = {"spark_catalog.db.t1": {"a"}, "spark_catalog.db.t2": {"a"}}

@@ -68,8 +68,18 @@ def is_corrupt_error(exc: BaseException) -> bool:
     return "not a valid duckdb database" in text or "corrupt" in text or "checksum" in text
 
 
+#: How a read-only connection reads: through an ART index only when the rows a lookup finds are at
+#: most ``index_scan_percentage`` (0.1%) of its table's. DuckDB's default also reads one for up to
+#: 2,048 rows whatever the table's size, which on a store of millions of edge rows costs more than
+#: reading the table (docs/reference/store.md, :mod:`lineage_listener.query.lookups`). A global
+#: setting: it holds for the database instance, which every read-only connection of this process to
+#: the same file shares; a writer's database is its own, and keeps DuckDB's default.
+READ_SETTINGS = "SET index_scan_max_count = 0"
+
+
 def open_readonly(path: str | os.PathLike, retry_seconds: float = 5.0) -> duckdb.DuckDBPyConnection:
-    """Open an existing store for reading; waits up to ``retry_seconds`` if it is locked."""
+    """Open an existing store for reading, with :data:`READ_SETTINGS`; waits up to ``retry_seconds``
+    if it is locked."""
     p = Path(path)
     if not p.exists():
         raise StoreError(f"no store at {p}: capture has not written there yet (check --store)")
@@ -77,12 +87,19 @@ def open_readonly(path: str | os.PathLike, retry_seconds: float = 5.0) -> duckdb
     delay = 0.05
     while True:
         try:
-            return duckdb.connect(str(p), read_only=True)
+            con = duckdb.connect(str(p), read_only=True)
         except duckdb.Error as exc:
             if not is_lock_error(exc) or time.monotonic() > deadline:
                 raise StoreError(f"cannot open store {p}: {exc}") from None
             time.sleep(delay)
             delay = min(delay * 2, 0.5)
+            continue
+        try:
+            con.execute(READ_SETTINGS)
+        except BaseException:
+            con.close()
+            raise
+        return con
 
 
 def open_writable(path: str | os.PathLike, host: duckdb.DuckDBPyConnection | None = None
