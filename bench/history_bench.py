@@ -21,7 +21,10 @@ throughput, and ``upstream``/``downstream`` at depth 10 (p50/p95) through the Py
 over all time and over the last 7 days, from columns with a long history (jobs running
 since day 1) and a short one (a job started in the last weeks). An exact time-window
 check: one edge is captured on day 3 and day 30 only, and must be absent from a days
-10-20 window (PASS/FAIL).
+10-20 window (PASS/FAIL). ``--before CHECKOUT``: the Python API's questions go to this
+checkout's package and that one's in turn (``bench/versions.py``), each timed (wall and CPU) and
+every answer compared column for column; with ``--remeasure``, an A/B of the code on a store
+built once.
 
 Resumable: progress is kept beside the store (``<out>.progress.json``); running the
 same command again continues after the last finished day (a day cut half-way is
@@ -44,6 +47,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.versions import Versions  # noqa: E402
 from lineage_listener.query import open_store  # noqa: E402
 from lineage_listener.store.batch import Batch  # noqa: E402
 from lineage_listener.store.rows import row_of  # noqa: E402
@@ -389,8 +393,10 @@ def window_check(world: World, days: int, store, url: str) -> dict[str, str]:
     return out
 
 
-def measure(path: Path, world: World, days: int, samples: int, depth: int, seed: int) -> dict:
-    """p50/p95 of depth-``depth`` questions (Python API and REST), all time and last 7 days."""
+def measure(path: Path, world: World, days: int, samples: int, depth: int, seed: int,
+            before: Path | None = None) -> dict:
+    """p50/p95 of depth-``depth`` questions (Python API and REST), all time and last 7 days; with
+    ``before``, the Python API's also of that checkout's code, in turn (``res["before"]``)."""
     from tests.server_helpers import Server  # the benches share the test suite's server launcher
 
     day = world.day
@@ -399,6 +405,9 @@ def measure(path: Path, world: World, days: int, samples: int, depth: int, seed:
     store = open_store(path)
     srv = Server(path, token=None).start(timeout=600)
     res: dict = {"day": day, "bytes": store_bytes(path), "since_7d": since, "series": {}}
+    versions = Versions(path, before) if before is not None else None
+    if versions is not None:
+        res["before"] = {}
     try:
         for history, points in starts.items():
             for direction in ("upstream", "downstream"):
@@ -408,6 +417,11 @@ def measure(path: Path, world: World, days: int, samples: int, depth: int, seed:
                 for window in ("all", "7d"):
                     s = since if window == "7d" else None
                     for api in ("python", "rest"):
+                        key = f"{history} {direction} {window} {api}"
+                        if api == "python" and versions is not None:
+                            ab(versions, res, key, [{"ask": direction, "dataset": dataset, "column": column,
+                                                     "depth": depth, "since": s} for _, dataset, column in pts])
+                            continue
                         times, sizes = [], []
                         for _, dataset, column in pts:
                             t0 = time.perf_counter()
@@ -418,7 +432,6 @@ def measure(path: Path, world: World, days: int, samples: int, depth: int, seed:
                                 n = len(rest_lineage(srv.url, direction, dataset, column, depth, s)["edges"])
                             times.append((time.perf_counter() - t0) * 1000)
                             sizes.append(n)
-                        key = f"{history} {direction} {window} {api}"
                         res["series"][key] = {"p50": statistics.median(times), "p95": p95(times),
                                               "n": len(times), "edges_median": statistics.median(sizes),
                                               "edges_max": max(sizes)}
@@ -430,10 +443,38 @@ def measure(path: Path, world: World, days: int, samples: int, depth: int, seed:
             res["window"] = window_check(world, days, store, srv.url)
             for name, verdict in res["window"].items():
                 print(f"  day {day:3d} exact window {name}: {verdict}", flush=True)
+        if versions is not None:
+            res["verdict"] = versions.verdict()
+            print(f"  day {day:3d} {res['verdict']}", flush=True)
     finally:
+        if versions is not None:
+            versions.close()
         srv.stop()
         store.close()
     return res
+
+
+def ab(versions: Versions, res: dict, key: str, questions: list[dict]) -> None:
+    """One series asked of each version in turn: this checkout's in ``res["series"]``, the other's in
+    ``res["before"]`` (wall and CPU p50/p95)."""
+    ms: dict[str, list[float]] = {n: [] for n in versions.names}
+    cpu: dict[str, list[float]] = {n: [] for n in versions.names}
+    sizes = []
+    for q in questions:
+        replies = versions.ask(q)
+        for name, r in replies.items():
+            ms[name].append(r["ms"])
+            cpu[name].append(r["cpu_ms"])
+        sizes.append(len(replies["now"]["answer"]["edges"]))
+    for name in versions.names:
+        into = res["series"] if name == "now" else res["before"]
+        into[key] = {"p50": statistics.median(ms[name]), "p95": p95(ms[name]), "cpu_p50": statistics.median(cpu[name]),
+                     "cpu_p95": p95(cpu[name]), "n": len(ms[name]), "edges_median": statistics.median(sizes),
+                     "edges_max": max(sizes)}
+        r = into[key]
+        print(f"  day {res['day']:3d} {key:34s} {name:6s} p50 {r['p50']:8.1f} ms  p95 {r['p95']:8.1f} ms  "
+              f"(CPU p50 {r['cpu_p50']:7.1f}, p95 {r['cpu_p95']:7.1f} ms; graph edges median "
+              f"{r['edges_median']:.0f}, max {r['edges_max']}; n={r['n']})", flush=True)
 
 
 # -- driving -----------------------------------------------------------------------------
@@ -459,6 +500,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--out", type=Path, default=Path("/tmp/lineage-year.duckdb"))
     ap.add_argument("--fresh", action="store_true", help="start over even if progress exists")
+    ap.add_argument("--before", type=Path, help="a checkout of the code before a change: its Python API timed in "
+                                                "turn with this one's, every answer compared")
     ap.add_argument("--remeasure", action="store_true",
                     help="write nothing: measure the store again at its last finished day (this checkout's code, "
                          "the machine's load now) and report")
@@ -492,7 +535,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.layers} layers; writing to {path}", flush=True)
 
     if args.remeasure:
-        progress["measures"][str(world.day)] = measure(path, world, args.days, args.samples, args.depth, args.seed)
+        progress["measures"][str(world.day)] = measure(path, world, args.days, args.samples, args.depth, args.seed,
+                                                    args.before)
         progress_file.write_text(json.dumps(progress))
         report(progress, path)
         return 0
@@ -528,7 +572,7 @@ def main(argv: list[str] | None = None) -> int:
                 con.close()
                 con = None
                 progress["measures"][str(day)] = measure(path, world, args.days, args.samples, args.depth,
-                                                         args.seed)
+                                                         args.seed, args.before)
                 progress_file.write_text(json.dumps(progress))
     finally:
         if con is not None:
@@ -560,6 +604,9 @@ def report(progress: dict, path: Path) -> None:
         worst = max(s["p95"] for s in m["series"].values())
         print(f"day {d}: store {m['bytes'] / 1e6:,.0f} MB; worst p95 {worst:,.0f} ms "
               f"({'meets' if worst < TARGET_P95_MS else 'misses'} the {TARGET_P95_MS:.0f} ms target)")
+        if m.get("before"):
+            print(f"day {d}: before (--before, Python API): worst p95 {max(s['p95'] for s in m['before'].values()):,.0f} "
+                  f"ms; {m['verdict']}")
         for name, verdict in m.get("window", {}).items():
             print(f"day {d}: exact window {name}: {verdict}")
     if len(days) >= 2:
