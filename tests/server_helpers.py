@@ -23,11 +23,13 @@ def free_port() -> int:
 class Server:
     def __init__(self, store: Path, port: int | None = None, token: str | None = TOKEN,
                  extra_args: list[str] | None = None, output: Path | None = None,
-                 tls: tuple[Path, Path, Path] | None = None, env: dict[str, str] | None = None) -> None:
+                 tls: tuple[Path, Path, Path] | None = None, env: dict[str, str] | None = None,
+                 cwd: Path | None = None) -> None:
         """``extra_args``: more ``serve`` options; ``output``: a file for the server's log (else a pipe,
         read when it exits early: keep it short); ``tls``: certificate, key and the CA that signed
-        them: served over HTTPS; ``env``: more environment variables (secrets)."""
-        self.store, self.port, self.token = store, port or free_port(), token
+        them: served over HTTPS; ``env``: more environment variables (secrets); ``cwd``: the folder it
+        runs in (relative paths of its arguments)."""
+        self.store, self.port, self.token, self.cwd = store, port or free_port(), token, cwd
         self.extra_args, self.output, self.env = list(extra_args or []), output, dict(env or {})
         self.context = None
         if tls is not None:
@@ -44,7 +46,7 @@ class Server:
         out = open(self.output, "w") if self.output else subprocess.PIPE  # noqa: SIM115 - the child keeps it
         self.proc = subprocess.Popen([sys.executable, "-m", "lineage_listener", "serve", "--store", str(self.store),
                                       "--port", str(self.port), *self.extra_args], env=env, stdout=out,
-                                     stderr=subprocess.STDOUT, text=True)
+                                     stderr=subprocess.STDOUT, text=True, cwd=self.cwd)
         if self.output:
             out.close()
         deadline = time.monotonic() + timeout
