@@ -98,6 +98,32 @@ def examples(page: str) -> list[Example]:
     return found
 
 
+@dataclass(frozen=True)
+class CodeBlock:
+    page: str
+    line: int        # the block's first line on the page
+    language: str    # python or sql
+    text: str
+
+    @property
+    def first(self) -> str:
+        """The block's first line: how lists name it."""
+        return self.text.splitlines()[0]
+
+
+def code_blocks(page: str) -> list[CodeBlock]:
+    """Every ``python`` and ``sql`` fenced block of ``page`` (an indented one unindented)."""
+    lines = (ROOT / page).read_text().splitlines()
+    found = []
+    for i, line in enumerate(lines):
+        fence = re.match(r"^(\s*)```(python|sql)\s*$", line)
+        if fence:
+            end = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == "```")
+            body = "\n".join(x[len(fence.group(1)):] for x in lines[i + 1:end]) + "\n"
+            found.append(CodeBlock(page, i + 2, fence.group(2), body))
+    return found
+
+
 def _line_pattern(shown: str) -> re.Pattern:
     parts = re.split(r"(…|\[\.\.\.\])", shown)
     return re.compile("".join(".*" if p in ("…", "[...]") else re.escape(p) for p in parts))
@@ -138,12 +164,16 @@ def normal_json(text: str) -> str:
 
 
 def json_matches(printed: str, shown: str) -> bool:
-    """A shortened JSON document: ``...`` and ``[...]`` stand for any text (across lines).
+    """A shortened JSON document: ``...`` and ``[...]`` stand for any text (across lines), ``, ...``
+    and ``..., `` for any items or none.
 
     >>> json_matches('{"a": [1, 2], "b": 3}', '{"a": [...], ...}')
     True
+    >>> [json_matches(t, '[..., {"x": 2}, ...]') for t in ('[{"x": 2}]', '[{"x": 1}, {"x": 2}]', '[{"x": 1}]')]
+    [True, True, False]
     """
-    parts = re.split(r"(\[ \.\.\. \]|\.\.\.)", normal_json(shown))
+    shown = re.sub(r" , \.\.\.|\.\.\. , ", "...", normal_json(shown))
+    parts = re.split(r"(\[ \.\.\. \]|\.\.\.)", shown)
     pattern = "".join(r".*?" if p.strip() in ("[ ... ]", "...") else re.escape(p) for p in parts)
     return re.fullmatch(pattern.replace(re.escape(" "), r"\s*"), normal_json(printed), re.S) is not None
 
