@@ -6,6 +6,7 @@ here until it is run or listed."""
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import re
 import shlex
@@ -21,19 +22,29 @@ from tests import docs_commands
 from tests.server_helpers import Server
 from tests.docs_commands import ROOT, Example, examples, json_matches, matches, normal_lines, pages
 
+GOVERNANCE = "docs/governance.md"
 #: Pages whose every command a test runs: page -> the test.
 RUNNERS = {
     "docs/governance.md": "tests/test_docs_commands.py::test_the_governance_page_prints_what_it_shows",
+    "docs/streaming.md": "tests/test_docs_commands.py::test_the_streaming_page_prints_what_it_shows",
 }
 #: Commands on the demo's store (``make demo``'s ``demo-output/``), wherever a page shows them.
 DEMO_FOLDER = "demo-output/"
 #: Commands run by tests of their own (the test named), on the page's pipeline.
 RUN_ELSEWHERE = {
     "docs/querying.md": ("tests/test_docs_examples.py", "## On a store of four applications"),
+    "docs/lakehouse.md": ("tests/lakehouse/test_docs_page.py (make test-lakehouse)", "## A real run"),
 }
 #: Single commands run by a test of this file: (page, the command's start) -> the test.
 RUN_ALONE = {("docs/governance-diff-preview.md", "lineage-listener diff --store lineage.duckdb --app daily_load"):
-             "test_the_rows_written_diff_prints_what_the_page_shows"}
+             "test_the_rows_written_diff_prints_what_the_page_shows",
+             ("docs/security.md", "lineage-listener serve --store s.duckdb --access access.yml"):
+             "test_the_security_pages_bad_access_file_is_one_line",
+             ("docs/security.md", 'curl -s -H "Authorization: Bearer $ANN"'): "tests/test_access.py::test_audit",
+             ("docs/security.md", "lineage-listener audit --store /srv/lineage.duckdb"):
+             "tests/test_access.py::test_audit",
+             ("docs/server.md", "curl -s 'localhost:8765/api/runs/"):
+             "tests/test_zero_code_run.py::test_with_airflows_events_the_run_appears_under_its_dag_run"}
 #: Commands the suite does not run here, with why: (page, the command's start) -> reason. Every
 #: other command of a page is run (``RUNNERS``, ``RUN_ELSEWHERE``) or fails the first test below.
 NOT_RUN: dict[tuple[str, str], str] = {}
@@ -63,9 +74,6 @@ _not_run("docs/development.md", "the development loop's own commands: they rebui
 _not_run("docs/governance.md", "the pipeline: the retail fixture runs it (tests/retail.py run_pipeline)",
          "python -c 'from pathlib import Path; from tests.retail import run_pipeline;", "cd /tmp/shop/retail")
 _not_run("docs/governance.md", SYNOPSIS, "lineage-listener classify unset --store lineage.duckdb DATASET")
-_not_run("docs/governance.md", "the lineage server's watch with a webhook receiver: not run by the page's test "
-         "(tests/test_governance.py runs serve --policy and its webhook)",
-         "export LINEAGE_SERVER_TOKEN=", "lineage-listener serve --store served.duckdb", "curl -s ")
 _not_run("docs/governance-diff-preview.md", SYNOPSIS + " (applications and files of no pipeline of the pages)",
          "lineage-listener diff --store lineage.duckdb --app daily_orders", "lineage-listener diff --store lineage.duckdb --runs",
          "lineage-listener diff --store lineage.duckdb --windows", "lineage-listener diff --store new.duckdb",
@@ -75,8 +83,6 @@ _not_run("docs/kafka.md", "a SASL_SSL broker at broker:9093 and files under /etc
          "spark-submit $(lineage-listener spark-conf --kafka", "cat /etc/lineage/kafka.conf",
          "lineage-listener serve --store /srv/", "lineage-listener consume --store /data/",
          "lineage-listener export tables --store /data/")
-_not_run("docs/lakehouse.md", "the Delta and Iceberg pipeline runs only in tests/lakehouse, in their own "
-         "virtualenvs (make test-lakehouse)", "lineage-listener sql --store lineage.duckdb")
 _not_run("docs/openlineage.md", "a Marquez or DataHub server", "LINEAGE_OPENLINEAGE_TOKEN=", "datahub ingest")
 _not_run("docs/openlineage.md", SYNOPSIS, "lineage-listener export datahub --store lineage.duckdb --out mcps.json [")
 _not_run("docs/querying.md", SYNOPSIS, "lineage-listener upstream   --store PATH", "lineage-listener downstream --store PATH",
@@ -88,17 +94,59 @@ _not_run("README.md", "the README's job: tests/test_readme_example.py runs it an
          "lineage-listener sql --store lineage.duckdb \"SELECT target_column, source_column, transform, kind,")
 _not_run("docs/security.md", "a server at a host with an OIDC issuer and files under /etc and /srv "
          "(tests/test_access.py and tests/test_access_oidc.py run serve --access with a real issuer)",
-         "export LINEAGE_TOKEN_CI=", "lineage-listener serve --store", "curl -s -H \"Authorization: Bearer $ANN\"",
-         "lineage-listener audit --store /srv/")
+         "export LINEAGE_TOKEN_CI=", "lineage-listener serve --store /srv/")
 _not_run("docs/server.md", INSTALL, "pip install")
 _not_run("docs/server.md", "a server at a host with TLS and files under /etc and /srv (tests/test_server.py runs "
          "serve, TLS and push against a real server)", "export LINEAGE_SERVER_TOKEN=...",
          "lineage-listener serve --store /srv/", "lineage-listener push --url https://lineage:8443",
          "spark-submit $(lineage-listener spark-conf) --conf spark.lineage.url=")
-_not_run("docs/server.md", "a run Airflow launched, with Airflow's events ingested: tests/test_airflow_parent.py",
-         "curl -s 'localhost:8765/api/runs/")
-_not_run("docs/streaming.md", "the page's stream (tests/test_streaming.py captures file streams)",
-         "lineage-listener sql --store lineage.duckdb")
+
+
+QUERYING_CODE = "tests/test_docs_examples.py::test_the_pages_python_and_sql_run_on_the_store"
+#: The pages' Python and SQL blocks (tests/docs_commands.py ``code_blocks``): (page, the block's first
+#: line) -> the test that runs it on the page's pipeline, or why the suite does not.
+CODE_RUN = {
+    ("docs/capture.md", "from pyspark.sql import SparkSession"): "test_the_capture_pages_python_runs_as_written",
+    ("docs/capture.md", "import duckdb"): "test_the_capture_pages_python_runs_as_written",
+    ("docs/development.md", "from lineage_listener.store.batch import Batch"):
+        "test_the_development_pages_python_runs_as_written",
+    ("docs/querying.md", "from lineage_listener import open_store"): QUERYING_CODE,
+    ("docs/querying.md", "SELECT hop, source_dataset, source_column, target_column, transform, expression"):
+        QUERYING_CODE,
+    ("docs/reference/store.md", "SELECT * FROM (SELECT * FROM edges WHERE target_dataset IN "
+                                "('spark_catalog.shop.orders') OFFSET 0)"): QUERYING_CODE,
+    (GOVERNANCE, "from lineage_listener.query import open_store"): "test_the_governance_page_prints_what_it_shows",
+    ("README.md", "import lineage_listener"): "tests/test_readme_example.py",
+    ("docs/streaming.md", 'orders = spark.readStream.schema("id INT, name STRING, amount INT").json("in")'):
+        "test_the_streaming_page_prints_what_it_shows",
+}
+TEMPLATE = "a template: its `...` line stands for the reader's own job"
+CODE_NOT_RUN = {
+    ("docs/getting-started.md", "import lineage_listener"): TEMPLATE,
+    ("docs/reference/python.md", "import lineage_listener"): TEMPLATE,
+    ("docs/kafka.md", "import lineage_listener"): "a SASL_SSL broker at broker:9092 (tests/test_kafka.py enables "
+                                                  "capture to Kafka in process against a local broker)",
+    ("docs/kafka.md", 'spark.read.parquet("/lake/lineage/column_lineage").createOrReplaceTempView("lineage")'):
+        "a lake of the reader's (tests/test_export_tables.py reads export tables' output with Spark)",
+    ("docs/capture.md", "CREATE TABLE shop.vip USING parquet AS"):
+        "the statement of the modes' table (tests/test_sql_text.py runs a statement with the same literals "
+        "in each mode)",
+    ("docs/security.md", "SELECT id FROM shop.customers WHERE email = 'alice@example.com'"):
+        "the statement of the modes' table (tests/test_sql_text.py masks its literals in each mode)",
+    ("docs/capture.md", "DECLARE VARIABLE v INT DEFAULT 0;"):
+        "tests/test_sql_variables.py runs the same statements on its own tables (PySpark 4 only)",
+}
+
+
+def test_every_code_block_on_a_page_is_run_or_listed_with_a_reason():
+    from tests.docs_commands import code_blocks
+
+    blocks = [(b.page, b.first) for page in pages() for b in code_blocks(page)]
+    unlisted = [key for key in blocks if key not in CODE_RUN and key not in CODE_NOT_RUN]
+    assert not unlisted, "code blocks no test runs (run them, or list them in CODE_NOT_RUN with why):\n" + \
+        "\n".join(map(str, unlisted))
+    stale = [key for key in {**CODE_RUN, **CODE_NOT_RUN} if key not in blocks]
+    assert not stale and not set(CODE_RUN) & set(CODE_NOT_RUN), stale
 
 
 def _section_commands(page: str, section: str) -> set[str]:
@@ -115,8 +163,8 @@ def test_every_command_on_a_page_is_run_or_listed_with_a_reason():
     for page in pages():
         elsewhere = _section_commands(page, RUN_ELSEWHERE[page][1]) if page in RUN_ELSEWHERE else set()
         for example in examples(page):
-            alone = any(page == p and example.command.startswith(start) for p, start in RUN_ALONE)
-            if page in RUNNERS or example.command in elsewhere or on_demo_store(example) or alone or not_run(example):
+            if page in RUNNERS or example.command in elsewhere or on_demo_store(example) or run_alone(example) \
+                    or not_run(example):
                 continue
             unlisted.append(f"{page}:{example.line}: {example.command}")
     assert not unlisted, "commands no test runs (run them, or list them in NOT_RUN with why):\n" + "\n".join(unlisted)
@@ -130,7 +178,6 @@ def test_not_run_names_only_commands_the_pages_show():
 
 # -- docs/governance.md on the retail pipeline -------------------------------------------------------
 
-GOVERNANCE = "docs/governance.md"
 #: Files the page's commands read that it describes without showing them whole: name -> text.
 UNSHOWN_FILES = {
     "typo.yml": "classifications:\n  - dataset: \"file:/**/raw/customers.csv\"\n    columns:\n      emial: [pii.email]\n",
@@ -150,11 +197,12 @@ def yaml_files(page: str) -> dict[str, str]:
 
 
 def normal(text: str, paths: dict[str, str]) -> str:
-    """Output written one way: the page's folders for the test's, times as a word, Spark's run and query
-    ids as the pages shorten them (``local-…``, ``local-…:…``)."""
+    """Output written one way: the page's folders for the test's, times and durations in ms as a word,
+    Spark's run and query ids as the pages shorten them (``local-…``, ``local-…:…``)."""
     for real, shown in paths.items():
         text = text.replace(real, shown)
     text = re.sub(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?", "TIME", text)
+    text = re.sub(r'("\w+_ms"):\s*[\d.]+', r"\1: MS", text)
     return re.sub(r"local-\d+(:\d+:[0-9a-f]{8})?", lambda m: "local-…:…" if m.group(1) else "local-…", text)
 
 
@@ -200,8 +248,9 @@ def test_the_governance_page_prints_what_it_shows(retail, tmp_path, monkeypatch)
     paths = {data: "/tmp/shop/retail", str(shop / "repo"): "/tmp/shop/repo"}
     problems = []
     printed: dict[str, list[tuple[str, int]]] = {}
+    serving = _section_commands(GOVERNANCE, SERVE_SECTION)
     for example in examples(GOVERNANCE):
-        if not_run(example):
+        if not_run(example) or example.command in serving:
             continue
         command = example.command.replace("/tmp/shop/retail/", data + "/").replace("/tmp/shop/repo", str(shop / "repo"))
         for shown, real in since.items():
@@ -219,6 +268,101 @@ def test_the_governance_page_prints_what_it_shows(retail, tmp_path, monkeypatch)
     generated = normal_lines(normal(docs_commands.cogged(page), {}))
     committed = normal_lines(normal(page, {}))
     assert matches(generated, committed), "\n".join(difflib.unified_diff(committed, generated, lineterm=""))
+    # The server section, on the store as the commands above left it.
+    problems = serve_section([e for e in examples(GOVERNANCE) if e.command in serving], shop, paths)
+    assert not problems, "\n\n".join(problems)
+    # The page's Python, on the same store: its answers are the commands' it names.
+    monkeypatch.chdir(shop / "retail")
+    code = code_block(GOVERNANCE, "from lineage_listener.query import open_store").text
+    names: dict = {}
+    exec(compile(code.replace("/tmp/shop/retail/", data + "/"), GOVERNANCE, "exec"), names)  # noqa: S102
+    store, column_labels, partner = names["store"], names["column_labels"], names["exports"][0]
+    assert as_json(column_labels(store, partner)) == cli_json("classify", "list", "--store", "lineage.duckdb",
+                                                              "--dataset", partner, "--propagated", "--format", "json")
+    assert as_json(names["check_store"](store, names["load"]("../repo/policy.yml"), since="1d")) == cli_json(
+        "check", "--store", "lineage.duckdb", "--policy", "../repo/policy.yml", "--since", "1d", "--format", "json")
+    answers = names["answers"]
+    assert answers == {d: column_labels(store, d, influence=False) for d in names["exports"]}
+    assert answers[partner]["columns"] and not any(c.get("influenced_by") for c in answers[partner]["columns"])
+
+
+def as_json(value: object) -> object:
+    """A Python answer as the CLI's JSON gives it (times in ISO format)."""
+    return json.loads(json.dumps(value, default=lambda t: t.isoformat()))
+
+
+def cli_json(*args: str) -> object:
+    """What a ``lineage-listener`` command prints as JSON (exit 0 or 1), run in the current folder."""
+    done = subprocess.run([sys.executable, "-m", "lineage_listener", *args], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+    assert done.returncode in (0, 1), done.stderr
+    return json.loads(done.stdout)
+
+
+def code_block(page: str, first: str):
+    """The page's Python or SQL block that starts with the line ``first``."""
+    from tests.docs_commands import code_blocks
+
+    (block,) = [b for b in code_blocks(page) if b.first == first]
+    return block
+
+
+SERVE_SECTION = "## The lineage server watches"
+#: Where the page's server and webhook receiver listen (the test's listen at free ports).
+PAGE_SERVER, PAGE_RECEIVER = "127.0.0.1:8765", "127.0.0.1:9901"
+
+
+def serve_section(section: list[Example], shop: Path, paths: dict[str, str]) -> list[str]:
+    """The page's server section in its order, from ``shop``: the store copied, the environment
+    exported, ``serve`` started (at a free port, telling a receiver at another), and once its watch has
+    checked the store and the webhook has been told of every violation, the page's requests."""
+    from lineage_listener.govern.watch import violation_id
+    from tests.test_governance import Receiver, settled
+
+    env: dict[str, str] = {}
+    receiver = Receiver()
+    server = None
+    paths = {**paths, f"127.0.0.1:{receiver.port}": PAGE_RECEIVER}
+    problems = []
+    try:
+        for example in section:
+            args = shlex.split(example.command, comments=True)
+            if args[0] == "export":
+                env.update(arg.split("=", 1) for arg in args[1:])
+            elif args[:2] == ["lineage-listener", "serve"]:
+                assert args[2] == "--store" and not example.output, example
+                options = [a.replace(PAGE_RECEIVER, f"127.0.0.1:{receiver.port}") for a in args[4:]]
+                server = Server(Path(args[3]), token=env.pop("LINEAGE_SERVER_TOKEN"), extra_args=options, env=env,
+                                cwd=shop, output=shop / "serve.log").start()
+                paths[server.url.split("://")[1]] = PAGE_SERVER
+                # settled: the check at start, then the one the classifications file's labels (written by the
+                # server's writer after the first check began) call for, and every violation delivered
+                answer = settled(server, lambda v: v["watch"]["full_checks"] >= 2 and v["violations"]
+                                 and v["webhook"]["sent"] == len(v["violations"]))
+                posts = receiver.wait(len(answer["violations"]))
+                assert {h["Authorization"] for h, _ in posts} == {f"Bearer {env['LINEAGE_WEBHOOK_TOKEN']}"}
+                for v in answer["violations"]:  # its id names the page's dataset and path
+                    page_v = json.loads(normal(json.dumps(v), paths))
+                    paths[v["id"]] = violation_id(page_v)
+            else:
+                assert server is not None or args[0] == "cp", f"{GOVERNANCE}:{example.line}: run it here"
+                command = example.command.replace("/tmp/shop/retail/", paths_back(paths, "/tmp/shop/retail") + "/")
+                if server is not None:
+                    command = command.replace(PAGE_SERVER, server.url.split("://")[1])
+                done = subprocess.run(command, shell=True, cwd=shop, capture_output=True, text=True, timeout=120)
+                problems += compare(example, done, paths)
+    finally:
+        if server is not None:
+            server.stop()
+        receiver.close()
+    assert server is not None
+    return problems
+
+
+def paths_back(paths: dict[str, str], shown: str) -> str:
+    """The test's folder the page shows as ``shown``."""
+    (real,) = [r for r, s in paths.items() if s == shown]
+    return real
 
 
 # -- the demo's store: README, getting started, querying ----------------------------------------------
@@ -231,10 +375,14 @@ DEMO_AFTER = {("docs/openlineage.md", "lineage-listener ingest openlineage --sto
 DEMO_SERVER = "localhost:8765"
 
 
+def run_alone(example: Example) -> bool:
+    return any(example.page == page and example.command.startswith(start) for page, start in RUN_ALONE)
+
+
 def on_demo_store(example: Example) -> bool:
-    return DEMO_FOLDER + "lineage.duckdb" in example.command or any(
+    return not run_alone(example) and (DEMO_FOLDER + "lineage.duckdb" in example.command or any(
         example.page == page and example.command.startswith(start) for page, start in DEMO_AFTER) or (
-        example.page == "docs/server.md" and example.command.startswith("curl ") and f"'{DEMO_SERVER}/" in example.command)
+        example.page == "docs/server.md" and example.command.startswith("curl ") and f"'{DEMO_SERVER}/" in example.command))
 
 
 def test_the_demo_store_commands_print_what_the_pages_show(demo_store, tmp_path):
@@ -288,3 +436,135 @@ def test_the_rows_written_diff_prints_what_the_page_shows(tmp_path):
     ingest.ingest(str(tmp_path / "lineage.duckdb"), io.StringIO("\n".join(json.dumps(e) for e in events)))
     problems = compare(example, run_shown(example, tmp_path, shlex.split(example.command)), {})
     assert not problems, "\n".join(problems)
+
+
+# -- docs/streaming.md: the page's stream, six files arriving --------------------------------------
+
+STREAMING = "docs/streaming.md"
+
+
+def page_block(page: str, language: str, after: str) -> str:
+    """The first ``language`` fenced block of ``page`` after the text ``after``."""
+    text = (ROOT / page).read_text()
+    return re.search(rf"```{language}\n(.*?)```", text[text.index(after):], re.S).group(1)
+
+
+def test_the_streaming_page_prints_what_it_shows(spark, lineage, tmp_path):
+    """The page's job (its Python block, its relative folders in the test's folder) under capture, six
+    files arriving one micro-batch each, then the page's commands on its store, from its folder."""
+    from tests.test_streaming import drop
+
+    code = re.sub(r'"(in|out|ck)"', lambda m: repr(str(tmp_path / m.group(1))),
+                  page_block(STREAMING, "python", "## A real example"))
+    (tmp_path / "in").mkdir()
+    names: dict = {"spark": spark}
+    exec(compile(code, STREAMING, "exec"), names)  # noqa: S102 - the page's own code
+    q = names["q"]
+    try:
+        for i in range(6):
+            drop(tmp_path / "in", f"{i}.json", [{"id": i, "name": f"c{i}", "amount": 3 * i}])
+            q.processAllAvailable()
+    finally:
+        q.stop()
+    assert lineage.handle.flush(60) and lineage.store == tmp_path / "lineage.duckdb"
+    problems = []
+    ran = 0
+    for example in examples(STREAMING):
+        problems += compare(example, run_shown(example, tmp_path, shlex.split(example.command)),
+                            {str(tmp_path): "/tmp/stream-demo"})
+        ran += 1
+    assert ran == 2 and not problems, "\n\n".join(problems)
+
+
+# -- docs/capture.md and docs/development.md: their Python, as written ---------------------------------
+
+CAPTURE = "docs/capture.md"
+
+
+def test_the_capture_pages_python_runs_as_written(spark, tmp_path, monkeypatch):
+    """``enable`` / ``flush`` / ``disable`` on the suite's session, from a folder of its own (the page's
+    relative store), then the page's read of the released file: the job's edges are there."""
+    monkeypatch.chdir(tmp_path)
+    names: dict = {}
+    try:
+        code = code_block(CAPTURE, "from pyspark.sql import SparkSession").text
+        exec(compile(code, CAPTURE, "exec"), names)  # noqa: S102 - the page's own code
+    finally:
+        for table in ("scores", "users"):
+            spark.sql(f"DROP TABLE IF EXISTS {table}")
+    assert names["spark"] is spark
+    *body, last = code_block(CAPTURE, "import duckdb").text.rstrip("\n").splitlines()
+    exec(compile("\n".join(body), CAPTURE, "exec"), names)  # noqa: S102
+    try:
+        [(count,)] = eval(last, names)  # noqa: S307 - the page's last line, an expression
+        targets = names["con"].execute("SELECT DISTINCT target_column FROM column_lineage WHERE target_dataset "
+                                       "= 'spark_catalog.default.scores'").fetchall()
+    finally:
+        names["con"].close()
+    assert count > 0 and {t for (t,) in targets} >= {"uid", "name", "email_hash", "score"}
+
+
+def test_the_development_pages_python_runs_as_written():
+    names: dict = {}
+    exec(compile(code_block("docs/development.md", "from lineage_listener.store.batch import Batch").text,  # noqa: S102
+                 "docs/development.md", "exec"), names)
+    assert len(names["batch"].rows["datasets"]) == 1
+
+
+# -- docs/server.md: a run Airflow launched, with Airflow's events ingested ---------------------------
+
+def the_server_pages_run_request(server: Server, run_id: str, folder: Path) -> list[str]:
+    """The server page's request for a run Airflow launched, to ``server`` (a store holding that run,
+    ``run_id``, and Airflow's events): what differs from the page."""
+    ((_, start),) = [key for key in RUN_ALONE if key[0] == "docs/server.md"]
+    (example,) = [e for e in examples("docs/server.md") if e.command.startswith(start)]
+    command = re.sub(r"local-\d+", run_id, example.command.replace(DEMO_SERVER, server.url.split("://")[1]))
+    done = subprocess.run(command, shell=True, cwd=folder, capture_output=True, text=True, timeout=120)
+    return compare(example, done, {})
+
+
+# -- docs/security.md: an access file with a misspelt group -----------------------------------------
+
+def test_the_security_pages_bad_access_file_is_one_line(tmp_path):
+    """The page's access file with ann's group misspelt, its variables set: ``serve`` refuses it in one
+    line, as the page shows, and starts nothing."""
+    page = "docs/security.md"
+    ((_, start),) = [key for key in RUN_ALONE if key[0] == page and " serve " in key[1]]
+    (example,) = [e for e in examples(page) if e.command.startswith(start)]
+    access = page_block(page, "yaml", "## The access file")
+    misspelt = access.replace("{name: ann, env: LINEAGE_TOKEN_ANN, groups: [analysts]}",
+                              "{name: ann, env: LINEAGE_TOKEN_ANN, groups: [anlysts]}")
+    assert misspelt != access
+    (tmp_path / "access.yml").write_text(misspelt)
+    secrets = {name: f"{name.lower()}-0123456789abcdef" for name in re.findall(r"env: (\w+)", access)}
+    done = subprocess.run([sys.executable, "-m", "lineage_listener", *shlex.split(example.command)[1:]], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **secrets, "PYTHONPATH": str(ROOT)})
+    problems = compare(example, done, {})
+    assert not problems and not (tmp_path / "s.duckdb").exists(), "\n".join(problems)
+
+
+#: The access tests' databases are the security page's with this prefix.
+ACCESS_PREFIX = {"spark_catalog.acc_": "spark_catalog."}
+
+
+def the_security_pages_lineage_request(server: Server, token: str, folder: Path) -> list[str]:
+    """The security page's request as ann (``$ANN``, here ``token``) to ``server``, the access tests'
+    server of the store the page's examples describe: what differs from the page."""
+    ((page, start),) = [key for key in RUN_ALONE if key[0] == "docs/security.md" and key[1].startswith("curl ")]
+    (example,) = [e for e in examples(page) if e.command.startswith(start)]
+    command = example.command.replace(DEMO_SERVER, server.url.split("://")[1])
+    for ours, shown in ACCESS_PREFIX.items():
+        command = command.replace(shown, ours)
+    done = subprocess.run(command, shell=True, cwd=folder, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "ANN": token})
+    return compare(example, done, ACCESS_PREFIX)
+
+
+def the_security_pages_audit(store: Path) -> list[str]:
+    """The security page's ``audit`` on ``store``, the access tests' store after ann's requests the page
+    shows (its databases are the page's with an ``acc_`` prefix): what differs from the page."""
+    ((page, start),) = [key for key in RUN_ALONE if key[0] == "docs/security.md" and " audit " in key[1]]
+    (example,) = [e for e in examples(page) if e.command.startswith(start)]
+    command = example.command.replace("/srv/lineage.duckdb", str(store))
+    return compare(example, run_shown(example, store.parent, shlex.split(command)), ACCESS_PREFIX)

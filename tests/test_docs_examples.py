@@ -75,3 +75,29 @@ def test_a_documented_command_prints_what_the_page_shows(shop: Path, command: st
     shown = normal(output, DOCUMENTED_OUT).splitlines()
     assert len(printed) == len(shown), "\n".join(printed)
     assert [p for p, s in zip(printed, shown) if not same(p, s)] == []
+
+
+def _code(first: str, page: str = "docs/querying.md") -> str:
+    from tests.docs_commands import code_blocks
+
+    (block,) = [b for b in code_blocks(page) if b.first == first]
+    return block.text
+
+
+def test_the_pages_python_and_sql_run_on_the_store(shop: Path, monkeypatch):
+    """The page's Python (from the store's folder) and its SQL macro give the same edges, as the page
+    says; the store page's indexed lookup finds the direct edges into ``shop.orders``."""
+    monkeypatch.chdir(shop)
+    names: dict = {}
+    *body, last = _code("from lineage_listener import open_store").rstrip("\n").splitlines()
+    exec(compile("\n".join(body), str(PAGE), "exec"), names)  # noqa: S102 - the page's own code
+    assert eval(last, names)[0][0] > 0  # noqa: S307 - the page's last line, an expression
+    g = names["g"]
+    assert {("spark_catalog.shop.clean", "amount"), ("spark_catalog.shop.report", "total")} <= set(g.nodes)
+    macro = names["store"].sql(_code("SELECT hop, source_dataset, source_column, target_column, transform, "
+                                     "expression")).fetchall()
+    assert {(hop, ds, sc) for hop, ds, sc, *_ in macro} == {(d["hop"], s[0], s[1]) for s, _, d in g.edges(data=True)}
+    lookup = names["store"].sql(_code("SELECT * FROM (SELECT * FROM edges WHERE target_dataset IN "
+                                      "('spark_catalog.shop.orders') OFFSET 0)", "docs/reference/store.md"))
+    rows = [dict(zip(lookup.columns, r)) for r in lookup.fetchall()]
+    assert rows and {(r["target_dataset"], r["kind"]) for r in rows} == {("spark_catalog.shop.orders", "direct")}
