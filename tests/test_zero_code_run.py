@@ -23,6 +23,7 @@ import pytest
 
 from lineage_listener.openlineage import ingest
 from tests.server_helpers import TOKEN, Server
+from tests.test_docs_commands import the_server_pages_run_request
 from tests.test_bridge_jobs import capture_args, run_job
 
 SPARK4 = int(pyspark.__version__.split(".")[0]) >= 4
@@ -106,8 +107,10 @@ def test_with_airflows_events_the_run_appears_under_its_dag_run(captured, tmp_pa
     try:
         dag = get(server, f"/api/runs/{dag_run}")
         spark_run = get(server, f"/api/runs/{app_run}")
+        page = the_server_pages_run_request(server, app_run, tmp_path)  # the server page's example, on this run
     finally:
         server.stop()
+    assert not page, "\n".join(page)
     assert [c["run_id"] for c in dag["children"]] == [app_run]
     assert dag["children"][0]["task"] == "sales_dag.load_totals"
     assert spark_run["parent"] == {"namespace": "airflow-prod", "name": "sales_dag.load_totals", "run_id": dag_run,
