@@ -372,6 +372,51 @@ def test_a_consumer_killed_after_the_store_commit_writes_nothing_twice(broker, t
         assert con.execute("SELECT count(*) FROM queries").fetchone()[0] == 20
 
 
+def test_the_consumer_reads_lag_from_its_fetches_not_from_the_broker(broker, tmp_path, monkeypatch):
+    """Asking the broker for a high watermark waits behind the consumer's own fetch on the same
+    connection, on the thread that takes messages: once a partition was fetched, its lag comes
+    from the fetch, and it is still right."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from lineage_listener.kafka import consume as consuming
+
+    asked: list[tuple[int, bool]] = []
+
+    class Recording(Consumer):
+        def get_watermark_offsets(self, partition: Any, *args: Any, cached: bool = False, **kwargs: Any) -> Any:
+            asked.append((partition.partition, cached))
+            return super().get_watermark_offsets(partition, *args, cached=cached, **kwargs)
+
+    monkeypatch.setattr(consuming, "client_class", lambda name: Recording)
+    monkeypatch.setattr(consuming, "LAG_EVERY", 0.05)
+    settings = KafkaSettings(broker.servers, topic())
+    writer = KafkaWriter(settings)
+    for n in range(12):
+        assert writer.write(batch_of(n, run=f"app-{n % 4}"))
+    writer.close()
+    group_writer = GroupWriter(tmp_path / "s.duckdb")
+    ingest = TopicIngest(settings, group_writer, group=f"g-{uuid.uuid4().hex[:6]}",
+                         dead_letter=DeadLetter(tmp_path / "d")).start()
+    try:
+        assert ingest.wait_idle(0.5, timeout=120), ingest.stats()
+        wait_until(lambda: len(asked) >= 30)  # ten reads of three partitions at least
+        stats = ingest.stats()
+    finally:
+        ingest.stop()
+        group_writer.close()
+    from_broker = [p for p, cached in asked if not cached]
+    assert len(from_broker) == len(set(from_broker)) <= 3  # each partition at most once: before its first fetch
+    check = Consumer(settings.client({"group.id": uuid.uuid4().hex}))
+    try:
+        real = {p["partition"]: check.get_watermark_offsets(TopicPartition(settings.topic, p["partition"]),
+                                                            timeout=10)[1] for p in stats["partitions"]}
+    finally:
+        check.close()
+    assert len(real) == 3 and sum(real.values()) == 12
+    assert {p["partition"]: p["high_watermark"] for p in stats["partitions"]} == real
+    assert stats["lag"] == 0 and stats["messages"] == 12
+
+
 def health(server: Any) -> dict:
     import urllib.request
 

@@ -434,6 +434,9 @@ class TopicIngest:
                     self._high.pop(p, None)
 
     def _read_lag(self, consumer: Any) -> None:
+        """The partitions' high watermarks, as the last fetch brought them. Only a partition not fetched
+        yet is asked of the broker: that request waits behind the consumer's own fetch on the same
+        connection (up to ``fetch.wait.max.ms``), and this thread is the one that takes messages."""
         from confluent_kafka import TopicPartition
 
         try:
@@ -441,9 +444,11 @@ class TopicIngest:
         except Exception:  # noqa: BLE001
             return
         for tp in assignment:
+            part = TopicPartition(tp.topic, tp.partition)
             try:
-                _low, high = consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=2,
-                                                            cached=False)
+                _low, high = consumer.get_watermark_offsets(part, cached=True)
+                if high < 0:  # no fetch of it answered yet
+                    _low, high = consumer.get_watermark_offsets(part, timeout=2, cached=False)
             except Exception:  # noqa: BLE001 - the broker away: the last known stays
                 continue
             with self._stats_lock:
