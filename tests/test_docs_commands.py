@@ -292,11 +292,17 @@ def as_json(value: object) -> object:
 
 
 def cli_json(*args: str) -> object:
-    """What a ``lineage-listener`` command prints as JSON (exit 0 or 1), run in the current folder."""
-    done = subprocess.run([sys.executable, "-m", "lineage_listener", *args], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
-    assert done.returncode in (0, 1), done.stderr
-    return json.loads(done.stdout)
+    """What a ``lineage-listener`` command prints as JSON (exit 0 or 1), run in this process, in the
+    current folder."""
+    import contextlib
+    import io
+
+    from lineage_listener.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(list(args)) in (0, 1)
+    return json.loads(out.getvalue())
 
 
 def code_block(page: str, first: str):
