@@ -43,6 +43,9 @@ RUN_ALONE = {("docs/governance-diff-preview.md", "lineage-listener diff --store 
              ("docs/security.md", 'curl -s -H "Authorization: Bearer $ANN"'): "tests/test_access.py::test_audit",
              ("docs/security.md", "lineage-listener audit --store /srv/lineage.duckdb"):
              "tests/test_access.py::test_audit",
+             ("README.md", "lineage-listener sql --store lineage.duckdb \"SELECT target_column, source_column, transform, kind,"): "tests/test_readme_example.py",
+             ("docs/querying.md", "lineage-listener sql --store lineage.duckdb \"SELECT target_column, source_column, transform, kind,"):
+             "test_the_capture_pages_python_runs_as_written",
              ("docs/server.md", "curl -s 'localhost:8765/api/runs/"):
              "tests/test_zero_code_run.py::test_with_airflows_events_the_run_appears_under_its_dag_run"}
 #: Commands the suite does not run here, with why: (page, the command's start) -> reason. Every
@@ -88,10 +91,6 @@ _not_run("docs/openlineage.md", SYNOPSIS, "lineage-listener export datahub --sto
 _not_run("docs/querying.md", SYNOPSIS, "lineage-listener upstream   --store PATH", "lineage-listener downstream --store PATH",
          "lineage-listener impact     --store PATH", "lineage-listener provenance --store PATH",
          "lineage-listener sql        --store PATH", "lineage-listener html       --store PATH")
-_not_run("docs/querying.md", "the README's job (tests/test_readme_example.py runs it and this query)",
-         "lineage-listener sql --store lineage.duckdb \"SELECT target_column, source_column, transform, kind,")
-_not_run("README.md", "the README's job: tests/test_readme_example.py runs it and this query",
-         "lineage-listener sql --store lineage.duckdb \"SELECT target_column, source_column, transform, kind,")
 _not_run("docs/security.md", "a server at a host with an OIDC issuer and files under /etc and /srv "
          "(tests/test_access.py and tests/test_access_oidc.py run serve --access with a real issuer)",
          "export LINEAGE_TOKEN_CI=", "lineage-listener serve --store /srv/")
@@ -508,6 +507,11 @@ def test_the_capture_pages_python_runs_as_written(spark, tmp_path, monkeypatch):
     finally:
         names["con"].close()
     assert count > 0 and {t for (t,) in targets} >= {"uid", "name", "email_hash", "score"}
+    # the querying page's SQL, after this job
+    ((page, start),) = [key for key in RUN_ALONE if key[0] == "docs/querying.md"]
+    (example,) = [e for e in examples(page) if e.command.startswith(start)]
+    problems = compare(example, run_shown(example, tmp_path, shlex.split(example.command)), {})
+    assert not problems, "\n".join(problems)
 
 
 def test_the_development_pages_python_runs_as_written():
