@@ -105,6 +105,8 @@ QUERYING_CODE = "tests/test_docs_examples.py::test_the_pages_python_and_sql_run_
 #: The pages' Python and SQL blocks (tests/docs_commands.py ``code_blocks``): (page, the block's first
 #: line) -> the test that runs it on the page's pipeline, or why the suite does not.
 CODE_RUN = {
+    ("docs/capture.md", "CREATE TABLE shop.vip USING parquet AS"):
+        "test_the_capture_pages_sql_text_modes_table_is_what_each_mode_stores",
     ("docs/capture.md", "from pyspark.sql import SparkSession"): "test_the_capture_pages_python_runs_as_written",
     ("docs/capture.md", "import duckdb"): "test_the_capture_pages_python_runs_as_written",
     ("docs/development.md", "from lineage_listener.store.batch import Batch"):
@@ -127,9 +129,6 @@ CODE_NOT_RUN = {
                                                   "capture to Kafka in process against a local broker)",
     ("docs/kafka.md", 'spark.read.parquet("/lake/lineage/column_lineage").createOrReplaceTempView("lineage")'):
         "a lake of the reader's (tests/test_export_tables.py reads export tables' output with Spark)",
-    ("docs/capture.md", "CREATE TABLE shop.vip USING parquet AS"):
-        "the statement of the modes' table (tests/test_sql_text.py runs a statement with the same literals "
-        "in each mode)",
     ("docs/security.md", "SELECT id FROM shop.customers WHERE email = 'alice@example.com'"):
         "the statement of the modes' table (tests/test_sql_text.py masks its literals in each mode)",
     ("docs/capture.md", "DECLARE VARIABLE v INT DEFAULT 0;"):
@@ -578,3 +577,72 @@ def the_security_pages_audit(store: Path) -> list[str]:
     (example,) = [e for e in examples(page) if e.command.startswith(start)]
     command = example.command.replace("/srv/lineage.duckdb", str(store))
     return compare(example, run_shown(example, store.parent, shlex.split(command)), ACCESS_PREFIX)
+
+
+# -- docs/capture.md: the same job in each SQL text mode --------------------------------------------
+
+def _cell_matches(value: str | None, cell: str, statement: str) -> bool:
+    """A table cell of the modes' table: ``NULL``, "the statement as written", or text in backticks
+    where ``...`` stands for any text (a parenthesis after it says what is not there), written on one
+    line (runs of white space as one space)."""
+    if cell == "NULL":
+        return value is None
+    if cell == "the statement as written":
+        return value == statement
+    shown, _, note = cell.partition("` (")
+    absent = re.findall(r"no `([^`]+)` part", note)
+    pattern = ".*".join(re.escape(p) for p in shown.strip("`").split("..."))
+    return value is not None and re.fullmatch(pattern, " ".join(value.split()), re.S) is not None and \
+        not any(a in value for a in absent)
+
+
+def test_the_capture_pages_sql_text_modes_table_is_what_each_mode_stores(spark, tmp_path):
+    """The page's two statements (a CTAS, a query that fails) captured once per mode into a store each,
+    on a ``shop.customers`` made before capture: each cell of the page's table is what that store holds."""
+    import duckdb
+
+    import lineage_listener
+
+    text = (ROOT / CAPTURE).read_text()
+    code = code_block(CAPTURE, "CREATE TABLE shop.vip USING parquet AS").text
+    ctas, failing = (s.strip() for s in re.sub(r"--[^\n]*", "", code).split(";")[:2])
+    table = text[text.index("| | `full` | `masked` | `none` |"):].split("\n\n")[0].splitlines()[2:]
+    rows = {cells[0]: cells[1:] for cells in ([c.strip() for c in line.strip("|").split(" | ")] for line in table)}
+    spark.sql("CREATE DATABASE IF NOT EXISTS shop")
+    try:
+        spark.sql("CREATE TABLE shop.customers USING parquet AS SELECT * FROM VALUES "
+                  "(1, 'alice@example.com', 10.0D, DATE '2024-02-01') AS t(id, email, amount, since)")
+        stored = {}
+        for mode in ("full", "masked", "none"):
+            spark.sql("DROP TABLE IF EXISTS shop.vip")
+            store = tmp_path / f"{mode}.duckdb"
+            handle = lineage_listener.enable(spark, store=str(store), sql_text=mode)
+            try:
+                spark.sql(ctas).collect()
+                with pytest.raises(Exception, match="CAST_INVALID_INPUT"):
+                    spark.sql(failing).collect()
+                assert handle.flush(60)
+            finally:
+                lineage_listener.disable(spark)
+            with duckdb.connect(str(store), read_only=True) as con:
+                def one(sql: str) -> str | None:
+                    (value,) = {r[0] for r in con.execute(sql).fetchall()}
+                    return value
+                stored[mode] = {
+                    "the CTAS's `sql_text`": one("SELECT sql_text FROM queries "
+                                                 "WHERE target_dataset = 'spark_catalog.shop.vip'"),
+                    "`tier <- email`": one("SELECT expression FROM column_lineage WHERE target_column = 'tier' "
+                                           "AND source_column = 'email'"),
+                    "`gross <- amount`": one("SELECT expression FROM column_lineage WHERE target_column = 'gross' "
+                                             "AND source_column = 'amount'"),
+                    "`(all) <- email`, filter": one("SELECT expression FROM column_lineage WHERE target_column IS NULL "
+                                                    "AND source_column = 'email' AND transform = 'filter'"),
+                    "the failed query's `error`": one("SELECT error FROM queries WHERE status = 'failed'"),
+                }
+    finally:
+        spark.sql("DROP DATABASE IF EXISTS shop CASCADE")
+    assert set(rows) == set(stored["full"]), rows
+    wrong = [(name, mode, stored[mode][name], cell) for name, cells in rows.items()
+             for mode, cell in zip(("full", "masked", "none"), cells)
+             if not _cell_matches(stored[mode][name], cell, ctas)]
+    assert not wrong, "\n".join(map(str, wrong))
