@@ -105,6 +105,8 @@ QUERYING_CODE = "tests/test_docs_examples.py::test_the_pages_python_and_sql_run_
 #: The pages' Python and SQL blocks (tests/docs_commands.py ``code_blocks``): (page, the block's first
 #: line) -> the test that runs it on the page's pipeline, or why the suite does not.
 CODE_RUN = {
+    ("docs/security.md", "SELECT id FROM shop.customers WHERE email = 'alice@example.com'"):
+        "test_the_capture_pages_sql_text_modes_table_is_what_each_mode_stores",
     ("docs/capture.md", "CREATE TABLE shop.vip USING parquet AS"):
         "test_the_capture_pages_sql_text_modes_table_is_what_each_mode_stores",
     ("docs/capture.md", "from pyspark.sql import SparkSession"): "test_the_capture_pages_python_runs_as_written",
@@ -129,8 +131,6 @@ CODE_NOT_RUN = {
                                                   "capture to Kafka in process against a local broker)",
     ("docs/kafka.md", 'spark.read.parquet("/lake/lineage/column_lineage").createOrReplaceTempView("lineage")'):
         "a lake of the reader's (tests/test_export_tables.py reads export tables' output with Spark)",
-    ("docs/security.md", "SELECT id FROM shop.customers WHERE email = 'alice@example.com'"):
-        "the statement of the modes' table (tests/test_sql_text.py masks its literals in each mode)",
     ("docs/capture.md", "DECLARE VARIABLE v INT DEFAULT 0;"):
         "tests/test_sql_variables.py runs the same statements on its own tables (PySpark 4 only)",
 }
@@ -483,6 +483,7 @@ def test_the_streaming_page_prints_what_it_shows(spark, lineage, tmp_path):
 # -- docs/capture.md and docs/development.md: their Python, as written ---------------------------------
 
 CAPTURE = "docs/capture.md"
+SECURITY = "docs/security.md"
 
 
 def test_the_capture_pages_python_runs_as_written(spark, tmp_path, monkeypatch):
@@ -606,19 +607,21 @@ def test_the_capture_pages_sql_text_modes_table_is_what_each_mode_stores(spark, 
     text = (ROOT / CAPTURE).read_text()
     code = code_block(CAPTURE, "CREATE TABLE shop.vip USING parquet AS").text
     ctas, failing = (s.strip() for s in re.sub(r"--[^\n]*", "", code).split(";")[:2])
+    select = code_block(SECURITY, "SELECT id FROM shop.customers WHERE email = 'alice@example.com'").text.strip()
     table = text[text.index("| | `full` | `masked` | `none` |"):].split("\n\n")[0].splitlines()[2:]
     rows = {cells[0]: cells[1:] for cells in ([c.strip() for c in line.strip("|").split(" | ")] for line in table)}
     spark.sql("CREATE DATABASE IF NOT EXISTS shop")
     try:
         spark.sql("CREATE TABLE shop.customers USING parquet AS SELECT * FROM VALUES "
                   "(1, 'alice@example.com', 10.0D, DATE '2024-02-01') AS t(id, email, amount, since)")
-        stored = {}
+        stored, selected = {}, {}
         for mode in ("full", "masked", "none"):
             spark.sql("DROP TABLE IF EXISTS shop.vip")
             store = tmp_path / f"{mode}.duckdb"
             handle = lineage_listener.enable(spark, store=str(store), sql_text=mode)
             try:
                 spark.sql(ctas).collect()
+                spark.sql(select).collect()
                 with pytest.raises(Exception, match="CAST_INVALID_INPUT"):
                     spark.sql(failing).collect()
                 assert handle.flush(60)
@@ -639,10 +642,27 @@ def test_the_capture_pages_sql_text_modes_table_is_what_each_mode_stores(spark, 
                                                     "AND source_column = 'email' AND transform = 'filter'"),
                     "the failed query's `error`": one("SELECT error FROM queries WHERE status = 'failed'"),
                 }
+                read = "FROM queries WHERE status = 'succeeded' AND target_dataset IS NULL"
+                selected[mode] = {
+                    "`queries.sql_text`": one(f"SELECT sql_text {read}"),
+                    "the filter edge's `expression`": one(
+                        f"SELECT expression FROM column_lineage WHERE query_id IN (SELECT query_id {read}) "
+                        "AND transform = 'filter'")}
     finally:
         spark.sql("DROP DATABASE IF EXISTS shop CASCADE")
     assert set(rows) == set(stored["full"]), rows
     wrong = [(name, mode, stored[mode][name], cell) for name, cells in rows.items()
              for mode, cell in zip(("full", "masked", "none"), cells)
              if not _cell_matches(stored[mode][name], cell, ctas)]
+    # the security page's statement and its table (a row per mode, a column per kept text)
+    security = (ROOT / SECURITY).read_text()
+    table = security[security.index("| mode | `queries.sql_text` |"):].split("\n\n")[0].splitlines()
+    header = [c.strip() for c in table[0].strip("|").split(" | ")][1:]
+    for line in table[2:]:
+        mode, *cells = [c.strip() for c in line.strip("|").split(" | ")]
+        mode = mode.strip("`")
+        for name, cell in zip(header, cells):
+            cell = "the statement as written" if cell == "as written" else cell
+            if not _cell_matches(selected[mode][name], cell, select):
+                wrong.append((SECURITY, name, mode, selected[mode][name], cell))
     assert not wrong, "\n".join(map(str, wrong))
