@@ -6,6 +6,7 @@ import json
 import random
 import threading
 import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import duckdb
@@ -13,7 +14,7 @@ import duckdb
 from lineage_listener.store import spool
 from lineage_listener.store.batch import Batch
 from lineage_listener.store.group_writer import GroupWriter, Settings
-from lineage_listener.store.rows import (INSTRUCTIONS, ROWS, DatasetColumnRow, DatasetRow, EdgeRow, LabelFile,
+from lineage_listener.store.rows import (INSTRUCTIONS, LABEL_ROWS, ROWS, DatasetColumnRow, DatasetRow, EdgeRow, LabelFile,
                                          LabelUnset, QueryRow, Retarget, RunRow)
 from lineage_listener.store.schema import schema_sql
 from lineage_listener.store.upsert import commit_batch
@@ -213,3 +214,45 @@ def test_a_batch_collapsed_by_key_is_stored_as_its_rows_one_by_one() -> None:
                 tables.append(con.execute(f"SELECT * FROM {cls.TABLE} ORDER BY ALL").fetchall())
                 con.close()
             assert tables[0] == tables[1], (cls.__name__, trial, before, rows)
+
+
+def test_rows_bound_in_bulk_are_stored_as_each_row_cast_alone() -> None:
+    """Every table the writer upserts or appends column-wise holds, after one batch, exactly the rows
+    each inserted alone with its values cast to the column types: text, integers, booleans, lists,
+    JSON, nulls, ISO times and datetimes with and without a zone, and columns of mixed Python types."""
+    zoned = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone(timedelta(hours=2)))
+    samples = {"TIMESTAMP": ["2026-01-01 10:00:00.123456", None, datetime(2026, 1, 3, 4, 5, 6), zoned],
+               "BIGINT": [1, None, 2**40, "7"], "INTEGER": [3, None, 4, 5], "BOOLEAN": [True, None, False, False],
+               "JSON": ['{"a": 1}', None, "{}", '[1, "x"]'], "VARCHAR[]": [["g1", "g2"], None, [], ["x"]]}
+    con = duckdb.connect()
+    con.execute(schema_sql())
+    types = dict(con.execute("SELECT table_name || '.' || column_name, data_type FROM information_schema.columns")
+                 .fetchall())
+    written = [cls for cls in ROWS if cls not in INSTRUCTIONS + LABEL_ROWS and cls is not EdgeRow
+               and cls.TABLE in {t.split(".")[0] for t in types}]
+    assert {RunRow, QueryRow, DatasetRow, DatasetColumnRow} <= set(written)
+    for cls in written:
+        column_types = [types[f"{cls.TABLE}.{f}"] for f in cls._fields]
+        rows = []
+        for n in range(8):  # one key per row: merges are the collapse test's
+            values = [f"k{n}" if f in cls.KEY else samples.get(t, ["x", None, "y", "z"])[n % 4]
+                      for f, t in zip(cls._fields, column_types)]
+            rows.append(cls._make(values))
+        if cls is DatasetColumnRow:  # a column whose values Arrow cannot type together
+            rows = [r._replace(ordinal=str(r.ordinal) if n % 2 and r.ordinal is not None else r.ordinal)
+                    for n, r in enumerate(rows)]
+        tables = []
+        for alone in (False, True):
+            con = duckdb.connect()
+            con.execute(schema_sql())
+            if alone:
+                cast = ", ".join(f"CAST(? AS {t})" for t in column_types)
+                for r in rows:
+                    con.execute(f"INSERT INTO {cls.TABLE} ({', '.join(cls._fields)}) SELECT {cast}", list(r))
+            else:
+                batch = Batch()
+                batch.rows[cls.TABLE].extend(rows)  # as given: redaction is not under test
+                commit_batch(con, batch)
+            tables.append(con.execute(f"SELECT * FROM {cls.TABLE} ORDER BY ALL").fetchall())
+            con.close()
+        assert tables[0] == tables[1] and len(tables[0]) == len(rows), cls.__name__

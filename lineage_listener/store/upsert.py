@@ -10,9 +10,12 @@ and the writer's instructions (``RunReopened``, ``QueryStarted``, ``Retarget``) 
 """
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 
 from lineage_listener.store import captures, labels, retarget
 from lineage_listener.store.batch import Batch
@@ -116,21 +119,51 @@ def commit_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> int:
 
 
 def _insert(con: duckdb.DuckDBPyConnection, cls: Any, rows: list[tuple]) -> None:
-    """Column-wise: each column bound as a list and unnested; an upsert by the row type's ``KEY`` and
-    ``MERGE``. A row type with a ``COLLAPSE`` takes one statement, its rows of one key collapsed first in
-    their order; any other, one statement per round (:func:`_rounds`)."""
+    """Column-wise: the rows bound as one relation (:func:`_bound`), each column cast to the table's
+    type; an upsert by the row type's ``KEY`` and ``MERGE``. A row type with a ``COLLAPSE`` takes one
+    statement, its rows of one key collapsed first in their order; any other, one statement per round
+    (:func:`_rounds`)."""
     types = _column_types(con, cls.TABLE)
-    values = ", ".join(f'CAST(unnest(${i + 1}) AS {types[c]}) AS "{c}"' for i, c in enumerate(cls._fields))
+    values = ", ".join(f'CAST("{c}" AS {types[c]}) AS "{c}"' for c in cls._fields)
     sql = f"INSERT INTO {cls.TABLE} ({', '.join(cls._fields)}) SELECT "
     conflict = f" ON CONFLICT ({', '.join(cls.KEY)}) DO UPDATE SET {cls.MERGE}" if cls.MERGE else ""
     if cls.COLLAPSE:
         collapsed = ", ".join(f'"{c}"' if c in cls.KEY else cls.COLLAPSE[c] for c in cls._fields)
         key = ", ".join(f'"{c}"' for c in cls.KEY)
-        con.execute(f"{sql}{collapsed} FROM (SELECT {values}, unnest(${len(cls._fields) + 1}) AS _seq) "
-                    f"GROUP BY {key}{conflict}", [list(column) for column in zip(*rows)] + [list(range(len(rows)))])
+        with _bound(con, cls._fields, rows, seq=True) as (source, params):
+            con.execute(f"{sql}{collapsed} FROM (SELECT {values}, _seq FROM {source}) GROUP BY {key}{conflict}",
+                        params)
         return
     for part in _rounds(cls, rows):
-        con.execute(sql + values + conflict, [list(column) for column in zip(*part)])
+        with _bound(con, cls._fields, part) as (source, params):
+            con.execute(f"{sql}{values} FROM {source}{conflict}", params)
+
+
+#: The name rows are bound under on a writer's connection while one statement reads them.
+_BOUND = "_lineage_listener_rows"
+
+
+@contextlib.contextmanager
+def _bound(con: duckdb.DuckDBPyConnection, names: tuple[str, ...], rows: list[tuple],
+           seq: bool = False) -> Iterator[tuple[str, list | None]]:
+    """``rows`` as a relation of columns ``names`` (and ``_seq``, their order, with ``seq``) for one
+    statement, and the statement's parameters: an Arrow table DuckDB scans in place, each column's type
+    inferred from its Python values (text, integers, booleans, lists, null) as DuckDB infers a bound
+    list's, at a fraction of the cost. Values Arrow cannot type (a column of mixed types) are bound
+    as lists instead and unnested."""
+    columns = [list(c) for c in zip(*rows)]
+    if seq:
+        names, columns = (*names, "_seq"), [*columns, list(range(len(rows)))]
+    try:
+        table = pa.table([pa.array(c) for c in columns], names=list(names))
+    except (pa.ArrowException, OverflowError):
+        yield "(SELECT " + ", ".join(f'unnest(${i + 1}) AS "{c}"' for i, c in enumerate(names)) + ")", columns
+        return
+    con.register(_BOUND, table)
+    try:
+        yield _BOUND, None
+    finally:
+        con.unregister(_BOUND)
 
 
 def _reopen(con: duckdb.DuckDBPyConnection, rows: list[tuple]) -> None:
