@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from openlineage.client.facet_v2 import column_lineage_dataset as cl
+if TYPE_CHECKING:
+    from openlineage.client.facet_v2 import column_lineage_dataset as cl
 
 DIRECT_SUBTYPES = {"identity": "IDENTITY", "rename": "IDENTITY", "derived": "TRANSFORMATION",
                    "aggregate": "AGGREGATION"}
@@ -75,7 +76,11 @@ def from_transformation(type_: str, subtype: str | None, target: str | None, sou
 
 def column_lineage(edges: Iterable[FacetEdge],
                    name_of: Callable[[str], tuple[str, str]]) -> cl.ColumnLineageDatasetFacet:
-    """The facet of one output dataset from its edges; ``name_of`` maps a dataset to (namespace, name)."""
+    """The facet of one output dataset from its edges; ``name_of`` maps a dataset to (namespace, name).
+    The OpenLineage client is imported here, where a facet is made: reading one (:func:`edges_of`, the
+    ingest of events) does without it."""
+    from openlineage.client.facet_v2 import column_lineage_dataset as cl
+
     by_field: dict[str, list[cl.InputField]] = defaultdict(list)
     dataset_wide: list[cl.InputField] = []
     for e in edges:
