@@ -151,13 +151,14 @@ def _bound(con: duckdb.DuckDBPyConnection, names: tuple[str, ...], rows: list[tu
     inferred from its Python values (text, integers, booleans, lists, null) as DuckDB infers a bound
     list's, at a fraction of the cost. Values Arrow cannot type (a column of mixed types) are bound
     as lists instead and unnested."""
-    columns = [list(c) for c in zip(*rows)]
+    columns: list[Any] = list(zip(*rows))
     if seq:
-        names, columns = (*names, "_seq"), [*columns, list(range(len(rows)))]
+        names, columns = (*names, "_seq"), [*columns, range(len(rows))]
     try:
-        table = pa.table([pa.array(c) for c in columns], names=list(names))
+        table = pa.Table.from_arrays([pa.array(c) for c in columns], names=list(names))
     except (pa.ArrowException, OverflowError):
-        yield "(SELECT " + ", ".join(f'unnest(${i + 1}) AS "{c}"' for i, c in enumerate(names)) + ")", columns
+        yield ("(SELECT " + ", ".join(f'unnest(${i + 1}) AS "{c}"' for i, c in enumerate(names)) + ")",
+               [list(c) for c in columns])
         return
     con.register(_BOUND, table)
     try:
