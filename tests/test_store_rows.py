@@ -10,12 +10,13 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import duckdb
+import pytest
 
-from lineage_listener.store import spool
+from lineage_listener.store import spool, upsert
 from lineage_listener.store.batch import Batch
 from lineage_listener.store.group_writer import GroupWriter, Settings
-from lineage_listener.store.rows import (INSTRUCTIONS, LABEL_ROWS, ROWS, DatasetColumnRow, DatasetRow, EdgeRow, LabelFile,
-                                         LabelUnset, QueryRow, Retarget, RunRow)
+from lineage_listener.store.rows import (INSTRUCTIONS, LABEL_ROWS, ROWS, DatasetColumnRow, DatasetRow, EdgeRow,
+                                         LabelFile, LabelUnset, QueryRow, Retarget, RunRow)
 from lineage_listener.store.schema import schema_sql
 from lineage_listener.store.upsert import commit_batch
 from lineage_listener.store.writer import StoreWriter
@@ -216,10 +217,14 @@ def test_a_batch_collapsed_by_key_is_stored_as_its_rows_one_by_one() -> None:
             assert tables[0] == tables[1], (cls.__name__, trial, before, rows)
 
 
-def test_rows_bound_in_bulk_are_stored_as_each_row_cast_alone() -> None:
+@pytest.mark.parametrize("arrow_rows", [0, 10**9], ids=["arrow", "lists"])
+def test_rows_bound_in_bulk_are_stored_as_each_row_cast_alone(arrow_rows: int,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """Every table the writer upserts or appends column-wise holds, after one batch, exactly the rows
     each inserted alone with its values cast to the column types: text, integers, booleans, lists,
-    JSON, nulls, ISO times and datetimes with and without a zone, and columns of mixed Python types."""
+    JSON, nulls, ISO times and datetimes with and without a zone, and columns of mixed Python types;
+    bound as an Arrow table and as lists alike."""
+    monkeypatch.setattr(upsert, "ARROW_ROWS", arrow_rows)
     zoned = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone(timedelta(hours=2)))
     samples = {"TIMESTAMP": ["2026-01-01 10:00:00.123456", None, datetime(2026, 1, 3, 4, 5, 6), zoned],
                "BIGINT": [1, None, 2**40, "7"], "INTEGER": [3, None, 4, 5], "BOOLEAN": [True, None, False, False],

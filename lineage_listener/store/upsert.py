@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 
 from lineage_listener.store import captures, labels, retarget
 from lineage_listener.store.batch import Batch
@@ -141,22 +140,26 @@ def _insert(con: duckdb.DuckDBPyConnection, cls: Any, rows: list[tuple]) -> None
 
 #: The name rows are bound under on a writer's connection while one statement reads them.
 _BOUND = "_lineage_listener_rows"
+#: Rows from which a statement's rows are bound as an Arrow table rather than as lists: converting a
+#: bound list costs per value, an Arrow table costs little per value but a fixed amount per statement
+#: and, once per process, importing pyarrow (and the pandas it checks for, when installed). A
+#: capture's batch stays below it; a consumer's merged batches go above it.
+ARROW_ROWS = 500
 
 
 @contextlib.contextmanager
 def _bound(con: duckdb.DuckDBPyConnection, names: tuple[str, ...], rows: list[tuple],
            seq: bool = False) -> Iterator[tuple[str, list | None]]:
     """``rows`` as a relation of columns ``names`` (and ``_seq``, their order, with ``seq``) for one
-    statement, and the statement's parameters: an Arrow table DuckDB scans in place, each column's type
-    inferred from its Python values (text, integers, booleans, lists, null) as DuckDB infers a bound
-    list's, at a fraction of the cost. Values Arrow cannot type (a column of mixed types) are bound
-    as lists instead and unnested."""
+    statement, and the statement's parameters: from :data:`ARROW_ROWS` rows, an Arrow table DuckDB scans
+    in place, each column's type inferred from its Python values (text, integers, booleans, lists, null)
+    as DuckDB infers a bound list's; under it, or when Arrow cannot type a column (values of mixed
+    types), each column bound as a list and unnested."""
     columns: list[Any] = list(zip(*rows))
     if seq:
         names, columns = (*names, "_seq"), [*columns, range(len(rows))]
-    try:
-        table = pa.Table.from_arrays([pa.array(c) for c in columns], names=list(names))
-    except (pa.ArrowException, OverflowError):
+    table = _arrow(columns, names) if len(rows) >= ARROW_ROWS else None
+    if table is None:
         yield ("(SELECT " + ", ".join(f'unnest(${i + 1}) AS "{c}"' for i, c in enumerate(names)) + ")",
                [list(c) for c in columns])
         return
@@ -165,6 +168,16 @@ def _bound(con: duckdb.DuckDBPyConnection, names: tuple[str, ...], rows: list[tu
         yield _BOUND, None
     finally:
         con.unregister(_BOUND)
+
+
+def _arrow(columns: list[Any], names: tuple[str, ...]) -> Any:
+    """The columns as an Arrow table, or None when a column's values have no one Arrow type."""
+    import pyarrow as pa
+
+    try:
+        return pa.Table.from_arrays([pa.array(c) for c in columns], names=list(names))
+    except (pa.ArrowException, OverflowError):
+        return None
 
 
 def _reopen(con: duckdb.DuckDBPyConnection, rows: list[tuple]) -> None:
