@@ -12,7 +12,7 @@ def _jvm_sockets(spark):
     server_field.setAccessible(True)
     server = spark.sparkContext._gateway.java_gateway_server
     out = {}
-    for conn in list(server_field.get(server)):
+    for conn in server_field.get(server).toArray():  # indexed: iterating would end in a Java exception
         out[conn.getClass().getName() + str(id(conn))] = nodelay._declared_field(conn, "socket")
     return {s.getPort(): s.getTcpNoDelay() for s in out.values()}
 
@@ -20,6 +20,7 @@ def _jvm_sockets(spark):
 def test_only_the_calling_threads_socket_is_changed(spark, java_exceptions):
     jobj = spark._jsparkSession
     result: dict[str, object] = {}
+    before = _jvm_sockets(spark)  # an earlier test's capture on this thread may have changed its socket
 
     def capture_thread() -> None:
         jobj.version()  # this thread's own py4j connection now exists
@@ -35,8 +36,9 @@ def test_only_the_calling_threads_socket_is_changed(spark, java_exceptions):
     ours = result["ports"]
     assert ours and all(sockets[p] for p in ours if p in sockets)
     assert result["first"] >= 1 and result["second"] == 0  # set once, then nothing left to change
-    main_ports = nodelay._local_ports(jobj._gateway_client)  # this (test) thread's connection
-    assert any(not sockets[p] for p in main_ports - ours if p in sockets)
+    others = (nodelay._local_ports(jobj._gateway_client) - ours) & before.keys() & sockets.keys()
+    assert others  # this (test) thread's connection, at least
+    assert {p: sockets[p] for p in others} == {p: before[p] for p in others}
 
 
 def test_a_foreign_object_changes_nothing_and_does_not_raise():
