@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install install-demo jars demo test test-spark35 test-lakehouse docs wheel bench bench-history bench-history-quick clean
+.PHONY: install install-demo jars demo test test-spark35 test-lakehouse lakehouse-3.5 lakehouse-4.1 docs wheel bench bench-history bench-history-quick clean
 
 ## Everything to develop and test: the package (editable) with the test extras, and Debian's chromium.
 install: $(STAMP)
@@ -113,9 +113,18 @@ $(STAMP41): pyproject.toml
 	$(VENV41)/bin/pip install --quiet -e '.[test-core,lakehouse]' '$(SPARK41)' 'delta-spark==4.4.0'
 	touch $(STAMP41)
 
-test-lakehouse: $(STAMP35) $(STAMP41) jars
-	$(VENV35)/bin/python -m pytest -q -p no:cacheprovider tests/lakehouse
-	$(VENV41)/bin/python -m pytest -q -p no:cacheprovider tests/lakehouse
+## The two lines run side by side, each its own pytest process, JVM and temporary folder (a line's
+## Spark session drives one core at a time most of the time); each line's output is printed whole when it ends.
+test-lakehouse:
+	$(MAKE) --no-print-directory -j2 --output-sync=target lakehouse-3.5 lakehouse-4.1
+
+lakehouse-3.5: $(STAMP35) jars
+	mkdir -p .pytest-tmp
+	$(VENV35)/bin/python -m pytest -q -p no:cacheprovider --basetemp=$(CURDIR)/.pytest-tmp/lakehouse-3.5 tests/lakehouse
+
+lakehouse-4.1: $(STAMP41) jars
+	mkdir -p .pytest-tmp
+	$(VENV41)/bin/python -m pytest -q -p no:cacheprovider --basetemp=$(CURDIR)/.pytest-tmp/lakehouse-4.1 tests/lakehouse
 
 ## The documentation site (docs/, mkdocs.yml) into site/, offline; any warning fails the build (a broken link,
 ## a page missing from the navigation, a cross-reference in a docstring). Not --quiet: it hides warnings from
@@ -174,4 +183,4 @@ bench-history-quick: install
 	$(BIN)/python bench/labels_bench.py /tmp/lineage-history-quick.duckdb --runs 20
 
 clean:
-	rm -rf $(VENV) $(VENV35) $(VENV41) demo-output test-artifacts .pytest_cache build dist site *.egg-info
+	rm -rf $(VENV) $(VENV35) $(VENV41) demo-output test-artifacts .pytest_cache .pytest-tmp build dist site *.egg-info
