@@ -9,7 +9,7 @@ declared or propagated, and why (the path of edges back to the labelled column).
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -22,13 +22,23 @@ from lineage_listener.govern import labelstore
 from lineage_listener.govern.labelfile import known_columns
 from lineage_listener.govern.labelstore import Declared, effective
 from lineage_listener.govern.propagate import Reached, path_rows, propagate
-from lineage_listener.govern.reach import CaptureBook, Hops, copies_to, reachable_datasets, upstream_datasets, walk
+from lineage_listener.govern.reach import CaptureBook, copies_to, reachable_datasets, upstream_datasets, walk
 from lineage_listener.query.current import Replaces, edge_times, replaces, split_ids
 from lineage_listener.query.expand import Filters, columns_of, nearest_captures
 from lineage_listener.query.types import LineageStep, Node
 from lineage_listener.query.names import Aliases
 from lineage_listener.query.store import LineageStore, UnknownNameError, resolve_column
 from lineage_listener.timewindow import window
+
+
+#: ``reuse(name, make)``: ``make()``, or what an earlier question over the same unchanged store made
+#: under ``name`` (:meth:`~lineage_listener.query.store.LineageStore.reuse`).
+Reuse = Callable[[str, Callable[[], Any]], Any]
+
+
+def fresh(name: str, make: Callable[[], Any]) -> Any:
+    """Nothing reused: ``make()``."""
+    return make()
 
 
 @dataclass
@@ -65,12 +75,13 @@ class Propagation:
 
 def run(con: duckdb.DuckDBPyConnection, starts: Iterable[Node] | None = None, since: datetime | None = None,
         until: datetime | None = None, masking: Iterable[str] = (), influence: bool = True,
-        extra: Iterable[LineageStep] = (), aliases: Aliases | None = None, hops: Hops | None = None,
+        extra: Iterable[LineageStep] = (), aliases: Aliases | None = None, reuse: Reuse = fresh,
         current: bool | Replaces = False) -> Propagation:
     """Propagate every declared label: to ``starts`` (the labels those columns get: from the
     declared columns upstream of them), or downstream of every declared column when ``starts`` is
-    None. ``extra``: edges not in the store (a preview) walked as if captured; ``hops``: hops
-    between datasets read before (:data:`~lineage_listener.govern.reach.Hops`).
+    None. ``extra``: edges not in the store (a preview) walked as if captured; ``reuse``: what
+    earlier questions read of the same store (:data:`Reuse`): the declared labels, the masking
+    functions, the hops between datasets (:data:`~lineage_listener.govern.reach.Hops`).
 
     ``current``: the labels the columns carry now (docs/reference/semantics.md, "Current state"):
     a hop into a dataset a later write replaced carries nothing there any more. True reads the
@@ -78,8 +89,9 @@ def run(con: duckdb.DuckDBPyConnection, starts: Iterable[Node] | None = None, si
     preview adds the writes it plans)."""
     aliases = aliases or Aliases(con)
     starts = None if starts is None else list(starts)
-    decl = labelstore.declared(con, aliases)
-    names = labelstore.masking_functions(con) | frozenset(m.lower() for m in masking)
+    decl = reuse("declared", lambda: labelstore.declared(con, aliases))
+    names = reuse("masking", lambda: labelstore.masking_functions(con)) | frozenset(m.lower() for m in masking)
+    hops = reuse("hops", dict)
     extra = list(extra)
     if not decl:  # no label anywhere: nothing to walk for
         g = nx.DiGraph()
@@ -179,8 +191,9 @@ def column_labels(store: LineageStore, dataset: str | None = None, column: str |
 
     ``source`` is ``set``, ``file``, ``spark`` (declared) or ``propagated``; ``path`` runs
     ``[[dataset, column, transform], ...]`` from the labelled column to this one. ``influence=False``
-    leaves out what only indirect edges reach (a walk over direct edges only: quicker). Inside
-    ``store.session()``, what one question learnt of names and hops serves the next. Python's cyclic
+    leaves out what only indirect edges reach (a walk over direct edges only: quicker). What one
+    question learnt of the store (names, hops between datasets, declared labels) serves the next
+    while the store is unchanged (:meth:`~lineage_listener.query.store.LineageStore.reuse`). Python's cyclic
     garbage collector waits while it runs (:func:`collection_paused`).
 
     Without a window, the labels the columns carry now: a copy a later replacing write of its
@@ -189,19 +202,18 @@ def column_labels(store: LineageStore, dataset: str | None = None, column: str |
     lo, hi = window(since, until)
     current = not history and lo is None and hi is None
     with collection_paused(), store.connect() as con:
-        aliases = store.reuse("aliases", lambda: Aliases(con))
+        aliases = store.reuse("aliases", lambda: Aliases(con)).bound(con)
         if dataset is None:
             if not propagated:
-                decl = labelstore.declared(con, aliases)
+                decl = store.reuse("declared", lambda: labelstore.declared(con, aliases))
                 p = Propagation(nx.DiGraph(), decl, {}, CaptureBook(con), aliases, frozenset())
                 rows = [column_row(p, n, propagated=False) for n in sorted(decl)]
                 return {"columns": [r for r in rows if r["labels"]]}
-            p = run(con, None, lo, hi, masking, influence, aliases=aliases, current=current)
+            p = run(con, None, lo, hi, masking, influence, aliases=aliases, reuse=store.reuse, current=current)
             nodes = sorted(set(p.graph.nodes) | set(p.declared))
         else:
             nodes = columns(con, aliases, dataset, column)
-            p = run(con, nodes, lo, hi, masking, influence, aliases=aliases, hops=store.reuse("hops", dict),
-                    current=current)
+            p = run(con, nodes, lo, hi, masking, influence, aliases=aliases, reuse=store.reuse, current=current)
         wanted = set(nodes)
         p.book.load(h for found in p.reached.values() for n, r in found.items() if n in wanted for h in r.hops)
         rows = [column_row(p, n, propagated) for n in nodes]

@@ -19,7 +19,7 @@ from lineage_listener.query.expand import COLUMN_KEY_SQL, Among, Filters, captur
 from lineage_listener.query.types import Direction, LineageStep, Node
 from lineage_listener.query.lookups import indexed
 from lineage_listener.query.graph import build_graph
-from lineage_listener.query.names import Aliases, alias_rows_sql
+from lineage_listener.query.names import TABLE_ROWS_SQL, Aliases, alias_rows_sql
 
 T = TypeVar("T")
 
@@ -59,9 +59,37 @@ def walk(con: duckdb.DuckDBPyConnection, starts: Iterable[Node], direction: Dire
     return g
 
 
+class AllHops:
+    """Every dataset's neighbours one hop ``direction`` (over direct edges only with ``direct_only``),
+    canonical names, read in two queries (the distinct pairs of datasets of ``edges``, and every
+    table's location, :data:`~lineage_listener.query.names.TABLE_ROWS_SQL`) instead of one a hop:
+    what :func:`_hops` reads for a dataset, for all of them (the edges named by any name of it)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, aliases: Aliases, direction: Direction,
+                 direct_only: bool) -> None:
+        kind = "AND kind = 'direct'" if direct_only else ""
+        rows = con.execute(f"""SELECT DISTINCT source_dataset, target_dataset FROM edges
+                              WHERE source_dataset IS NOT NULL AND target_dataset IS NOT NULL {kind}""").fetchall()
+        if direction == "upstream":
+            rows = [(t, s) for s, t in rows]
+        aliases.learn_from_tables((far for _, far in rows), con.execute(TABLE_ROWS_SQL).fetchall())
+        self._by_name: dict[str, set[str]] = {}    # near name -> far canonical names
+        for near, far in rows:
+            self._by_name.setdefault(near, set()).add(aliases.canonical(far))
+        self._of: dict[str, set[str]] = {}
+
+    def of(self, dataset: str, aliases: Aliases) -> set[str]:
+        """The neighbours of ``dataset`` (canonical), through every name of it."""
+        if dataset not in self._of:
+            self._of[dataset] = set().union(*(self._by_name.get(n, ()) for n in aliases.names(dataset)))
+        return self._of[dataset]
+
+
 #: Hops read from the store, per walk (``(direction, direct_only)``): each canonical dataset's
-#: neighbours one hop that way (canonical names). A session keeps it across questions.
-Hops = dict[tuple[str, bool], dict[str, set[str]]]
+#: neighbours one hop that way (canonical names), as read for the datasets walked so far, or
+#: :class:`AllHops`. Kept across the questions of an unchanged store
+#: (:meth:`~lineage_listener.query.store.LineageStore.reuse`).
+Hops = dict[tuple[str, bool], "dict[str, set[str]] | AllHops"]
 
 
 def reachable_datasets(con: duckdb.DuckDBPyConnection, datasets: Iterable[str], aliases: Aliases,
@@ -136,10 +164,20 @@ def _hops(con: duckdb.DuckDBPyConnection, datasets: Iterable[str], aliases: Alia
 
     One query a hop, for the frontier's datasets not in ``known``: the edges out of them, and the
     alias rows of their far ends (:func:`~lineage_listener.query.names.alias_rows_sql`) in the
-    same answer."""
+    same answer. A walk that way that ``known`` holds already (an earlier question's, over the
+    same unchanged store) reads every hop that way at once instead (:class:`AllHops`): a store
+    asked once reads only the hops its question needs, a store asked many questions the whole
+    map once."""
     near, far = ("source_dataset", "target_dataset") if direction == "downstream" \
         else ("target_dataset", "source_dataset")
-    hops = ({} if known is None else known).setdefault((direction, direct_only), {})
+    known = {} if known is None else known
+    way = (direction, direct_only)
+    if way in known and not isinstance(known[way], AllHops):
+        known[way] = AllHops(con, aliases, direction, direct_only)
+    hops = known.setdefault(way, {})
+    seen = {aliases.canonical(d) for d in datasets}
+    if isinstance(hops, AllHops):
+        return _closure_pairs(seen, lambda d: hops.of(d, aliases), direction)
     kind = "AND kind = 'direct'" if direct_only else ""
     sql = f"""
         WITH r AS MATERIALIZED (
@@ -148,10 +186,7 @@ def _hops(con: duckdb.DuckDBPyConnection, datasets: Iterable[str], aliases: Alia
         SELECT *, NULL AS alias_row FROM r
         UNION ALL BY NAME
         SELECT (dataset, location) AS alias_row FROM ({alias_rows_sql(f"SELECT DISTINCT {far} FROM r")})"""
-    seen = {aliases.canonical(d) for d in datasets}
-    frontier = sorted(seen)
-    pairs: list[tuple[str, str]] = []
-    while frontier:
+    def step(frontier: list[str]) -> None:
         owner = {n: d for d in frontier if d not in hops for n in aliases.names(d)}
         if owner:
             rows, found = [], []
@@ -164,9 +199,21 @@ def _hops(con: duckdb.DuckDBPyConnection, datasets: Iterable[str], aliases: Alia
             hops.update((d, set()) for d in owner.values())
             for far_name, near_name in rows:
                 hops[owner[near_name]].add(aliases.canonical(far_name))
+    return _closure_pairs(seen, lambda d: hops[d], direction, step)
+
+
+def _closure_pairs(seen: set[str], hop: Callable[[str], set[str]], direction: Direction,
+                   ahead: Callable[[list[str]], None] | None = None) -> tuple[set[str], list[tuple[str, str]]]:
+    """The datasets reached from ``seen`` (added to it) by ``hop`` one frontier at a time, and the
+    ``(source, target)`` pairs on the way; ``ahead``: called with each frontier before it is walked."""
+    frontier = sorted(seen)
+    pairs: list[tuple[str, str]] = []
+    while frontier:
+        if ahead is not None:
+            ahead(frontier)
         new: set[str] = set()
         for d in frontier:
-            for other in hops[d]:
+            for other in hop(d):
                 pairs.append((other, d) if direction == "upstream" else (d, other))
                 if other not in seen:
                     new.add(other)

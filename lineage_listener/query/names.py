@@ -4,7 +4,8 @@ A catalog table and the path it is stored at are one dataset for lineage
 (docs/reference/datasets.md). ``datasets`` rows of kind ``table`` carry the storage
 URI in ``location``; a job that read ``file:/wh/db.db/t`` by path continues
 the lineage of ``spark_catalog.db.t``. Lookups go to DuckDB in batches and are
-cached for the life of one :class:`Aliases` object (one query).
+cached for the life of one :class:`Aliases` object (one question, or the questions asked of an
+unchanged store: :meth:`Aliases.bound`).
 """
 from __future__ import annotations
 
@@ -34,6 +35,21 @@ class Aliases:
         self._con = con
         self._canonical: dict[str, str] = {}
         self._names: dict[str, set[str]] = {}
+
+    def bound(self, con: duckdb.DuckDBPyConnection) -> "Aliases":
+        """These aliases looking up what they do not know over ``con`` (another connection to the same,
+        unchanged store): what either learns, both know.
+
+        >>> a = Aliases(None)
+        >>> a.learn(["file:/wh/t"], [("db.t", "file:/wh/t")])
+        >>> b = a.bound(None)
+        >>> b.learn(["x"], [])
+        >>> b.canonical("file:/wh/t"), a.canonical("x")
+        ('db.t', 'x')
+        """
+        other = Aliases(con)
+        other._canonical, other._names = self._canonical, self._names
+        return other
 
     def resolve(self, names: Iterable[str]) -> None:
         """Look up every not yet known name in one query."""
@@ -66,6 +82,23 @@ class Aliases:
             group |= {loc + "/" for loc in locations.get(canon, set())}
             self._names.setdefault(canon, set()).update(group | {name})
 
+    def learn_from_tables(self, names: Iterable[str], tables: Iterable[tuple[str, str]]) -> None:
+        """Take in the not yet known ``names`` given every table's ``(dataset, location)`` row
+        (:data:`TABLE_ROWS_SQL`, read once for many names), as :meth:`resolve` would from the rows its
+        query selects for them (:func:`alias_rows_sql`).
+
+        >>> a = Aliases(None)
+        >>> a.learn_from_tables(["file:/wh/t/", "b"], [("db.t", "file:/wh/t"), ("db.u", "file:/wh/u")])
+        >>> a.canonical("file:/wh/t/"), sorted(a.names("db.t")), a.canonical("b"), "db.u" in a._names
+        ('db.t', ['db.t', 'file:/wh/t', 'file:/wh/t/'], 'b', False)
+        """
+        todo = sorted({n for n in names if n is not None and n not in self._canonical})
+        wanted = set()
+        for n in todo:
+            s = _strip(n)
+            wanted |= {n, s, s + "/"}
+        self.learn(todo, {(d, loc) for d, loc in tables if d in wanted or ("/" in loc and loc in wanted)})
+
     def canonical(self, name: str) -> str:
         """The dataset's table name if ``name`` is a table's storage location, else ``name``."""
         if name not in self._canonical:
@@ -93,6 +126,10 @@ def alias_rows_sql(names: str) -> str:
         UNION
         SELECT dataset, location FROM datasets
         WHERE kind = 'table' AND location IN (SELECT v FROM v WHERE contains(v, '/'))"""
+
+
+#: Every table's ``(dataset, location)`` row: what :meth:`Aliases.learn_from_tables` picks from.
+TABLE_ROWS_SQL = "SELECT dataset, location FROM datasets WHERE kind = 'table' AND location IS NOT NULL"
 
 
 def closest(name: str, candidates: Iterable[str], n: int = 3) -> list[str]:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -21,6 +22,7 @@ from lineage_listener.query.names import Aliases, closest
 from lineage_listener.timewindow import window
 from lineage_listener.query.graph import build_graph
 from lineage_listener.store.connection import StoreError, open_readonly
+from lineage_listener.store.stamp import Stamp, stamp
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +52,10 @@ class LineageStore:
         self.path = Path(path)
         self._con: duckdb.DuckDBPyConnection | None = None
         self._shared: duckdb.DuckDBPyConnection | None = None
-        self._kept: dict[str, Any] = {}
+        #: what questions learnt of the store (:meth:`reuse`), and the stamp of the store they read
+        self._learnt: tuple[Stamp, dict[str, Any]] | None = None
+        self._lock = threading.Lock()
+        self._question = threading.local()   # ``kept``: what the running question may reuse
         with self.connect():
             pass  # fail early and clearly on a missing or unreadable store
 
@@ -63,7 +68,8 @@ class LineageStore:
             return
         con = open_readonly(self.path)
         try:
-            yield con
+            with self._learning():
+                yield con
         finally:
             con.close()
 
@@ -82,25 +88,52 @@ class LineageStore:
             return
         self._shared = open_readonly(self.path)
         try:
-            yield self
+            with self._learning():
+                yield self
         finally:
             con, self._shared = self._shared, None
-            self._kept.clear()
             con.close()
 
     def reuse(self, name: str, make: Callable[[], T]) -> T:
-        """``make()``, made once per :meth:`session` and kept to its end under ``name`` (what a question
-        learnt of the store that the next one may use: names, hops); outside a session, made
-        anew on each call. Sound because the store cannot change during a session: its open
-        connection keeps writers out.
+        """``make()``, made once and kept under ``name`` while the store is unchanged: what a question
+        learnt of the store that the next ones may use (names, hops between datasets, declared
+        labels). Kept from one connection to the next while the store's
+        :func:`~lineage_listener.store.stamp.stamp` stays the same, and through a :meth:`session`
+        whatever it is (its open connection keeps writers out); a store changed in the last
+        seconds keeps nothing past the question. Outside :meth:`connect`, made anew on each call.
+        A question in another thread meanwhile starts from nothing rather than share the objects.
 
-        >>> store.reuse("aliases", lambda: Aliases(con))                     # doctest: +SKIP
+        >>> store.reuse("hops", dict)                                         # doctest: +SKIP
         """
-        if self._shared is None:
+        kept = getattr(self._question, "kept", None)
+        if kept is None:
             return make()
-        if name not in self._kept:
-            self._kept[name] = make()
-        return self._kept[name]
+        if name not in kept:
+            kept[name] = make()
+        return kept[name]
+
+    @contextmanager
+    def _learning(self) -> Iterator[None]:
+        """The block of one question (or session) over a connection just opened: what :meth:`reuse`
+        keeps, taken out for it if the store's stamp (taken now, while the connection holds the
+        file) is the one it was learnt under, and put back after it unless it failed midway."""
+        if getattr(self._question, "kept", None) is not None:   # inside a question: the same file
+            yield
+            return
+        now = stamp(self.path)
+        with self._lock:
+            learnt, self._learnt = self._learnt, None
+        kept = learnt[1] if learnt is not None and now is not None and learnt[0] == now else {}
+        self._question.kept = kept
+        try:
+            yield
+        except BaseException:
+            self._question.kept = None
+            raise
+        self._question.kept = None
+        if now is not None:
+            with self._lock:
+                self._learnt = (now, kept)
 
     def upstream(self, dataset: str, column: str, depth: int | None = None,
                  since: TimeBound = None, until: TimeBound = None,
