@@ -24,7 +24,7 @@ from lineage_listener.govern.labelstore import Declared, effective
 from lineage_listener.govern.propagate import Reached, path_rows, propagate
 from lineage_listener.govern.reach import CaptureBook, copies_to, reachable_datasets, upstream_datasets, walk
 from lineage_listener.query.current import Replaces, edge_times, replaces, split_ids
-from lineage_listener.query.expand import Filters, columns_of, nearest_captures
+from lineage_listener.query.expand import Filters, Remembered, columns_of, nearest_captures
 from lineage_listener.query.types import LineageStep, Node
 from lineage_listener.query.names import Aliases
 from lineage_listener.query.store import LineageStore, UnknownNameError, resolve_column
@@ -81,7 +81,9 @@ def run(con: duckdb.DuckDBPyConnection, starts: Iterable[Node] | None = None, si
     declared columns upstream of them), or downstream of every declared column when ``starts`` is
     None. ``extra``: edges not in the store (a preview) walked as if captured; ``reuse``: what
     earlier questions read of the same store (:data:`Reuse`): the declared labels, the masking
-    functions, the hops between datasets (:data:`~lineage_listener.govern.reach.Hops`).
+    functions, the hops between datasets (:data:`~lineage_listener.govern.reach.Hops`), the
+    hops between columns a walk with influence read
+    (:class:`~lineage_listener.query.expand.Remembered`), the known columns of datasets.
 
     ``current``: the labels the columns carry now (docs/reference/semantics.md, "Current state"):
     a hop into a dataset a later write replaced carries nothing there any more. True reads the
@@ -114,7 +116,9 @@ def run(con: duckdb.DuckDBPyConnection, starts: Iterable[Node] | None = None, si
         # With influence, through the datasets upstream (an indirect edge reaches a whole dataset).
         above = reachable_datasets(con, {n[0] for n in starts}, aliases, "upstream", direct_only=False, known=hops)
         seeds = [n for n, items in decl.items() if n[0] in above and any(d.value for d in items)]
-        g = walk(con, seeds, "downstream", filters, aliases, within=lambda node: node[0] in above)
+        rows = reuse(f"rows {filters}", lambda: Remembered(filters))
+        g = walk(con, seeds, "downstream", filters, aliases, within=lambda node: node[0] in above,
+                 among=rows.over(con), columns=reuse("columns", dict))
         g.add_nodes_from(starts)
     on_graph = {n: items for n, items in decl.items() if n in g}
     eff = {n: {label: d.value for label, d in effective(items).items()} for n, items in on_graph.items()}
@@ -212,7 +216,7 @@ def column_labels(store: LineageStore, dataset: str | None = None, column: str |
             p = run(con, None, lo, hi, masking, influence, aliases=aliases, reuse=store.reuse, current=current)
             nodes = sorted(set(p.graph.nodes) | set(p.declared))
         else:
-            nodes = columns(con, aliases, dataset, column)
+            nodes = columns(con, aliases, dataset, column, store.reuse("columns", dict))
             p = run(con, nodes, lo, hi, masking, influence, aliases=aliases, reuse=store.reuse, current=current)
         wanted = set(nodes)
         p.book.load(h for found in p.reached.values() for n, r in found.items() if n in wanted for h in r.hops)
@@ -220,13 +224,15 @@ def column_labels(store: LineageStore, dataset: str | None = None, column: str |
         return {"columns": [r for r in rows if _has_any(r) or dataset is not None]}
 
 
-def columns(con: duckdb.DuckDBPyConnection, aliases: Aliases, dataset: str, column: str | None = None) -> list[Node]:
+def columns(con: duckdb.DuckDBPyConnection, aliases: Aliases, dataset: str, column: str | None = None,
+            known: dict[str, list[str]] | None = None) -> list[Node]:
     """The columns a question names: one (``column``) or every known column of ``dataset``;
-    :class:`~lineage_listener.query.store.UnknownNameError` for a name the store does not know."""
+    :class:`~lineage_listener.query.store.UnknownNameError` for a name the store does not know.
+    ``known``: the known columns of datasets read before (:func:`~lineage_listener.query.expand.columns_of`)."""
     if column is not None:
         return [resolve_column(con, aliases, dataset, column)]
     canonical = aliases.canonical(dataset)
-    cols = columns_of(con, {canonical}, aliases).get(canonical)
+    cols = columns_of(con, {canonical}, aliases, known).get(canonical)
     if not cols:
         cols = sorted(known_columns(con, sorted(aliases.names(canonical))))
     if not cols:

@@ -15,7 +15,7 @@ import duckdb
 import networkx as nx
 
 from lineage_listener.govern.propagate import Hop
-from lineage_listener.query.expand import COLUMN_KEY_SQL, Among, Filters, captures_at, column_key, expand
+from lineage_listener.query.expand import COLUMN_KEY_SQL, Among, Fetch, Filters, captures_at, column_key, expand
 from lineage_listener.query.types import Direction, LineageStep, Node
 from lineage_listener.query.lookups import indexed
 from lineage_listener.query.graph import build_graph
@@ -26,11 +26,14 @@ T = TypeVar("T")
 
 def walk(con: duckdb.DuckDBPyConnection, starts: Iterable[Node], direction: Direction,
          filters: Filters = Filters(), aliases: Aliases | None = None, extra: Iterable[LineageStep] = (),
-         within: Callable[[Node], bool] | None = None, among: Among | None = None) -> nx.DiGraph:
+         within: Callable[[Node], bool] | None = None, among: Fetch | None = None,
+         columns: dict[str, list[str]] | None = None) -> nx.DiGraph:
     """The graph of every edge reachable from ``starts`` in ``direction`` (within ``filters``),
     with ``extra`` edges (not in the store: a preview's) joined in and walked on from. ``within``:
     walk on only from the columns it accepts (the rest of the store cannot matter to the question);
-    ``among``: the edges among them, read beforehand (no query a hop)."""
+    ``among``: the edges among them, read beforehand (no query a hop), or kept from earlier walks;
+    ``columns``: the known columns of datasets read before, added to
+    (:func:`~lineage_listener.query.expand.expand`)."""
     aliases = aliases or Aliases(con)
     starts = sorted(set(starts))
     far = (lambda e: e.target) if direction == "downstream" else (lambda e: e.source)
@@ -41,7 +44,7 @@ def walk(con: duckdb.DuckDBPyConnection, starts: Iterable[Node], direction: Dire
         found = []
         if frontier:  # every hop at once, or one at a time when ``within`` prunes
             found = expand(con, frontier, direction, filters=filters, aliases=aliases,
-                           depth=None if within is None else 1, among=among)
+                           depth=None if within is None else 1, among=among, columns=columns)
             if within is not None:
                 found = [e for e in found if within(far(e))]
             seen |= {e.source for e in found} | {e.target for e in found} if within is None else set()

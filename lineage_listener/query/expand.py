@@ -22,7 +22,7 @@ directions of travel.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -209,6 +209,38 @@ class Among:
                 for r in self.rows.get((name, column), ())]
 
 
+class Remembered:
+    """The rows :func:`expand` fetches hop by hop downstream within ``filters``, read for the columns
+    not asked before (one query a hop, as :func:`expand` sends) and kept per column name: a column
+    an earlier walk went through, over the same unchanged store, costs no query. :meth:`over` gives
+    the ``among`` of one question's walk."""
+
+    def __init__(self, filters: Filters = Filters()) -> None:
+        self._sql, self._params = _hop_sql("downstream", filters)
+        self._rows: dict[tuple[str, str], list[dict[str, Any]]] = {}
+
+    def over(self, con: duckdb.DuckDBPyConnection) -> Fetch:
+        """The rows out of a frontier (canonical names), what is not kept read over ``con``."""
+        def fetch(frontier: list[Node], aliases: Aliases) -> list[dict[str, Any]]:
+            aliases.resolve(d for d, _ in frontier)
+            keys = sorted({(name, column) for dataset, column in frontier for name in aliases.names(dataset)})
+            todo = [k for k in keys if k not in self._rows]
+            if todo:
+                cur = con.execute(self._sql, {**self._params, "d": [d for d, _ in todo], "c": [c for _, c in todo]})
+                names = [d[0] for d in cur.description]
+                found: dict[tuple[str, str], list[dict[str, Any]]] = {k: [] for k in todo}
+                for r in cur.fetchall():
+                    row = dict(zip(names, r))
+                    found[(row["source_dataset"], row["source_column"])].append(row)
+                self._rows.update(found)
+            return [r for k in keys for r in self._rows[k]]
+        return fetch
+
+
+#: One hop's rows out of a frontier of columns (canonical names): :class:`Among`, :meth:`Remembered.over`.
+Fetch = Callable[[list[Node], Aliases], list[dict[str, Any]]]
+
+
 def set_times(con: duckdb.DuckDBPyConnection, set_ids: Iterable[int], filters: Filters = Filters()
               ) -> dict[int, tuple[datetime, ...]]:
     """Per set of edges, the distinct times of its captures a path may use (not after the window's
@@ -306,14 +338,17 @@ def nearest_captures(con: duckdb.DuckDBPyConnection, asked: list[tuple[tuple[int
 
 def expand(con: duckdb.DuckDBPyConnection, start: Node | list[Node], direction: Direction,
            depth: int | None = None, filters: Filters = Filters(),
-           aliases: Aliases | None = None, among: Among | None = None) -> list[LineageStep]:
+           aliases: Aliases | None = None, among: Fetch | None = None,
+           columns: dict[str, list[str]] | None = None) -> list[LineageStep]:
     """All edges reachable from ``start`` (a canonical node, or a list of them) within ``depth`` hops.
 
     Cycles terminate: every node is expanded once, at its smallest hop count. A walk goes on
     through edges captured not after the window's end; upstream, the start's own writes must
     lie in the window (the hops before them may be older: see :mod:`lineage_listener.query.kept`).
 
-    ``among``: the hops read beforehand (downstream, within ``filters``), instead of a query a hop.
+    ``among``: the hops read beforehand (downstream, within ``filters``: :class:`Among`), or kept
+    from earlier walks (:class:`Remembered`), instead of a query a hop; ``columns``: the known
+    columns of datasets read before (:func:`columns_of`), added to.
 
     >>> edges = expand(con, ("spark_catalog.db.report", "total"), "upstream", depth=10)  # doctest: +SKIP
     """
@@ -329,9 +364,9 @@ def expand(con: duckdb.DuckDBPyConnection, start: Node | list[Node], direction: 
     while frontier and (depth is None or hop < depth):
         hop += 1
         rows = fetch(frontier)
-        edges = list(_edges(con, rows, frontier, direction, hop, aliases))
+        edges = list(_edges(con, rows, frontier, direction, hop, aliases, columns))
         edges += nested.fallback(frontier, edges, direction, lambda nodes, hop=hop: list(
-            _edges(con, fetch(nodes), nodes, direction, hop, aliases)))
+            _edges(con, fetch(nodes), nodes, direction, hop, aliases, columns)))
         found.extend(edges)
         far = [e.source if direction == "upstream" else e.target for e in edges
                if e.latest is not None and not (hop == 1 and direction == "upstream" and e.before_window)]
@@ -389,7 +424,7 @@ def _known(lows: list[datetime] | None, highs: list[datetime] | None, limit: int
 
 
 def _edges(con, rows: list[dict[str, Any]], frontier: list[Node], direction: Direction, hop: int,
-           aliases: Aliases) -> Iterator[LineageStep]:
+           aliases: Aliases, columns: dict[str, list[str]] | None = None) -> Iterator[LineageStep]:
     aliases.resolve(name for r in rows for name in (r["target_dataset"], r["source_dataset"]))
     by_dataset: dict[str, list[str]] = {}
     for dataset, column in frontier:
@@ -397,7 +432,7 @@ def _edges(con, rows: list[dict[str, Any]], frontier: list[Node], direction: Dir
     wide: dict[str, list[str]] = {}
     if direction == "downstream":
         targets = {aliases.canonical(r["target_dataset"]) for r in rows if r["target_column"] is None}
-        wide = columns_of(con, targets, aliases)
+        wide = columns_of(con, targets, aliases, columns)
     for r in rows:
         t_ds, s_ds, t_col = aliases.canonical(r["target_dataset"]), aliases.canonical(r["source_dataset"]), \
             r["target_column"]
@@ -414,8 +449,16 @@ def _edges(con, rows: list[dict[str, Any]], frontier: list[Node], direction: Dir
                        guess=bool(r["guess"]), **times)
 
 
-def columns_of(con: duckdb.DuckDBPyConnection, datasets: set[str], aliases: Aliases) -> dict[str, list[str]]:
-    """Every known column of each canonical dataset: ``dataset_columns``, else direct edge targets."""
+def columns_of(con: duckdb.DuckDBPyConnection, datasets: set[str], aliases: Aliases,
+               known: dict[str, list[str]] | None = None) -> dict[str, list[str]]:
+    """Every known column of each canonical dataset: ``dataset_columns``, else direct edge targets.
+    ``known``: what earlier calls read (over the same unchanged store), used and added to."""
+    if known is not None:
+        todo = {ds for ds in datasets if ds not in known}
+        if todo:
+            found = columns_of(con, todo, aliases)
+            known.update((ds, found.get(ds, [])) for ds in todo)
+        return {ds: known[ds] for ds in datasets if known[ds]}
     if not datasets:
         return {}
     names = {name: ds for ds in datasets for name in aliases.names(ds)}
