@@ -39,8 +39,9 @@ class LineageStore:
 
     Graph questions open the file for the duration of the call only, so a
     store object kept in a notebook never holds the file against a capturing
-    job; inside :meth:`session` they share one connection instead. ``sql()``
-    keeps a connection until :meth:`close`.
+    job; inside :meth:`session` they share one connection instead. What a
+    question learnt of the store is kept for the next while the store file is
+    unchanged (:meth:`reuse`). ``sql()`` keeps a connection until :meth:`close`.
 
     >>> store = open_store("lineage.duckdb")                                   # doctest: +SKIP
     >>> g = store.upstream("spark_catalog.shop.report", "total", depth=3)      # doctest: +SKIP
