@@ -20,7 +20,7 @@ from lineage_listener.query import store as query_store
 from lineage_listener.store import stamp
 from lineage_listener.store.connection import open_writable
 from lineage_listener.store.rows import row_of
-from lineage_listener.store.write import commit_batch
+from lineage_listener.store.upsert import commit_batch
 
 DB = "spark_catalog.db."
 
