@@ -61,7 +61,7 @@ KEYS = ("k0", "k1", "k2", "k3")
 STABLE = 6
 #: The time-window probe: on these days only, column c2 of the probe job is copied from c5.
 FLIP_DAYS = (3, 30)
-TARGET_P95_MS = 500.0
+TARGET_P95_MS = 300.0
 TARGET_RATIO = 1.5
 
 
