@@ -8,6 +8,7 @@ import sys
 import time
 import urllib.request
 
+import duckdb
 import pytest
 
 from tests.server_helpers import ROOT, free_port
@@ -80,7 +81,6 @@ def test_serve_without_a_token_says_writes_are_disabled(tmp_path):
 
 @pytest.mark.parametrize("block, args, extra", [
     ("openlineage", ("export", "openlineage", "--store", "{store}", "--out", "-"), "openlineage"),
-    ("openlineage", ("ingest", "openlineage", "--store", "{store}", "{events}"), "openlineage"),
     ("datahub", ("export", "datahub", "--store", "{store}", "--out", "{tmp}/mcp.json"), "datahub"),
     ("uvicorn,fastapi", ("serve", "--store", "{store}", "--port", "9"), "server"),
     ("confluent_kafka", ("consume", "--store", "{store}", "--kafka-bootstrap", "127.0.0.1:9", "--kafka-topic", "t"),
@@ -94,6 +94,18 @@ def test_a_missing_extra_is_one_line_naming_it(block, args, extra, tmp_path):
     err = one_line(cli(*(a.format(**values) for a in args), block=block))
     assert f"pip install 'lineage-listener[{extra}]'" in err, err
     assert not (tmp_path / "s.duckdb").exists()  # refused before touching the store
+
+
+def test_ingest_reads_events_without_the_openlineage_client(tmp_path):
+    """Events are read as JSON, so ``ingest openlineage`` works where the openlineage extra is missing."""
+    events = tmp_path / "events.json"
+    events.write_text('{"eventType": "START", "eventTime": "2025-06-01T09:00:00Z", "run": {"runId": "r"}, '
+                      '"job": {"namespace": "n", "name": "j"}}')
+    proc = cli("ingest", "openlineage", "--store", str(tmp_path / "s.duckdb"), str(events), block="openlineage")
+    assert proc.returncode == 0, proc.stderr
+    assert "read 1 events: 1 queries" in proc.stderr
+    with duckdb.connect(str(tmp_path / "s.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM queries").fetchone()[0] == 1
 
 
 #: Libraries a command that does not need them must not pay for (each costs 0.1 s or more to import).
