@@ -171,8 +171,13 @@ def _bound(con: duckdb.DuckDBPyConnection, names: tuple[str, ...], rows: list[tu
 
 
 def _arrow(columns: list[Any], names: tuple[str, ...]) -> Any:
-    """The columns as an Arrow table, or None when a column's values have no one Arrow type."""
-    import pyarrow as pa
+    """The columns as an Arrow table, or None when a column's values have no one Arrow type or pyarrow
+    is not installed (the ``server`` and ``kafka`` extras install it; capture's small batches do
+    without)."""
+    try:
+        import pyarrow as pa
+    except ImportError:
+        return None
 
     try:
         return pa.Table.from_arrays([pa.array(c) for c in columns], names=list(names))
